@@ -1,0 +1,99 @@
+"""Where a run happens: repository, commit, branch and pull request, from flags, the Actions environment or git.
+
+Precedence for each field: an explicit value (flag / EVALWARD_* variable) > the GitHub Actions
+environment (and its event payload) > the local git checkout. On `pull_request` events the commit is the
+PR's head SHA, not the test merge commit GitHub checks out (GITHUB.md §4).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from evalward.model import RunContext
+
+
+def _git(args: list[str], cwd: Path | None) -> str | None:
+    try:
+        completed = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    out = completed.stdout.strip()
+    return out if completed.returncode == 0 and out else None
+
+
+def _event_payload(env: Mapping[str, str]) -> dict[str, Any]:
+    path = env.get("GITHUB_EVENT_PATH")
+    if not path:
+        return {}
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def detect_context(
+    *,
+    repository: str | None = None,
+    commit: str | None = None,
+    branch: str | None = None,
+    base_branch: str | None = None,
+    base_sha: str | None = None,
+    pr_number: int | None = None,
+    group_id: str | None = None,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> RunContext:
+    """Fill a RunContext from explicit values, then the Actions environment, then git."""
+    env = os.environ if env is None else env
+    event = _event_payload(env)
+    pull = event.get("pull_request") if isinstance(event.get("pull_request"), dict) else None
+
+    repository = repository or env.get("GITHUB_REPOSITORY")
+    if pull is not None:
+        head, base = pull.get("head") or {}, pull.get("base") or {}
+        commit = commit or head.get("sha")
+        branch = branch or head.get("ref")
+        base_branch = base_branch or base.get("ref")
+        base_sha = base_sha or base.get("sha")
+        if pr_number is None and isinstance(pull.get("number"), int):
+            pr_number = pull["number"]
+    if env.get("GITHUB_ACTIONS") == "true":
+        commit = commit or env.get("GITHUB_SHA")
+        branch = branch or env.get("GITHUB_HEAD_REF") or env.get("GITHUB_REF_NAME")
+        base_branch = base_branch or env.get("GITHUB_BASE_REF") or None
+
+    commit = commit or _git(["rev-parse", "HEAD"], cwd)
+    if branch is None:
+        name = _git(["rev-parse", "--abbrev-ref", "HEAD"], cwd)
+        branch = name if name and name != "HEAD" else None
+    if repository is None:
+        url = _git(["config", "--get", "remote.origin.url"], cwd)
+        repository = _repository_from_url(url) if url else None
+
+    merge_base = None
+    if base_sha and commit:
+        merge_base = _git(["merge-base", base_sha, commit], cwd)
+    return RunContext(
+        repository=repository,
+        commit=commit,
+        branch=branch,
+        base_branch=base_branch,
+        base_sha=base_sha,
+        pr_number=pr_number,
+        merge_base=merge_base or base_sha,
+        group_id=group_id,
+    )
+
+
+def _repository_from_url(url: str) -> str | None:
+    """`git@github.com:o/r.git` or `https://host/o/r(.git)` → `o/r`."""
+    tail = url.rstrip("/").removesuffix(".git")
+    tail = tail.split(":", 1)[1] if "://" not in tail and ":" in tail else tail
+    parts = [p for p in tail.split("/") if p]
+    return "/".join(parts[-2:]) if len(parts) >= 2 else None
