@@ -1,0 +1,203 @@
+"""The expected side: eval sets, cases, turns and the criteria they are scored by.
+
+Every loader (ADK, LangSmith, langchain-benchmarks, multi-agent, native) maps its file format onto
+these models; every later stage reads only these.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from functools import cached_property
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, computed_field
+
+from evalward.model.trajectory import IntermediateResponse, Message, ToolCall
+
+
+class SourceLocation(BaseModel):
+    """Where something was read from, so errors and PR annotations can point at it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    path: str = Field(description="File path as given by the user (relative paths stay relative).")
+    line: int | None = Field(default=None, description="1-based line of the item's start, when known.")
+    column: int | None = Field(default=None, description="1-based column of the item's start, when known.")
+    json_path: str | None = Field(
+        default=None, description="JSON path of the item inside the file, e.g. `$.eval_cases[2]`."
+    )
+
+
+class MetricSpec(BaseModel):
+    """One criterion: a registered metric name, its pass threshold and its options."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(description="Registered metric name, e.g. `tool_trajectory_avg_score` or `trajectory_f1`.")
+    threshold: float | None = Field(
+        default=None,
+        description="Pass when score >= threshold (<= for lower-is-better metrics); None = informational.",
+    )
+    options: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Metric options, e.g. `match_type`, `ignore_args`, `args_mode`, `key`, `pattern`.",
+    )
+
+    def describe(self) -> str:
+        """`name>=threshold` with options, for reports."""
+        text = self.name if self.threshold is None else f"{self.name}>={self.threshold:g}"
+        if self.options:
+            text += " " + json.dumps(self.options, sort_keys=True, default=str)
+        return text
+
+
+CriteriaOrigin = Literal["test_config", "adk_defaults", "format_defaults", "native", "cli", "config"]
+
+
+class Criteria(BaseModel):
+    """The metrics an eval set is scored with, and where that choice came from."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    metrics: list[MetricSpec] = Field(default_factory=list, description="Metrics applied to every case.")
+    origin: CriteriaOrigin = Field(
+        default="format_defaults",
+        description="`test_config` (read from a file), `adk_defaults`, `format_defaults`, `native`, `cli`, `config`.",
+    )
+    config_path: str | None = Field(default=None, description="The `test_config.json` used, if any.")
+
+    def by_name(self, name: str) -> MetricSpec | None:
+        return next((m for m in self.metrics if m.name == name), None)
+
+
+class SessionInput(BaseModel):
+    """Initial session for a case (ADK `session_input` / legacy `initial_session`)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    app_name: str | None = None
+    user_id: str | None = None
+    session_id: str | None = None
+    state: dict[str, Any] = Field(default_factory=dict, description="Initial session state handed to the agent.")
+
+
+class Invocation(BaseModel):
+    """One turn of a conversation: what the user says and what is expected back.
+
+    `None` for an expectation means "not specified, don't score it"; an empty list means "expect none".
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    invocation_id: str = Field(default="", description="Stable id of the turn (ADK `invocation_id`), may be empty.")
+    query: str = Field(default="", description="The user's message for this turn.")
+    inputs: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Structured inputs handed to the agent as is (LangSmith `inputs`, message lists, …).",
+    )
+    expected_response: str | None = Field(default=None, description="Reference final response text.")
+    expected_tool_calls: list[ToolCall] | None = Field(
+        default=None, description="Expected tool calls in order; [] expects no call, None expects nothing."
+    )
+    expected_intermediate_responses: list[IntermediateResponse] | None = Field(
+        default=None, description="Expected natural-language responses of sub-agents (ADK)."
+    )
+    expected_trajectory: list[str] | None = Field(
+        default=None, description="Expected step names (graph nodes, agents, tools) in order (LangSmith style)."
+    )
+    expected_order_matters: bool | None = Field(
+        default=None, description="langchain-benchmarks `order_matters` for `expected_trajectory`."
+    )
+    expected_agents: list[str] | None = Field(default=None, description="Agents expected to take part.")
+    expected_agent_tools: dict[str, list[str]] | None = Field(
+        default=None, description="Tool names expected per agent: {agent: [tool, …]}."
+    )
+    expected_outputs: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Other expected output keys compared by exact match, e.g. {'route': 'refund_agent'}.",
+    )
+    reference_messages: list[Message] | None = Field(
+        default=None,
+        description="A recorded reference trajectory as messages (for step-by-step, teacher-forced scoring).",
+    )
+    source: SourceLocation | None = Field(default=None, description="Where this turn was read from.")
+
+
+class EvalCase(BaseModel):
+    """One conversation to run and score."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    case_id: str = Field(description="Stable id, unique within its eval set; pairs cases across runs.")
+    description: str | None = None
+    turns: list[Invocation] = Field(description="The conversation, in order; at least one turn.")
+    session_input: SessionInput | None = None
+    expected_state: Any = Field(
+        default=None, description="Expected environment/session state after the run (None = unchecked)."
+    )
+    metrics: list[MetricSpec] = Field(
+        default_factory=list, description="Per-case metrics, added to (or overriding by name) the set's criteria."
+    )
+    must_pass: bool = Field(default=False, description="Hard gate: must pass on every repetition.")
+    tags: list[str] = Field(default_factory=list)
+    source: SourceLocation | None = Field(default=None, description="Where this case was read from.")
+
+    @computed_field(  # type: ignore[prop-decorator]
+        description="sha256 of the case's canonical content (excluding where it was read from)."
+    )
+    @cached_property
+    def content_hash(self) -> str:
+        # Cached: a case's content is fixed once loaded, and the hash is read for every result and report.
+        payload = self.model_dump(mode="json", exclude={"source", "content_hash"})
+        for turn in payload["turns"]:
+            turn.pop("source", None)
+        return canonical_hash(payload)
+
+
+EvalFormat = Literal[
+    "adk_evalset",
+    "adk_legacy_test",
+    "adk_legacy_evalset",
+    "langsmith",
+    "langchain_benchmarks",
+    "multi_agent",
+    "native",
+]
+
+
+class EvalSet(BaseModel):
+    """A named collection of cases read from one file, with the criteria that apply to it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    eval_set_id: str = Field(description="Stable id (ADK `eval_set_id`, native `eval_set_id`, or the file stem).")
+    name: str | None = None
+    description: str | None = None
+    format: EvalFormat = Field(description="The file format detected by content.")
+    path: str | None = Field(default=None, description="The file the set was read from.")
+    cases: list[EvalCase]
+    criteria: Criteria = Field(default_factory=Criteria)
+
+    @computed_field(description="sha256 over the set id, criteria and every case's content hash.")
+    def content_hash(self) -> str:
+        return canonical_hash(
+            {
+                "eval_set_id": self.eval_set_id,
+                "criteria": [m.model_dump(mode="json") for m in self.criteria.metrics],
+                "cases": [c.content_hash for c in self.cases],
+            }
+        )
+
+    def metrics_for(self, case: EvalCase) -> list[MetricSpec]:
+        """The set's criteria, with the case's own metrics added or replacing same-named ones."""
+        own = {m.name: m for m in case.metrics}
+        merged = [own.pop(m.name, m) for m in self.criteria.metrics]
+        merged.extend(own.values())
+        return merged
+
+
+def canonical_hash(value: Any) -> str:
+    """sha256 of the canonical JSON form (sorted keys, no whitespace) of `value`."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -1,0 +1,234 @@
+"""The observed side: scores per metric, turn, case and run.
+
+`RunResult` is the one model of a run: the terminal, the JSON file, the database, the PR comment and the
+dashboard all render it, and nothing re-derives its scores elsewhere.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, computed_field
+
+from evalward.model.evalset import EvalFormat, MetricSpec
+from evalward.model.trajectory import AgentOutput, ToolCall, Usage
+
+SCHEMA_VERSION = 1
+"""Version of the persisted `RunResult` JSON; bump it with a migration note when the shape changes."""
+
+MetricStatus = Literal["passed", "failed", "not_applicable", "informational", "error"]
+"""`not_applicable`: the case carries no expectation this metric needs (shown, never counted as a pass).
+`error`: the metric itself raised; the case becomes an error."""
+
+CaseStatus = Literal["passed", "failed", "error"]
+
+ErrorKind = Literal[
+    "agent_error",  # the agent raised or reported `error`
+    "timeout",  # a turn exceeded --timeout
+    "malformed_output",  # the agent's answer did not fit the protocol
+    "crash",  # the agent process died or the connection failed
+    "metric_error",  # a metric raised while scoring
+    "cancelled",  # the run was interrupted before this case finished
+    "judge_error",  # a judge model could not be reached or answered nonsense
+]
+
+
+class MetricResult(BaseModel):
+    """One metric's score for one turn or one case, with the arithmetic behind it."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    name: str
+    score: float | None = Field(description="The score; None when not applicable or on error.")
+    threshold: float | None = None
+    status: MetricStatus
+    higher_is_better: bool = True
+    explanation: str = Field(default="", description="The arithmetic, e.g. `LCS=2, precision=2/3=0.667`.")
+    details: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Diagnostics: matched pairs, missing and unexpected calls, first divergence, argument diffs.",
+    )
+
+
+class InvocationResult(BaseModel):
+    """One turn: what was asked, expected and done, and the per-turn scores."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    turn: int
+    invocation_id: str = ""
+    query: str
+    expected_response: str | None = None
+    actual_response: str | None = None
+    expected_tool_calls: list[ToolCall] | None = None
+    actual_tool_calls: list[ToolCall] = Field(default_factory=list)
+    expected_trajectory: list[str] | None = None
+    actual_trajectory: list[str] = Field(default_factory=list)
+    output: AgentOutput | None = Field(default=None, description="Everything the agent returned for the turn.")
+    metric_results: list[MetricResult] = Field(default_factory=list)
+    latency_s: float | None = None
+
+    @computed_field(description="{metric name: score} for this turn.")
+    def metrics(self) -> dict[str, float | None]:
+        return {m.name: m.score for m in self.metric_results}
+
+
+class CaseError(BaseModel):
+    """Why a case (or one of its turns) could not be scored normally."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    kind: ErrorKind
+    message: str
+    turn: int | None = Field(default=None, description="The turn where it happened, if any.")
+    attempts: int = Field(default=1, description="How many times the turn was tried.")
+
+
+class CaseResult(BaseModel):
+    """One case × repetition: status, case-level scores, the turns and what it cost."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    eval_set_id: str
+    case_id: str
+    repetition: int = Field(default=0, description="0-based repetition index.")
+    status: CaseStatus
+    metric_results: list[MetricResult] = Field(
+        default_factory=list, description="Case-level score per metric (mean over turns for turn metrics)."
+    )
+    invocations: list[InvocationResult] = Field(default_factory=list)
+    error: CaseError | None = None
+    latency_s: float | None = Field(default=None, description="Wall-clock time of the whole case.")
+    usage: Usage | None = None
+    final_state: Any = None
+    content_hash: str = Field(default="", description="The eval case's content hash (comparability).")
+    must_pass: bool = False
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+    @computed_field(description="{metric name: score} for this case.")
+    def metrics(self) -> dict[str, float | None]:
+        return {m.name: m.score for m in self.metric_results}
+
+    @computed_field(description="Alias of `eval_set_id` in the JSON report, for readers of `run --json`.")
+    def eval_set(self) -> str:
+        return self.eval_set_id
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        return (self.eval_set_id, self.case_id, self.repetition)
+
+    def metric(self, name: str) -> MetricResult | None:
+        return next((m for m in self.metric_results if m.name == name), None)
+
+
+class MetricSummary(BaseModel):
+    """A metric over the whole run: mean over case results with a 95% interval, and whether it passed."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    mean: float | None
+    threshold: float | None = None
+    passed: bool | None = Field(description="Every scored case result met the threshold; None if informational.")
+    n: int = Field(description="Number of case results with a score.")
+    ci_low: float | None = None
+    ci_high: float | None = None
+    pass_rate: float | None = Field(default=None, description="Share of scored case results meeting the threshold.")
+    higher_is_better: bool = True
+
+
+class CaseSummary(BaseModel):
+    """One case over its repetitions (a reducer's view)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    eval_set_id: str
+    case_id: str
+    repetitions: int
+    passes: int
+    errors: int
+    pass_rate: float
+    pass_at_k: float = Field(description="P(at least one of k passes) = 1 − C(n−c, k)/C(n, k), k = repetitions.")
+    pass_hat_k: float = Field(description="P(all k pass) = C(c, k)/C(n, k), k = repetitions.")
+    metric_means: dict[str, float | None] = Field(default_factory=dict)
+    passed: bool = Field(description="The case passes under the run's pass rule.")
+
+
+class EvalSetInfo(BaseModel):
+    """What a run read: enough to tell whether two runs are comparable and to re-render reports."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    eval_set_id: str
+    format: EvalFormat
+    path: str | None = None
+    content_hash: str
+    criteria: list[MetricSpec] = Field(default_factory=list)
+    criteria_origin: str = ""
+    case_hashes: dict[str, str] = Field(default_factory=dict, description="{case_id: content hash}.")
+    case_sources: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="{case_id: SourceLocation as dict}, for annotations."
+    )
+
+
+class AgentTarget(BaseModel):
+    """The agent under test, as given on the command line, with a hash of its configuration."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    kind: str = Field(description="`python`, `subprocess`, `http`, `replay`, `openai`, `adk`, `langgraph`.")
+    target: str = Field(description="The target string, with secrets removed.")
+    config_hash: str = Field(default="", description="sha256 of the runner configuration.")
+
+
+class RunContext(BaseModel):
+    """Where and for what the run happened (git and CI metadata)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    repository: str | None = None
+    commit: str | None = None
+    branch: str | None = None
+    base_branch: str | None = None
+    base_sha: str | None = None
+    pr_number: int | None = None
+    merge_base: str | None = None
+    shard_index: int | None = Field(default=None, description="1-based shard index when sharded.")
+    shard_count: int | None = None
+    group_id: str | None = Field(default=None, description="Shards of one logical run share a group id.")
+
+
+class RunResult(BaseModel):
+    """One run of one or more eval sets against one agent."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    schema_version: int = SCHEMA_VERSION
+    run_id: str
+    status: Literal["running", "complete", "cancelled", "failed"] = "complete"
+    passed: bool = Field(description="Every case met every criterion under the pass rule, and nothing errored.")
+    pass_rule: Literal["per_run", "mean_over_runs"] = Field(
+        default="per_run",
+        description="`per_run`: every repetition must pass (adk eval); `mean_over_runs`: the mean over "
+        "repetitions must meet each threshold (ADK AgentEvaluator).",
+    )
+    repetitions: int = 1
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    agent: AgentTarget | None = None
+    eval_sets: list[EvalSetInfo] = Field(default_factory=list)
+    context: RunContext = Field(default_factory=RunContext)
+    evalward_version: str = ""
+    fingerprint: str = Field(default="", description="Hash of everything that makes two runs comparable.")
+    summary: dict[str, MetricSummary] = Field(default_factory=dict)
+    case_summaries: list[CaseSummary] = Field(default_factory=list)
+    cases: list[CaseResult] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        """Case results by status."""
+        totals = {"passed": 0, "failed": 0, "error": 0}
+        for case in self.cases:
+            totals[case.status] += 1
+        return totals

@@ -1,0 +1,193 @@
+"""The gate's answer: pass, fail or inconclusive, with every number a reader needs to recompute it.
+
+A `Verdict` is persisted (JSON file, database, PR comment re-renders), so every field is documented and
+the shape carries `schema_version`. `gate.decide` fills everything except `baseline`, which the caller
+(who chose the baseline run) fills.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+VERDICT_SCHEMA_VERSION = 1
+"""Version of the persisted `Verdict` JSON; bump it with a migration note when the shape changes."""
+
+Outcome = Literal["pass", "fail", "inconclusive"]
+"""`fail`: at least one blocking finding. `inconclusive`: no blocking finding, but a gated metric could
+neither be shown to regress nor to be non-inferior (or there was no baseline under a neutral policy)."""
+
+Severity = Literal["blocking", "warning", "info"]
+"""`blocking` makes the outcome `fail`; `warning` and `info` are shown only."""
+
+FindingKind = Literal[
+    "regression",  # a gated metric (or, at info level, one case) got worse beyond noise
+    "threshold",  # a case missed an absolute threshold from the run's criteria
+    "must_pass",  # a must_pass case failed more repetitions than allowed
+    "error",  # a case errored (agent crash, timeout, judge error) or the run is incomplete
+    "missing_case",  # a case of the current run's eval sets has no (or too few) results
+    "added_case",  # in the current run only: not compared
+    "removed_case",  # in the baseline only: not compared
+    "changed_case",  # same id, different content hash: not compared
+    "no_baseline",  # nothing to compare with
+    "mismatch",  # criteria or fingerprints differ between the runs
+    "cost",  # cost ratio current/baseline (log-ratio rule)
+    "latency",  # p50 latency ratio current/baseline (log-ratio rule)
+    "flaky",  # a case known to flip on the base branch
+    "quarantined",  # a case excluded from gating until a date
+    "improvement",  # a gated metric got better beyond noise
+    "inconclusive",  # a gated metric or the comparison as a whole could not be decided
+]
+
+MetricVerdict = Literal["regressed", "pass", "inconclusive"]
+
+TestName = Literal["mcnemar_exact", "sign_flip_exact", "sign_flip_mc"]
+"""`mcnemar_exact`: binary metric, one repetition per side; `sign_flip_exact`: all 2^m sign vectors of the
+m non-zero differences enumerated; `sign_flip_mc`: Monte Carlo sign flips, p = (1 + #{≤}) / (1 + S)."""
+
+CaseLabel = Literal["regressed", "improved", "flaky", "stable_pass", "stable_fail", "new", "removed", "changed"]
+
+
+class Finding(BaseModel):
+    """One thing the gate noticed: which case and metric, old and new values, and why it is or isn't noise."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    kind: FindingKind = Field(description="What was noticed (see `FindingKind`).")
+    severity: Severity = Field(description="`blocking` fails the gate; `warning` and `info` are shown only.")
+    message: str = Field(description="One or two sentences for a human: what happened and why it is or isn't noise.")
+    metric: str | None = Field(default=None, description="The metric concerned, if any.")
+    case_id: str | None = Field(default=None, description="The case concerned, if any.")
+    eval_set_id: str | None = Field(default=None, description="The eval set of `case_id`, if any.")
+    baseline_value: float | None = Field(default=None, description="The baseline's value (mean, ratio base, …).")
+    current_value: float | None = Field(default=None, description="The current run's value.")
+    effect: float | None = Field(
+        default=None, description="Δ̂ = current − baseline for metrics; the ratio current/baseline for cost/latency."
+    )
+    ci_low: float | None = Field(default=None, description="Lower bound L of the effect (see MetricComparison).")
+    ci_high: float | None = Field(default=None, description="Upper bound U of the effect.")
+    p_value: float | None = Field(default=None, description="The p-value behind the finding (Holm-adjusted if so).")
+    test: str | None = Field(
+        default=None, description="The test used: a `TestName`, `log_ratio_bootstrap`, or None for rule checks."
+    )
+
+
+class MetricComparison(BaseModel):
+    """One metric, baseline vs current, over the paired comparable cases.
+
+    The interval [ci_low, ci_high] is a paired percentile bootstrap over cases: ci_low is the one-sided
+    lower bound L at level 1 − α (the α-quantile of the resampled means) and ci_high the one-sided upper
+    bound U at level 1 − α, so together they form a two-sided 1 − 2α interval (90% for α = 0.05).
+    Values are in the metric's own units; for lower-is-better metrics the rules are applied to −Δ.
+    """
+
+    model_config = ConfigDict(extra="ignore")
+
+    metric: str = Field(description="Metric name (`case_pass` is the case status as a 0/1 score).")
+    gated: bool = Field(description="True: may block; False: reported only (another metric is primary).")
+    higher_is_better: bool = Field(default=True, description="Direction of improvement.")
+    baseline_mean: float | None = Field(description="Mean over cases of b_i (each b_i a mean over repetitions).")
+    current_mean: float | None = Field(description="Mean over cases of c_i.")
+    delta: float | None = Field(description="Δ̂ = (1/n) Σ (c_i − b_i).")
+    ci_low: float | None = Field(default=None, description="One-sided lower bound L of Δ at level 1 − α.")
+    ci_high: float | None = Field(default=None, description="One-sided upper bound U of Δ at level 1 − α.")
+    p_value: float | None = Field(default=None, description="One-sided p for H0: Δ ≥ 0 vs H1: Δ < 0.")
+    p_adjusted: float | None = Field(default=None, description="Holm-adjusted p across the gated metrics.")
+    test: TestName | None = Field(default=None, description="The test of record.")
+    n_cases: int = Field(description="Number of paired comparable cases with a score on both sides.")
+    k_baseline: int = Field(description="Largest number of scored repetitions of one case in the baseline.")
+    k_current: int = Field(description="Largest number of scored repetitions of one case in the current run.")
+    delta_block: float = Field(description="δ_block: smallest drop worth blocking.")
+    delta_ni: float = Field(description="δ_ni: non-inferiority margin.")
+    verdict: MetricVerdict = Field(description="`regressed`, `pass` or `inconclusive` (GATE.md §6).")
+    mde: float | None = Field(
+        default=None,
+        description="Minimum detectable effect of this run: (z_{1−α} + z_{1−β}) · s_d / √n at the policy's power.",
+    )
+    n_needed: int | None = Field(
+        default=None, description="Cases needed to detect a drop of δ_block: ⌈((z_{1−α} + z_{1−β}) · s_d / δ_block)²⌉."
+    )
+    explanation: str = Field(default="", description="The arithmetic behind the verdict, step by step.")
+
+
+class CaseDiagnostic(BaseModel):
+    """One case across both runs: how often it passed on each side and its mean score per gated metric."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    eval_set_id: str
+    case_id: str
+    label: CaseLabel = Field(
+        description="`regressed`/`improved`: pass rate moved by ≥ 0.5; `flaky`: mixed results on a side or a "
+        "known flip rate; `stable_pass`/`stable_fail`; `new`/`removed`/`changed`: not compared."
+    )
+    baseline_passes: int | None = Field(default=None, description="Repetitions with status `passed` in the baseline.")
+    baseline_k: int | None = Field(default=None, description="Repetitions of the case in the baseline.")
+    current_passes: int | None = Field(default=None, description="Repetitions with status `passed` now.")
+    current_k: int | None = Field(default=None, description="Repetitions of the case now.")
+    baseline_scores: dict[str, float | None] = Field(
+        default_factory=dict, description="{gated metric: b_i, the mean over the baseline's repetitions}."
+    )
+    current_scores: dict[str, float | None] = Field(default_factory=dict, description="{gated metric: c_i}.")
+    likely_regressed_metrics: list[str] = Field(
+        default_factory=list, description="Gated metrics with b_i − c_i ≥ 0.5 (worse direction) for this case."
+    )
+    flip_rate: float | None = Field(default=None, description="The case's flip rate on the base branch, if known.")
+    quarantined: bool = Field(default=False, description="Excluded from gating by an active quarantine entry.")
+
+
+class BaselineInfo(BaseModel):
+    """Which run the current one was compared with, and how it was chosen (filled by the caller)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    run_id: str
+    commit: str | None = None
+    branch: str | None = None
+    created_at: datetime | None = None
+    age_s: float | None = Field(default=None, description="Age of the baseline run when the gate ran, in seconds.")
+    chosen_by: str = Field(
+        default="", description="How it was chosen, e.g. `merge-base abc123 by exact SHA and fingerprint`."
+    )
+
+
+class VerdictCounts(BaseModel):
+    """How many cases went where."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    compared: int = Field(default=0, description="Cases paired by id and content hash and compared.")
+    added: int = Field(default=0, description="Cases only in the current run.")
+    removed: int = Field(default=0, description="Cases only in the baseline.")
+    changed: int = Field(default=0, description="Cases on both sides whose content hash differs.")
+    errored: int = Field(default=0, description="Cases of the current run with at least one errored repetition.")
+    quarantined: int = Field(default=0, description="Cases excluded from gating by an active quarantine.")
+
+
+class Verdict(BaseModel):
+    """The gate's decision with its findings, per-metric comparisons and per-case diagnostics."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    schema_version: int = VERDICT_SCHEMA_VERSION
+    outcome: Outcome = Field(description="`pass`, `fail` or `inconclusive`.")
+    reason: str = Field(description="One sentence a reader understands.")
+    current_run_id: str = Field(default="", description="The run that was judged.")
+    findings: list[Finding] = Field(default_factory=list, description="Blocking findings first, then warnings, info.")
+    metrics: list[MetricComparison] = Field(default_factory=list, description="One per compared metric.")
+    cases: list[CaseDiagnostic] = Field(default_factory=list, description="One per case on either side.")
+    baseline: BaselineInfo | None = Field(default=None, description="Filled by the caller who chose the baseline.")
+    counts: VerdictCounts = Field(default_factory=VerdictCounts)
+    alpha: float = Field(default=0.05, description="Significance level used.")
+    seed: int = Field(default=0, description="Seed of the resampling, so the numbers can be reproduced.")
+    policy_digest: str = Field(default="", description="sha256 of the policy's canonical JSON.")
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome == "pass"
+
+    def blocking(self) -> list[Finding]:
+        """The findings that made the outcome `fail`."""
+        return [f for f in self.findings if f.severity == "blocking"]
