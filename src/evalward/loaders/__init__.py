@@ -1,0 +1,37 @@
+"""Read every supported eval-file format into `evalward.model.EvalSet`.
+
+Formats, detected by content (`detect_format`): ADK's current eval sets (`adk.py`), ADK's two legacy
+formats (`adk_legacy.py`), LangSmith examples (`langsmith.py`), langchain-benchmarks tool-usage datasets
+(`benchmarks.py`), multi-agent test cases (`multi_agent.py`) and evalward's native YAML/JSON (`native.py`).
+`test_config.json` criteria: `test_config.py`. File syntax and positions: `documents.py`, `positions.py`;
+problem reporting: `problems.py`; directory search: `discovery.py`; the entry point: `load.py`.
+"""
+
+from evalward.loaders.detect import detect_format
+from evalward.loaders.discovery import EVAL_FILE_SUFFIXES
+from evalward.loaders.load import ADK_FORMATS, LoadedEvalSets, load_file, load_paths
+from evalward.loaders.native import native_json_schema
+from evalward.loaders.test_config import (
+    ADK_CRITERIA,
+    EFFICIENCY_CRITERIA,
+    JUDGE_CRITERIA,
+    adk_default_criteria,
+    load_test_config,
+    normalise_match_type,
+)
+
+__all__ = [
+    "ADK_CRITERIA",
+    "ADK_FORMATS",
+    "EFFICIENCY_CRITERIA",
+    "EVAL_FILE_SUFFIXES",
+    "JUDGE_CRITERIA",
+    "LoadedEvalSets",
+    "adk_default_criteria",
+    "detect_format",
+    "load_file",
+    "load_paths",
+    "load_test_config",
+    "native_json_schema",
+    "normalise_match_type",
+]

@@ -1,0 +1,144 @@
+"""ADK's two legacy formats → `EvalSet` (ADK-FORMATS.md §2). Both load here; ADK takes each in one entry point.
+
+Format A (`adk_legacy_test`): a JSON list of turns `{query, expected_tool_use: [{tool_name, tool_input}],
+expected_intermediate_agent_responses: [{author, text}], reference}`. The whole file is ONE case whose
+`case_id` is the file path as given (as in ADK).
+
+Format B (`adk_legacy_evalset`): a list of `{name, data, initial_session}`; each element is a case
+(`case_id = name`), `data` holds format-A turns, a non-empty `initial_session` → `session_input`.
+
+Turn mapping follows ADK's conversion: `expected_tool_calls` = `tool_uses` `{name: tool_name, args:
+tool_input}` (always a list: a missing `expected_tool_use` expects no calls); `reference` missing or null →
+`""` (ADK's text of a Part with null text), so ROUGE then scores against the empty string;
+`mock_tool_output` is ignored. Keys ADK does not read are ignored too, with a warning.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from evalward.loaders.positions import PathKey
+from evalward.loaders.problems import Problems
+from evalward.model import EvalCase, EvalSet, IntermediateResponse, Invocation, SessionInput, ToolCall
+
+_LEGACY = ConfigDict(extra="ignore", loc_by_alias=False)
+
+
+class _LegacyToolUse(BaseModel):
+    model_config = _LEGACY
+
+    tool_name: str
+    tool_input: dict[str, Any]
+
+
+class _LegacyResponse(BaseModel):
+    model_config = _LEGACY
+
+    author: str
+    text: str
+
+
+class _LegacyTurn(BaseModel):
+    model_config = ConfigDict(extra="allow", loc_by_alias=False)
+
+    query: str
+    expected_tool_use: list[_LegacyToolUse] = []
+    expected_intermediate_agent_responses: list[_LegacyResponse] = []
+    reference: str | None = None
+
+
+class _LegacySession(BaseModel):
+    model_config = ConfigDict(extra="allow", loc_by_alias=False)
+
+    state: dict[str, Any] = {}
+    app_name: str | None = None
+    user_id: str | None = None
+
+
+class _LegacyCase(BaseModel):
+    model_config = ConfigDict(extra="allow", loc_by_alias=False)
+
+    name: str
+    data: list[Any]
+    initial_session: _LegacySession | None = None
+
+
+def load_legacy_test(problems: Problems, default_id: str) -> EvalSet | None:
+    """Format A: the file is one case named by its path."""
+    case_id = problems.path
+    turns = _turns(problems, problems.document.data, (), case_id)
+    if turns is None:
+        return None
+    case = EvalCase(case_id=case_id, turns=turns, source=problems.source(()))
+    return EvalSet(eval_set_id=default_id, format="adk_legacy_test", cases=[case])
+
+
+def load_legacy_evalset(problems: Problems, default_id: str) -> EvalSet | None:
+    """Format B: one case per named conversation."""
+    cases: list[EvalCase] = []
+    failed = False
+    for position, raw in enumerate(problems.document.data):
+        at: PathKey = (position,)
+        name = raw.get("name") if isinstance(raw, dict) else None
+        case_id = name if isinstance(name, str) else None
+        parsed = problems.validate(_LegacyCase, raw, at, case_id=case_id)
+        if parsed is None:
+            failed = True
+            continue
+        _warn_extra(problems, parsed, at, known="name, data, initial_session")
+        turns = _turns(problems, parsed.data, (*at, "data"), parsed.name)
+        if turns is None:
+            failed = True
+            continue
+        session = parsed.initial_session
+        session_input = None
+        if session is not None and session.model_dump(exclude_defaults=True):
+            session_input = SessionInput.model_validate(session.model_dump())
+        cases.append(
+            EvalCase(case_id=parsed.name, turns=turns, session_input=session_input, source=problems.source(at))
+        )
+    if failed:
+        return None
+    return EvalSet(eval_set_id=default_id, format="adk_legacy_evalset", cases=cases)
+
+
+def _turns(problems: Problems, raw_turns: list[Any], at: PathKey, case_id: str) -> list[Invocation] | None:
+    if not raw_turns:
+        problems.add(
+            "a conversation needs at least one turn", at, case_id=case_id, expected="a list of turns", found="[]"
+        )
+        return None
+    turns: list[Invocation] = []
+    failed = False
+    for position, raw in enumerate(raw_turns):
+        turn_at = (*at, position)
+        parsed = problems.validate(_LegacyTurn, raw, turn_at, case_id=case_id)
+        if parsed is None:
+            failed = True
+            continue
+        _warn_extra(
+            problems,
+            parsed,
+            turn_at,
+            known="query, expected_tool_use, expected_intermediate_agent_responses, reference",
+        )
+        turns.append(
+            Invocation(
+                query=parsed.query,
+                expected_response=parsed.reference or "",
+                expected_tool_calls=[ToolCall(name=u.tool_name, args=u.tool_input) for u in parsed.expected_tool_use],
+                expected_intermediate_responses=[
+                    IntermediateResponse(author=r.author, text=r.text)
+                    for r in parsed.expected_intermediate_agent_responses
+                ],
+                source=problems.source(turn_at),
+            )
+        )
+    return None if failed else turns
+
+
+def _warn_extra(problems: Problems, parsed: BaseModel, at: PathKey, *, known: str) -> None:
+    for key in parsed.model_extra or {}:
+        problems.warn(f"key {key!r} is ignored (ADK reads only {known})", (*at, key))

@@ -1,0 +1,151 @@
+"""Read one file into values plus positions: JSON, JSONL or YAML, chosen as follows.
+
+1. `.yaml` / `.yml` → YAML; `.jsonl` → JSONL (one JSON value per non-blank line).
+2. Anything else whose first non-blank character is `{` or `[` → JSON; if `json.loads` stops with
+   "Extra data" and every non-blank line is a JSON value of its own, the file is JSONL after all.
+3. Anything else → YAML, unless the name ends in `.json` (then the JSON syntax error is reported).
+
+Syntax errors become `FileProblem`s with the line and column where the parser stopped; a JSONL file
+reports every bad line, not just the first.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from evalward.errors import FileProblem
+from evalward.loaders.positions import PositionIndex, index_json, index_yaml
+
+DocumentKind = Literal["json", "jsonl", "yaml"]
+
+
+@dataclass
+class Document:
+    """A parsed file: its values, where each value starts, and the syntax it was written in."""
+
+    path: str
+    data: Any
+    index: PositionIndex
+    kind: DocumentKind
+
+
+class DocumentError(Exception):
+    """The file could not be parsed; `problems` says where and why."""
+
+    def __init__(self, problems: list[FileProblem]) -> None:
+        super().__init__("; ".join(p.render() for p in problems))
+        self.problems = problems
+
+
+def read_document(path: Path, shown: str) -> Document:
+    """Parse `path` (reported as `shown`); raise DocumentError with every syntax problem found."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise DocumentError([FileProblem(path=shown, message=f"cannot read the file: {exc.strerror or exc}")]) from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise DocumentError(
+            [FileProblem(path=shown, message=f"not UTF-8 text (bad byte at offset {exc.start})", expected="UTF-8")]
+        ) from None
+    if not text.strip():
+        raise DocumentError([FileProblem(path=shown, message="the file is empty", expected="an eval file")])
+    try:
+        return parse_text(text, shown, suffix=_suffix(path))
+    except RecursionError:
+        raise DocumentError(
+            [FileProblem(path=shown, message="values are nested too deeply to read", expected="a shallower document")]
+        ) from None
+
+
+def parse_text(text: str, shown: str, *, suffix: str = "") -> Document:
+    """Parse already-decoded text; `suffix` (e.g. `.yaml`) picks the syntax as `read_document` does."""
+    if suffix in (".yaml", ".yml"):
+        return _parse_yaml(text, shown)
+    if suffix == ".jsonl":
+        return _parse_jsonl(text, shown)
+    if text.lstrip()[:1] in ("{", "["):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            if exc.msg == "Extra data":
+                try:
+                    return _parse_jsonl(text, shown)
+                except DocumentError:
+                    pass
+            raise DocumentError([_json_problem(shown, exc)]) from None
+        return Document(path=shown, data=data, index=index_json(text), kind="json")
+    if suffix == ".json":
+        try:
+            json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise DocumentError([_json_problem(shown, exc)]) from None
+    return _parse_yaml(text, shown)
+
+
+def _suffix(path: Path) -> str:
+    return path.suffix.lower()
+
+
+def _json_problem(shown: str, exc: json.JSONDecodeError, *, line_offset: int = 0) -> FileProblem:
+    return FileProblem(
+        path=shown,
+        message=f"invalid JSON: {exc.msg}",
+        line=exc.lineno + line_offset,
+        column=exc.colno,
+        expected="valid JSON",
+    )
+
+
+def _parse_jsonl(text: str, shown: str) -> Document:
+    records: list[Any] = []
+    index = PositionIndex()
+    problems: list[FileProblem] = []
+    for line_number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as exc:
+            problems.append(_json_problem(shown, exc, line_offset=line_number - 1))
+            continue
+        line_index = index_json(line, prefix=(len(records),), first_line=line_number)
+        index.values.update(line_index.values)
+        index.keys.update(line_index.keys)
+        records.append(value)
+    if problems:
+        raise DocumentError(problems)
+    return Document(path=shown, data=records, index=index, kind="jsonl")
+
+
+def _parse_yaml(text: str, shown: str) -> Document:
+    import yaml
+
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            raise DocumentError([FileProblem(path=shown, message="the file is empty", expected="an eval file")])
+        data = loader.construct_document(node)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        raise DocumentError(
+            [
+                FileProblem(
+                    path=shown,
+                    message=f"invalid YAML: {exc.problem or exc.context or 'syntax error'}",
+                    line=mark.line + 1 if mark else None,
+                    column=mark.column + 1 if mark else None,
+                    expected="valid YAML",
+                )
+            ]
+        ) from None
+    except yaml.YAMLError as exc:
+        raise DocumentError([FileProblem(path=shown, message=f"invalid YAML: {exc}", expected="valid YAML")]) from None
+    finally:
+        loader.dispose()
+    return Document(path=shown, data=data, index=index_yaml(node), kind="yaml")

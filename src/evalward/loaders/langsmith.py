@@ -1,0 +1,123 @@
+"""LangSmith-style examples (a JSON list or JSONL of `{inputs, outputs}`) → `EvalSet`.
+
+Each example is a one-turn case:
+- `query` = `inputs.question` | `inputs.query` | `inputs.input` | `inputs.text` (the first that is a string)
+  | the content of the last user message in `inputs.messages`; `Invocation.inputs` = the whole `inputs`;
+- `outputs.response` → `expected_response`; `outputs.trajectory` (step names) → `expected_trajectory`;
+  every other `outputs` key → `expected_outputs` (e.g. `{"route": "refund_agent"}`);
+- `case_id` = `id` (or `example_id`) when given, else `"ex-"` + the first 12 hex digits of the sha256 of
+  the canonical `inputs`, so ids survive reordering.
+
+Default criteria (origin `format_defaults`): `trajectory_subsequence` ≥ 1.0 when any example has a
+trajectory; `output_match` with `{"key": K}` ≥ 1.0 for each other expected output key K (in order of first
+appearance); `response_rouge1` (informational, no threshold) when any example has a response.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from evalward.loaders.positions import PathKey
+from evalward.loaders.problems import Problems
+from evalward.model import Criteria, EvalCase, EvalSet, Invocation, MetricSpec, canonical_hash
+
+_QUERY_KEYS = ("question", "query", "input", "text")
+_USER_ROLES = ("user", "human")
+
+
+class _Example(BaseModel):
+    model_config = ConfigDict(extra="ignore", loc_by_alias=False)
+
+    inputs: dict[str, Any]
+    outputs: dict[str, Any] | None = None
+    id: str | int | None = None
+    example_id: str | int | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class _Outputs(BaseModel):
+    model_config = ConfigDict(extra="allow", loc_by_alias=False)
+
+    response: str | None = None
+    trajectory: list[str] | None = None
+
+
+def example_case_id(inputs: dict[str, Any]) -> str:
+    """`ex-` + 12 hex digits of sha256(canonical JSON of the inputs): stable under reordering."""
+    return "ex-" + canonical_hash(inputs)[:12]
+
+
+def query_from_inputs(inputs: dict[str, Any]) -> str:
+    """The user's text in a LangSmith `inputs` dict (see the module docstring); `""` when there is none."""
+    for key in _QUERY_KEYS:
+        value = inputs.get(key)
+        if isinstance(value, str):
+            return value
+    messages = inputs.get("messages")
+    if isinstance(messages, list):
+        for message in reversed(messages):
+            role: Any = None
+            content: Any = None
+            if isinstance(message, dict):
+                role = message.get("role", message.get("type"))
+                content = message.get("content")
+            elif isinstance(message, list | tuple) and len(message) == 2:
+                role, content = message
+            if role in _USER_ROLES:
+                return _message_text(content)
+    return ""
+
+
+def _message_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # OpenAI content parts: [{"type": "text", "text": ...}, ...]
+        return "\n".join(
+            part["text"] for part in content if isinstance(part, dict) and isinstance(part.get("text"), str)
+        )
+    return ""
+
+
+def load_langsmith(problems: Problems, default_id: str) -> EvalSet | None:
+    cases: list[EvalCase] = []
+    failed = False
+    output_keys: list[str] = []
+    for position, raw in enumerate(problems.document.data):
+        at: PathKey = (position,)
+        example = problems.validate(_Example, raw, at)
+        if example is None:
+            failed = True
+            continue
+        given_id = example.id if example.id is not None else example.example_id
+        case_id = str(given_id) if given_id is not None else example_case_id(example.inputs)
+        outputs = problems.validate(_Outputs, example.outputs or {}, (*at, "outputs"), case_id=case_id)
+        if outputs is None:
+            failed = True
+            continue
+        others = dict(outputs.model_extra or {})
+        output_keys.extend(k for k in others if k not in output_keys)
+        turn = Invocation(
+            query=query_from_inputs(example.inputs),
+            inputs=example.inputs,
+            expected_response=outputs.response,
+            expected_trajectory=outputs.trajectory,
+            expected_outputs=others,
+            source=problems.source(at),
+        )
+        cases.append(EvalCase(case_id=case_id, turns=[turn], source=problems.source(at)))
+    if failed:
+        return None
+    metrics: list[MetricSpec] = []
+    if any(c.turns[0].expected_trajectory is not None for c in cases):
+        metrics.append(MetricSpec(name="trajectory_subsequence", threshold=1.0))
+    metrics.extend(MetricSpec(name="output_match", threshold=1.0, options={"key": key}) for key in output_keys)
+    if any(c.turns[0].expected_response is not None for c in cases):
+        metrics.append(MetricSpec(name="response_rouge1"))
+    return EvalSet(
+        eval_set_id=default_id,
+        format="langsmith",
+        cases=cases,
+        criteria=Criteria(metrics=metrics, origin="format_defaults"),
+    )

@@ -1,0 +1,184 @@
+"""Load eval files and directories into `EvalSet`s, reporting every problem in every file at once.
+
+Criteria per set, first that applies:
+1. `config_path` given → that `test_config.json`, for every file of every format;
+2. ADK formats → the `test_config.json` in the eval file's own folder (ADK `AgentEvaluator` semantics),
+   else ADK's defaults (trajectory ≥ 1.0, ROUGE-1 ≥ 0.8, origin `adk_defaults`);
+3. other formats → their own (`format_defaults`, or `native` for a native file's `metrics`).
+Per-case metrics (langchain-benchmarks, native) are kept in every case.
+
+Case ids must be unique within a set. Two sets with the same id are allowed, with a warning, since results
+are keyed by set and case id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from evalward.errors import EvalFileError, FileProblem
+from evalward.loaders.adk import load_adk_evalset
+from evalward.loaders.adk_legacy import load_legacy_evalset, load_legacy_test
+from evalward.loaders.benchmarks import load_benchmarks
+from evalward.loaders.detect import KNOWN_SHAPES, describe_shape, detect_format
+from evalward.loaders.discovery import CONFIG_FILE_NAME, discover, eval_set_stem
+from evalward.loaders.documents import DocumentError, read_document
+from evalward.loaders.langsmith import load_langsmith
+from evalward.loaders.multi_agent import load_multi_agent
+from evalward.loaders.native import load_native
+from evalward.loaders.problems import Problems
+from evalward.loaders.test_config import adk_default_criteria, read_test_config
+from evalward.model import Criteria, EvalFormat, EvalSet
+
+ADK_FORMATS: frozenset[EvalFormat] = frozenset({"adk_evalset", "adk_legacy_test", "adk_legacy_evalset"})
+
+_FormatLoader = Callable[[Problems, str], EvalSet | None]
+_LOADERS: dict[EvalFormat, _FormatLoader] = {
+    "adk_evalset": load_adk_evalset,
+    "adk_legacy_test": load_legacy_test,
+    "adk_legacy_evalset": load_legacy_evalset,
+    "langsmith": load_langsmith,
+    "langchain_benchmarks": load_benchmarks,
+    "multi_agent": load_multi_agent,
+}
+
+
+@dataclass
+class LoadedEvalSets:
+    """The eval sets read, in order, and non-fatal remarks about them."""
+
+    sets: list[EvalSet] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _FileResult:
+    eval_set: EvalSet | None
+    problems: list[FileProblem]
+    warnings: list[str]
+    format: EvalFormat | None = None
+
+
+def load_paths(
+    paths: Sequence[str | Path],
+    *,
+    known_metrics: Collection[str] = (),
+    config_path: str | Path | None = None,
+) -> LoadedEvalSets:
+    """Read every eval file named or found under `paths`; raise EvalFileError listing every problem."""
+    discovered = discover(paths)
+    problems: list[FileProblem] = list(discovered.problems)
+    loaded = LoadedEvalSets(warnings=list(discovered.warnings))
+
+    override: Criteria | None = None
+    if config_path is not None:
+        override, config_problems = read_test_config(config_path, known_metrics=known_metrics)
+        problems.extend(config_problems.items)
+        loaded.warnings.extend(config_problems.warnings)
+
+    beside: dict[Path, Criteria | None] = {}
+    for file, shown in discovered.files:
+        result = load_file_result(file, shown, known_metrics=known_metrics)
+        problems.extend(result.problems)
+        loaded.warnings.extend(result.warnings)
+        # The config beside an ADK file is read even when the file itself has problems, so both are reported.
+        found: Criteria | None = None
+        if override is None and result.format in ADK_FORMATS:
+            folder = file.parent
+            if folder not in beside:
+                beside[folder] = _config_beside(file, shown, known_metrics, problems, loaded.warnings)
+            found = beside[folder]
+        eval_set = result.eval_set
+        if eval_set is None:
+            continue
+        if override is not None:
+            eval_set.criteria = override.model_copy(deep=True)
+        elif eval_set.format in ADK_FORMATS:
+            eval_set.criteria = found.model_copy(deep=True) if found is not None else adk_default_criteria()
+        loaded.sets.append(eval_set)
+
+    if problems:
+        raise EvalFileError(problems)
+    _warn_shared_ids(loaded)
+    return loaded
+
+
+def load_file(path: str | Path, *, known_metrics: Collection[str] = ()) -> EvalSet:
+    """One file, criteria resolved as `load_paths` does; raise EvalFileError listing every problem."""
+    return load_paths([path], known_metrics=known_metrics).sets[0]
+
+
+def load_file_result(file: Path, shown: str, *, known_metrics: Collection[str] = ()) -> _FileResult:
+    """Parse, detect and map one file without resolving `test_config.json` criteria."""
+    try:
+        document = read_document(file, shown)
+    except DocumentError as exc:
+        return _FileResult(None, exc.problems, [])
+    collected = Problems(document)
+    fmt = detect_format(document.data)
+    eval_set: EvalSet | None = None
+    if fmt is None:
+        collected.add(
+            "not a recognised eval file format",
+            expected=KNOWN_SHAPES,
+            found=describe_shape(document.data),
+        )
+    else:
+        default_id = eval_set_stem(file.name)
+        if fmt == "native":
+            eval_set = load_native(collected, default_id, known_metrics)
+        else:
+            eval_set = _LOADERS[fmt](collected, default_id)
+    if eval_set is not None:
+        eval_set.path = shown
+        _check_case_ids(eval_set, collected)
+        if collected.items:
+            eval_set = None
+    return _FileResult(eval_set, collected.items, collected.warnings, fmt)
+
+
+def _config_beside(
+    file: Path, shown: str, known_metrics: Collection[str], problems: list[FileProblem], warnings: list[str]
+) -> Criteria | None:
+    config = file.parent / CONFIG_FILE_NAME
+    if not config.is_file():
+        return None
+    criteria, found = read_test_config(Path(shown).parent / CONFIG_FILE_NAME, known_metrics=known_metrics)
+    problems.extend(found.items)
+    warnings.extend(found.warnings)
+    return criteria
+
+
+def _check_case_ids(eval_set: EvalSet, collected: Problems) -> None:
+    first_seen: dict[str, int | None] = {}
+    for case in eval_set.cases:
+        if case.case_id not in first_seen:
+            first_seen[case.case_id] = case.source.line if case.source else None
+            continue
+        source = case.source
+        first_line = first_seen[case.case_id]
+        collected.items.append(
+            FileProblem(
+                path=collected.path,
+                message=f"duplicate case id {case.case_id!r}",
+                line=source.line if source else None,
+                column=source.column if source else None,
+                json_path=source.json_path if source else None,
+                case_id=case.case_id,
+                expected="case ids unique within the file",
+                found="the same id again" + (f" (first at line {first_line})" if first_line is not None else ""),
+            )
+        )
+
+
+def _warn_shared_ids(loaded: LoadedEvalSets) -> None:
+    by_id: dict[str, list[str]] = {}
+    for eval_set in loaded.sets:
+        by_id.setdefault(eval_set.eval_set_id, []).append(eval_set.path or "?")
+    for set_id, files in by_id.items():
+        if len(files) > 1:
+            loaded.warnings.append(
+                f"eval set id {set_id!r} is used by {len(files)} files ({', '.join(files)}); results are keyed "
+                "by set and case id, so give each file its own eval_set_id"
+            )

@@ -1,0 +1,225 @@
+"""Collect every problem in a file, each pointing at a line, column and JSON path.
+
+Pydantic reports errors by `loc` tuples over *model fields*; `Problems.validation` translates them back
+to the document: a loc element that names a key present in the data (as given, or its camelCase /
+snake_case twin) or an index in range is followed; any other element (a union tag) is skipped, except
+the last, which names a missing or unknown key. Unknown-key problems point at the key itself and list
+the keys the model accepts.
+"""
+
+from __future__ import annotations
+
+import json
+import types
+import typing
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+from pydantic.alias_generators import to_camel, to_snake
+
+from evalward.errors import FileProblem
+from evalward.loaders.documents import Document
+from evalward.loaders.positions import PathKey, format_json_path
+from evalward.model import SourceLocation
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+_FOUND_LIMIT = 80
+
+
+def describe_value(value: Any) -> str:
+    """`string "abc"`, `number 3`, `object {…}`: a short, typed rendering for `found`."""
+    kind = {
+        dict: "object",
+        list: "array",
+        str: "string",
+        bool: "boolean",
+        int: "number",
+        float: "number",
+        type(None): "null",
+    }.get(type(value), type(value).__name__)
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    if len(text) > _FOUND_LIMIT:
+        text = text[: _FOUND_LIMIT - 1] + "…"
+    return f"{kind} {text}"
+
+
+@dataclass
+class Problems:
+    """The problems (and warnings) found in one document."""
+
+    document: Document
+    items: list[FileProblem] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def path(self) -> str:
+        return self.document.path
+
+    def add(
+        self,
+        message: str,
+        at: PathKey = (),
+        *,
+        on_key: bool = False,
+        case_id: str | None = None,
+        expected: str | None = None,
+        found: str | None = None,
+    ) -> None:
+        """Record a problem at the value (or, with `on_key`, the key) found at `at`."""
+        index = self.document.index
+        position = index.key_at(at) if on_key else index.value_at(at)
+        self.items.append(
+            FileProblem(
+                path=self.path,
+                message=message,
+                line=position.line if position else None,
+                column=position.column if position else None,
+                json_path=format_json_path(at),
+                case_id=case_id,
+                expected=expected,
+                found=found,
+            )
+        )
+
+    def warn(self, message: str, at: PathKey = ()) -> None:
+        """Record a warning at the key (or value) found at `at`."""
+        position = self.document.index.key_at(at)
+        where = self.path if position is None else f"{self.path}:{position.line}:{position.column}"
+        self.warnings.append(f"{where}: {message}")
+
+    def source(self, at: PathKey) -> SourceLocation:
+        """Where the value at `at` starts, for `EvalCase.source` / `Invocation.source`."""
+        position = self.document.index.value_at(at)
+        return SourceLocation(
+            path=self.path,
+            line=position.line if position else None,
+            column=position.column if position else None,
+            json_path=format_json_path(at),
+        )
+
+    def validate(
+        self, model: type[ModelT], data: Any, at: PathKey = (), *, case_id: str | None = None
+    ) -> ModelT | None:
+        """Validate `data` (found at `at`) as `model`; record every error and return None on failure."""
+        try:
+            return model.model_validate(data)
+        except ValidationError as exc:
+            self.validation(exc, model, data, at, case_id=case_id)
+            return None
+
+    def validation(
+        self, exc: ValidationError, model: type[BaseModel], data: Any, at: PathKey, *, case_id: str | None
+    ) -> None:
+        for error in exc.errors(include_url=False):
+            loc = tuple(error["loc"])
+            path, rest = _follow(data, loc)
+            kind = error["type"]
+            if kind == "missing" and rest:
+                name = str(rest[-1])
+                self.add(f"missing required key '{name}'", (*at, *path), case_id=case_id, expected=f"key '{name}'")
+            elif kind == "extra_forbidden" and loc:
+                # The unknown key is in the data, so `path` already ends with it.
+                name = str(loc[-1])
+                allowed = _allowed_keys(model, loc[:-1])
+                self.add(
+                    f"unknown key '{name}'",
+                    (*at, *path),
+                    on_key=True,
+                    case_id=case_id,
+                    expected="one of " + ", ".join(allowed) if allowed else None,
+                    found=f"'{name}'",
+                )
+            else:
+                message = str(error["msg"]).removeprefix("Value error, ")
+                found = None if kind.startswith("value_error") else describe_value(error.get("input"))
+                self.add(message, (*at, *path), case_id=case_id, found=found)
+
+
+def _follow(data: Any, loc: Sequence[str | int]) -> tuple[PathKey, PathKey]:
+    """Map a pydantic loc onto the data: the path that exists, and the loc elements left unmatched."""
+    path: list[str | int] = []
+    current = data
+    for position, part in enumerate(loc):
+        last = position == len(loc) - 1
+        if isinstance(current, dict):
+            key = _matching_key(current, part)
+            if key is not None:
+                path.append(key)
+                current = current[key]
+                continue
+            if last:
+                return tuple(path), (part,)
+            continue  # a union tag or validator name: not part of the document
+        if isinstance(current, list | tuple) and isinstance(part, int) and 0 <= part < len(current):
+            path.append(part)
+            current = current[part]
+            continue
+        if last and isinstance(part, str) and not isinstance(current, dict):
+            return tuple(path), ()
+    return tuple(path), ()
+
+
+def _matching_key(mapping: dict[Any, Any], part: str | int) -> str | None:
+    if not isinstance(part, str):
+        return None
+    for candidate in (part, to_camel(part), to_snake(part)):
+        if candidate in mapping:
+            return candidate
+    return None
+
+
+def _allowed_keys(model: type[BaseModel], loc: Sequence[str | int]) -> list[str]:
+    """The field names of the model that validated the object at `loc` (best effort, snake_case)."""
+    current: Any = model
+    for part in loc:
+        current = _descend(current, part)
+        if current is None:
+            return []
+    found = _model_in(current)
+    return list(found.model_fields) if found is not None else []
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The model an annotation names, looking through `Annotated[...]` and `Model | None`."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _model_in(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        models = [m for a in typing.get_args(annotation) if (m := _model_in(a)) is not None]
+        return models[0] if len(models) == 1 else None
+    return None
+
+
+def _descend(annotation: Any, part: str | int) -> Any:
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is typing.Annotated:
+        return _descend(args[0], part)
+    if origin in (typing.Union, types.UnionType):
+        members = [a for a in args if a is not type(None)]
+        for member in members:
+            inner = typing.get_args(member)[0] if typing.get_origin(member) is typing.Annotated else member
+            if getattr(inner, "__name__", None) == part:
+                return inner
+        for member in members:
+            found = _descend(member, part)
+            if found is not None:
+                return found
+        return None
+    model = _model_in(annotation)
+    if model is not None:
+        if isinstance(part, str) and part in model.model_fields:
+            return model.model_fields[part].annotation
+        return None
+    if origin in (list, Sequence) and isinstance(part, int):
+        return args[0] if args else None
+    if origin is tuple and isinstance(part, int) and args:
+        return args[part] if part < len(args) else args[-1]
+    if origin is dict and isinstance(part, str):
+        return args[1] if len(args) == 2 else None
+    return None

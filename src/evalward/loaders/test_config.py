@@ -1,0 +1,308 @@
+"""ADK `test_config.json` → `Criteria`, with ADK's value rules and stricter checks.
+
+Shape: `{"criteria": {name: value}, "custom_metrics": {...}, "user_simulator_config": {...},
+"live_model_config": {...}}`; camelCase top-level keys are accepted too. Unknown top-level keys are ignored by
+ADK (so `"criterias"` silently means "no criteria"); here they are ignored with a warning.
+
+A criterion value is
+- a number: the threshold (ints become floats);
+- an object: `threshold` is required; `match_type` is normalised like ADK (strip, upper-case, `-` and space
+  → `_`, or the enum ints 0/1/2 → EXACT/IN_ORDER/ANY_ORDER); `ignore_args` must be a boolean;
+  `judge_model_options` is checked like ADK's; camelCase keys (`matchType`, `ignoreArgs`, …) become
+  snake_case options; any other key is kept as given.
+The result is `MetricSpec(name, threshold, options)` with exactly the option keys written in the file.
+
+Names must be ADK criteria, names the caller knows (`known_metrics`), or names declared under
+`custom_metrics`; anything else is a problem listing the known names. The efficiency metrics
+(`tool_call_count_v1`, `inference_call_count_v1`, `token_usage_v1`, `invocation_duration_v1`) are
+informational and take no threshold: write them as `null` or `{}`. Judge and Vertex criteria are kept
+with their options; the pipeline refuses them later when no judge model is configured.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Collection
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic.alias_generators import to_camel, to_snake
+
+from evalward.errors import EvalFileError
+from evalward.loaders.documents import DocumentError, read_document
+from evalward.loaders.positions import PathKey
+from evalward.loaders.problems import Problems, describe_value
+from evalward.model import Criteria, MetricSpec
+
+TRAJECTORY_CRITERION = "tool_trajectory_avg_score"
+RESPONSE_MATCH_CRITERION = "response_match_score"
+
+EFFICIENCY_CRITERIA: tuple[str, ...] = (
+    "tool_call_count_v1",
+    "inference_call_count_v1",
+    "token_usage_v1",
+    "invocation_duration_v1",
+)
+"""ADK's always-on, lower-is-better efficiency metrics: informational, no threshold allowed."""
+
+JUDGE_CRITERIA: tuple[str, ...] = (
+    "response_evaluation_score",
+    "safety_v1",
+    "final_response_match_v2",
+    "rubric_based_final_response_quality_v1",
+    "rubric_based_tool_use_quality_v1",
+    "rubric_based_multi_turn_trajectory_quality_v1",
+    "hallucinations_v1",
+    "per_turn_user_simulator_quality_v1",
+    "multi_turn_task_success_v1",
+    "multi_turn_trajectory_quality_v1",
+    "multi_turn_tool_use_quality_v1",
+)
+"""ADK criteria that need an LLM judge or Vertex AI."""
+
+ADK_CRITERIA: tuple[str, ...] = (TRAJECTORY_CRITERION, RESPONSE_MATCH_CRITERION, *JUDGE_CRITERIA, *EFFICIENCY_CRITERIA)
+"""Every criterion name ADK 2.13 registers by default (`PrebuiltMetrics`)."""
+
+MATCH_TYPES: tuple[str, ...] = ("EXACT", "IN_ORDER", "ANY_ORDER")
+"""ADK `ToolTrajectoryCriterion.MatchType`, in enum order (0, 1, 2)."""
+
+TOP_LEVEL_KEYS: tuple[str, ...] = ("criteria", "custom_metrics", "user_simulator_config", "live_model_config")
+
+
+def adk_default_criteria() -> Criteria:
+    """What ADK uses when no `test_config.json` is found: trajectory 1.0 and ROUGE-1 0.8."""
+    return Criteria(
+        metrics=[
+            MetricSpec(name=TRAJECTORY_CRITERION, threshold=1.0),
+            MetricSpec(name=RESPONSE_MATCH_CRITERION, threshold=0.8),
+        ],
+        origin="adk_defaults",
+    )
+
+
+def normalise_match_type(value: Any) -> str | None:
+    """ADK's rule: `" in-order "` → `IN_ORDER`, `1` → `IN_ORDER`; None when the value is not valid."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return MATCH_TYPES[value] if 0 <= value < len(MATCH_TYPES) else None
+    if isinstance(value, str):
+        text = value.strip().upper().replace("-", "_").replace(" ", "_")
+        return text if text in MATCH_TYPES else None
+    return None
+
+
+class _JudgeModelOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True, loc_by_alias=False)
+
+    judge_model: str | None = None
+    judge_model_config: dict[str, Any] | None = None
+    num_samples: int | None = Field(default=None, ge=1)
+    parallelism_limit: int | None = Field(default=None, ge=1)
+
+
+class _CriterionOptions(BaseModel):
+    """The option keys ADK knows the type of; others pass through as given."""
+
+    model_config = ConfigDict(extra="allow", alias_generator=to_camel, populate_by_name=True, loc_by_alias=False)
+
+    ignore_args: StrictBool | None = None
+    include_intermediate_responses_in_final: StrictBool | None = None
+    evaluate_intermediate_nl_responses: StrictBool | None = None
+    stop_signal: str | None = None
+    judge_model_options: _JudgeModelOptions | None = None
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def metric_spec_from_criterion(name: str, value: Any, at: PathKey, problems: Problems) -> MetricSpec | None:
+    """One `criteria` entry → MetricSpec; records problems (and returns None) when it is invalid."""
+    informational = name in EFFICIENCY_CRITERIA
+    if _is_number(value):
+        if informational:
+            problems.add(
+                f"{name} takes no threshold: ADK reports it as information only",
+                at,
+                expected="null or {}",
+                found=describe_value(value),
+            )
+            return None
+        return MetricSpec(name=name, threshold=float(value))
+    if value is None or value == {}:
+        if informational:
+            return MetricSpec(name=name)
+        problems.add(
+            f"criterion {name!r} needs a threshold",
+            at,
+            expected="a number or an object with 'threshold'",
+            found=describe_value(value),
+        )
+        return None
+    if not isinstance(value, dict):
+        problems.add(
+            f"criterion {name!r} must be a number or an object",
+            at,
+            expected="a number or an object with 'threshold'",
+            found=describe_value(value),
+        )
+        return None
+    threshold_key = next((k for k in value if k == "threshold"), None)
+    threshold: float | None = None
+    ok = True
+    if threshold_key is None:
+        if not informational:
+            problems.add(
+                f"criterion {name!r} has no 'threshold'",
+                at,
+                expected="an object with a numeric 'threshold'",
+                found="keys " + ", ".join(repr(k) for k in value) if value else "an empty object",
+            )
+            ok = False
+    elif informational:
+        problems.add(
+            f"{name} takes no threshold: ADK reports it as information only",
+            (*at, "threshold"),
+            on_key=True,
+            expected="no 'threshold' key",
+        )
+        ok = False
+    elif not _is_number(value["threshold"]):
+        problems.add(
+            "the threshold must be a number",
+            (*at, "threshold"),
+            expected="a number",
+            found=describe_value(value["threshold"]),
+        )
+        ok = False
+    else:
+        threshold = float(value["threshold"])
+    rest = {k: v for k, v in value.items() if k != "threshold"}
+    options = criterion_options(name, rest, at, problems)
+    if options is None or not ok:
+        return None
+    return MetricSpec(name=name, threshold=threshold, options=options)
+
+
+def criterion_options(name: str, given: dict[str, Any], at: PathKey, problems: Problems) -> dict[str, Any] | None:
+    match_key = next((k for k in given if k in ("match_type", "matchType")), None)
+    match_type: str | None = None
+    ok = True
+    if match_key is not None:
+        match_type = normalise_match_type(given[match_key])
+        if match_type is None:
+            problems.add(
+                f"invalid match_type for {name}",
+                (*at, match_key),
+                expected="one of " + ", ".join(MATCH_TYPES) + " (or 0, 1, 2)",
+                found=describe_value(given[match_key]),
+            )
+            ok = False
+    checked = problems.validate(_CriterionOptions, {k: v for k, v in given.items() if k != match_key}, at)
+    if checked is None or not ok:
+        return None
+    options: dict[str, Any] = {}
+    for key in given:
+        if key == match_key:
+            options["match_type"] = match_type
+            continue
+        field = to_snake(key)
+        if field in _CriterionOptions.model_fields:
+            if field == "judge_model_options" and checked.judge_model_options is not None:
+                options[field] = checked.judge_model_options.model_dump(exclude_unset=True)
+            else:
+                options[field] = getattr(checked, field)
+        else:
+            options[key] = given[key]
+    return options
+
+
+def parse_test_config(problems: Problems, known_metrics: Collection[str] = ()) -> Criteria:
+    """The criteria of a parsed `test_config.json`; problems and warnings go to `problems`."""
+    document = problems.document
+    data = document.data
+    if not isinstance(data, dict):
+        problems.add(
+            "test_config.json must be a JSON object", expected="an object with 'criteria'", found=describe_value(data)
+        )
+        return Criteria(origin="test_config", config_path=document.path)
+    keys: dict[str, str] = {}
+    for key in data:
+        field = to_snake(key) if isinstance(key, str) else key
+        if field in TOP_LEVEL_KEYS:
+            keys[field] = key
+        else:
+            close = difflib.get_close_matches(str(key), TOP_LEVEL_KEYS, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            problems.warn(f"unknown key {key!r} in test_config.json is ignored, as ADK ignores it{hint}", (key,))
+    custom = data.get(keys["custom_metrics"]) if "custom_metrics" in keys else None
+    custom_names: dict[str, Any] = {}
+    if custom is not None:
+        if isinstance(custom, dict):
+            custom_names = dict(custom)
+        else:
+            problems.add(
+                "custom_metrics must be an object",
+                (keys["custom_metrics"],),
+                expected="an object",
+                found=describe_value(custom),
+            )
+    criteria = data.get(keys["criteria"]) if "criteria" in keys else None
+    metrics: list[MetricSpec] = []
+    if criteria is None:
+        if "criteria" not in keys:
+            problems.warn("test_config.json has no 'criteria': nothing will be scored")
+    elif not isinstance(criteria, dict):
+        problems.add(
+            "criteria must be an object",
+            (keys["criteria"],),
+            expected="an object {name: threshold}",
+            found=describe_value(criteria),
+        )
+    else:
+        known = sorted({*ADK_CRITERIA, *known_metrics, *custom_names})
+        for name, value in criteria.items():
+            at: PathKey = (keys["criteria"], name)
+            if name not in known:
+                close = difflib.get_close_matches(name, known, n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                problems.add(
+                    f"unknown criterion {name!r}{hint}",
+                    at,
+                    on_key=True,
+                    expected="one of " + ", ".join(known),
+                    found=repr(name),
+                )
+                continue
+            spec = metric_spec_from_criterion(name, value, at, problems)
+            if spec is not None and name in custom_names and isinstance(custom_names[name], dict):
+                spec = spec.model_copy(update={"options": {**spec.options, "custom_metric": custom_names[name]}})
+            if spec is not None:
+                metrics.append(spec)
+    return Criteria(metrics=metrics, origin="test_config", config_path=document.path)
+
+
+def load_test_config(path: str | Path, *, known_metrics: Collection[str] = ()) -> Criteria:
+    """Read one `test_config.json`; raise EvalFileError listing every problem in it."""
+    criteria, problems = read_test_config(path, known_metrics=known_metrics)
+    if problems.items:
+        raise EvalFileError(problems.items)
+    return criteria
+
+
+def read_test_config(path: str | Path, *, known_metrics: Collection[str] = ()) -> tuple[Criteria, Problems]:
+    """Read one `test_config.json`, returning its criteria with the problems and warnings found."""
+    from evalward.loaders.documents import Document
+    from evalward.loaders.positions import PositionIndex
+
+    shown = str(path)
+    try:
+        document = read_document(Path(path), shown)
+    except DocumentError as exc:
+        problems = Problems(Document(path=shown, data=None, index=PositionIndex(), kind="json"))
+        problems.items.extend(exc.problems)
+        return Criteria(origin="test_config", config_path=shown), problems
+    problems = Problems(document)
+    return parse_test_config(problems, known_metrics), problems

@@ -1,0 +1,213 @@
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalward.errors import EvalFileError, FileProblem
+from evalward.loaders import ADK_CRITERIA, adk_default_criteria, load_test_config, normalise_match_type
+from evalward.loaders.test_config import read_test_config
+from evalward.model import MetricSpec
+
+
+def _config(tmp_path: Path, data: Any) -> Path:
+    path = tmp_path / "test_config.json"
+    path.write_text(json.dumps(data, indent=2) if not isinstance(data, str) else data)
+    return path
+
+
+def _problems(tmp_path: Path, data: Any, **kwargs: Any) -> list[FileProblem]:
+    with pytest.raises(EvalFileError) as caught:
+        load_test_config(_config(tmp_path, data), **kwargs)
+    return caught.value.problems
+
+
+def test_numbers_are_thresholds_and_ints_become_floats(tmp_path: Path) -> None:
+    path = _config(tmp_path, {"criteria": {"tool_trajectory_avg_score": 1, "response_match_score": 0.5}})
+    criteria = load_test_config(path)
+    assert criteria.metrics == [
+        MetricSpec(name="tool_trajectory_avg_score", threshold=1.0),
+        MetricSpec(name="response_match_score", threshold=0.5),
+    ]
+    assert isinstance(criteria.metrics[0].threshold, float)
+    assert (criteria.origin, criteria.config_path) == ("test_config", str(path))
+
+
+def test_object_criteria_normalise_match_type_and_accept_camel_case(tmp_path: Path) -> None:
+    data = {"criteria": {"tool_trajectory_avg_score": {"threshold": 1, "matchType": "any-order", "ignoreArgs": True}}}
+    [spec] = load_test_config(_config(tmp_path, data)).metrics
+    assert spec == MetricSpec(
+        name="tool_trajectory_avg_score", threshold=1.0, options={"match_type": "ANY_ORDER", "ignore_args": True}
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("EXACT", "EXACT"),
+        (" in order ", "IN_ORDER"),
+        ("in-order", "IN_ORDER"),
+        ("any_order", "ANY_ORDER"),
+        (0, "EXACT"),
+        (1, "IN_ORDER"),
+        (2, "ANY_ORDER"),
+        (3, None),
+        (True, None),
+        ("fuzzy", None),
+        (None, None),
+    ],
+)
+def test_normalise_match_type(value: Any, expected: str | None) -> None:
+    assert normalise_match_type(value) == expected
+
+
+def test_invalid_match_type_lists_the_valid_ones(tmp_path: Path) -> None:
+    text = '{\n  "criteria": {\n    "tool_trajectory_avg_score": {"threshold": 1.0, "match_type": "fuzzy"}\n  }\n}'
+    [problem] = _problems(tmp_path, text)
+    assert problem.message == "invalid match_type for tool_trajectory_avg_score"
+    assert problem.expected == "one of EXACT, IN_ORDER, ANY_ORDER (or 0, 1, 2)"
+    assert problem.found == 'string "fuzzy"'
+    # Line 3; the value of "match_type" starts at column 67.
+    assert (problem.line, problem.column) == (3, 67)
+    assert problem.json_path == "$.criteria.tool_trajectory_avg_score.match_type"
+
+
+def test_an_object_without_threshold_is_an_error(tmp_path: Path) -> None:
+    [problem] = _problems(tmp_path, {"criteria": {"response_match_score": {"match_type": "EXACT"}}})
+    assert problem.message == "criterion 'response_match_score' has no 'threshold'"
+    assert problem.found == "keys 'match_type'"
+    assert problem.json_path == "$.criteria.response_match_score"
+
+
+def test_threshold_and_ignore_args_types_are_checked(tmp_path: Path) -> None:
+    data = {
+        "criteria": {
+            "tool_trajectory_avg_score": {"threshold": "high", "ignore_args": "yes"},
+            "response_match_score": True,
+        }
+    }
+    problems = _problems(tmp_path, data)
+    assert [(p.json_path, p.message) for p in problems] == [
+        ("$.criteria.tool_trajectory_avg_score.threshold", "the threshold must be a number"),
+        ("$.criteria.tool_trajectory_avg_score.ignore_args", "Input should be a valid boolean"),
+        ("$.criteria.response_match_score", "criterion 'response_match_score' must be a number or an object"),
+    ]
+
+
+def test_unknown_criterion_lists_the_known_names(tmp_path: Path) -> None:
+    [problem] = _problems(tmp_path, {"criteria": {"tool_trajectory_score": 1.0}}, known_metrics=["trajectory_f1"])
+    assert problem.message == "unknown criterion 'tool_trajectory_score'; did you mean 'tool_trajectory_avg_score'?"
+    assert problem.expected is not None
+    assert problem.expected.startswith("one of ")
+    listed = problem.expected.removeprefix("one of ").split(", ")
+    assert set(listed) == {*ADK_CRITERIA, "trajectory_f1"}
+    assert problem.json_path == "$.criteria.tool_trajectory_score"
+
+
+def test_known_metrics_and_custom_metrics_are_accepted(tmp_path: Path) -> None:
+    data = {
+        "criteria": {"trajectory_f1": 0.9, "my_metric": 0.5},
+        "custom_metrics": {"my_metric": {"code_config": {"name": "pkg.mod.fn"}}},
+    }
+    specs = load_test_config(_config(tmp_path, data), known_metrics={"trajectory_f1"}).metrics
+    assert specs == [
+        MetricSpec(name="trajectory_f1", threshold=0.9),
+        MetricSpec(name="my_metric", threshold=0.5, options={"custom_metric": {"code_config": {"name": "pkg.mod.fn"}}}),
+    ]
+
+
+def test_judge_criteria_are_kept_with_their_options(tmp_path: Path) -> None:
+    data = {
+        "criteria": {
+            "final_response_match_v2": {
+                "threshold": 0.8,
+                "judgeModelOptions": {"judgeModel": "gemini-2.5-flash", "numSamples": 5},
+            },
+            "rubric_based_tool_use_quality_v1": {
+                "threshold": 1.0,
+                "rubrics": [{"rubric_id": "r1", "rubric_content": {"text_property": "calls search first"}}],
+            },
+        }
+    }
+    judge, rubric = load_test_config(_config(tmp_path, data)).metrics
+    assert judge == MetricSpec(
+        name="final_response_match_v2",
+        threshold=0.8,
+        options={"judge_model_options": {"judge_model": "gemini-2.5-flash", "num_samples": 5}},
+    )
+    assert rubric.options == {
+        "rubrics": [{"rubric_id": "r1", "rubric_content": {"text_property": "calls search first"}}]
+    }
+
+
+def test_bad_judge_options_are_reported(tmp_path: Path) -> None:
+    data = {"criteria": {"final_response_match_v2": {"threshold": 0.8, "judge_model_options": {"num_samples": 0}}}}
+    [problem] = _problems(tmp_path, data)
+    assert problem.json_path == "$.criteria.final_response_match_v2.judge_model_options.num_samples"
+    assert problem.message == "Input should be greater than or equal to 1"
+
+
+def test_efficiency_metrics_take_no_threshold(tmp_path: Path) -> None:
+    data = {"criteria": {"tool_call_count_v1": 3, "token_usage_v1": {"threshold": 100}, "invocation_duration_v1": None}}
+    problems = _problems(tmp_path, data)
+    assert [(p.json_path, p.message) for p in problems] == [
+        ("$.criteria.tool_call_count_v1", "tool_call_count_v1 takes no threshold: ADK reports it as information only"),
+        (
+            "$.criteria.token_usage_v1.threshold",
+            "token_usage_v1 takes no threshold: ADK reports it as information only",
+        ),
+    ]
+    ok = _config(tmp_path, {"criteria": {"tool_call_count_v1": None, "token_usage_v1": {}}})
+    assert load_test_config(ok).metrics == [MetricSpec(name="tool_call_count_v1"), MetricSpec(name="token_usage_v1")]
+
+
+def test_unknown_top_level_keys_are_warnings(tmp_path: Path) -> None:
+    path = _config(tmp_path, '{\n  "criterias": {"response_match_score": 0.5}\n}')
+    criteria, found = read_test_config(path)
+    assert criteria.metrics == []
+    assert found.items == []
+    assert found.warnings == [
+        f"{path}:2:3: unknown key 'criterias' in test_config.json is ignored, as ADK ignores it; "
+        "did you mean 'criteria'?",
+        f"{path}:1:1: test_config.json has no 'criteria': nothing will be scored",
+    ]
+
+
+def test_camel_case_top_level_keys_and_ignored_sections(tmp_path: Path) -> None:
+    data = {
+        "criteria": {"response_match_score": 0.7},
+        "userSimulatorConfig": {"model": "x"},
+        "live_model_config": {"timeout_seconds": 300},
+        "customMetrics": {},
+    }
+    criteria, found = read_test_config(_config(tmp_path, data))
+    assert criteria.metrics == [MetricSpec(name="response_match_score", threshold=0.7)]
+    assert found.warnings == []
+
+
+def test_every_problem_in_the_file_is_reported(tmp_path: Path) -> None:
+    data = {
+        "criteria": {
+            "nope": 1,
+            "response_match_score": {},
+            "tool_trajectory_avg_score": {"threshold": 1, "match_type": 9},
+        }
+    }
+    assert len(_problems(tmp_path, data)) == 3
+
+
+def test_not_an_object_and_bad_json(tmp_path: Path) -> None:
+    [problem] = _problems(tmp_path, [1])
+    assert problem.message == "test_config.json must be a JSON object"
+    [problem] = _problems(tmp_path, '{"criteria": {')
+    assert (problem.message, problem.line, problem.column) == (
+        "invalid JSON: Expecting property name enclosed in double quotes",
+        1,
+        15,
+    )
+
+
+def test_adk_defaults() -> None:
+    defaults = adk_default_criteria()
+    assert defaults.origin == "adk_defaults"
+    assert [m.describe() for m in defaults.metrics] == ["tool_trajectory_avg_score>=1", "response_match_score>=0.8"]
