@@ -1,0 +1,413 @@
+"""Run every planned case × repetition against one agent: concurrency, timeouts, retries, rate limit, shards.
+
+Per case (one `WorkItem`):
+- turns run in order; turn k's request carries the history of turns 0..k-1 in OpenAI message shape
+  (user message; assistant message with its tool calls; one tool message per call with its result;
+  assistant message with the final response), the case's initial `session_state` and a `session_id`
+  unique to this run, case and repetition;
+- each attempt of a turn takes a token from the shared rate limiter, then runs under the per-turn timeout
+  (`asyncio.timeout`). A timed-out sync Python agent keeps running in its thread (threads cannot be
+  killed); its late result is discarded;
+- a failure that is retryable (the agent said so, HTTP 429/5xx, connection errors) is retried up to
+  `max_retries` times after `retry_backoff_s * 2**(retry-1)` seconds scaled by a random factor in
+  [0.5, 1.5) (jitter), or the agent's `Retry-After` hint if longer (capped at `MAX_RETRY_AFTER_S`).
+  Timeouts, crashes, malformed output and raised exceptions are not retried;
+- the first failing turn ends the case: the remaining turns are not run and the case records
+  `CaseError(kind, message, turn, attempts)` next to the outputs of the turns that completed.
+
+Concurrency is a pool of `concurrency` workers, each running one case at a time (a limit over cases, not
+turns). `on_case_done` is awaited as soon as each case finishes (the pipeline stores it there).
+
+Cancellation: when the task running `execute` is cancelled (Ctrl-C), no new case starts, cases in flight
+are cancelled and reported in `not_run` (never as results), callbacks already under way are allowed to
+finish, and `execute` returns normally with `cancelled=True`. The agent is always closed (`aclose`).
+
+Sharding: `select_shard` splits cases, not repetitions, so all repetitions of a case land in one shard.
+Cases are ordered by sha256 of `eval_set_id` + NUL + `case_id` and dealt round-robin: shard k of n gets
+ranks k-1, k-1+n, … — stable for a given set of cases, disjoint, complete, and balanced to within one case.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import random
+import time
+import uuid
+from collections import deque
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from evalward.errors import UsageError
+from evalward.model import AgentOutput, AgentRequest, CaseError, EvalCase, EvalSet, Message, Usage
+from evalward.runners.base import Agent, AgentFailure
+
+logger = logging.getLogger(__name__)
+
+MAX_RETRY_AFTER_S = 120.0
+"""Longest `Retry-After` honoured; a server asking for more gets this."""
+
+
+@dataclass(frozen=True)
+class ExecutorOptions:
+    """How cases are run (every field has an `evalward run` flag)."""
+
+    concurrency: int = 4
+    """Cases run at the same time."""
+    repeat: int = 1
+    """Repetitions of every case (planned by `plan_work`)."""
+    timeout_s: float | None = 60
+    """Limit per turn attempt; None = no limit."""
+    rate_limit_per_s: float | None = None
+    """Turn requests started per second over all cases (retries included); None = unlimited."""
+    max_retries: int = 2
+    """Retries of a retryable turn failure (so at most 1 + max_retries attempts)."""
+    retry_backoff_s: float = 0.5
+    """Base of the exponential backoff between retries."""
+
+
+@dataclass(frozen=True)
+class WorkItem:
+    """One case × repetition to run."""
+
+    eval_set: EvalSet
+    case: EvalCase
+    repetition: int
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        return (self.eval_set.eval_set_id, self.case.case_id, self.repetition)
+
+
+@dataclass
+class CaseRun:
+    """What running one WorkItem produced: outputs per completed turn, or the error that stopped it."""
+
+    item: WorkItem
+    outputs: list[AgentOutput] = field(default_factory=list)
+    """One per completed turn, in order (fewer than the case's turns when `error` stopped it)."""
+    turn_latencies_s: list[float] = field(default_factory=list)
+    """Duration of the successful attempt of each completed turn."""
+    error: CaseError | None = None
+    latency_s: float = 0.0
+    """Wall-clock time of the whole case, retries and backoff included."""
+    usage: Usage | None = None
+    """Usage summed over the completed turns; None when no turn reported any."""
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    final_state: Any = None
+    """`state` of the last output (None if it reported none)."""
+    attempts: int = 0
+    """Turn attempts made over the whole case (retries included)."""
+
+
+@dataclass
+class ExecutionSummary:
+    """The outcome of `execute`."""
+
+    completed: list[CaseRun] = field(default_factory=list)
+    """Finished cases (successful or with an error), in completion order."""
+    not_run: list[WorkItem] = field(default_factory=list)
+    """Items not finished because the run was cancelled (in flight or never started)."""
+    cancelled: bool = False
+    total: int = 0
+
+    @property
+    def errors(self) -> int:
+        return sum(1 for run in self.completed if run.error is not None)
+
+
+# --- planning ---------------------------------------------------------------------------------------------
+
+
+def shard_rank_key(eval_set_id: str, case_id: str) -> str:
+    """The hash that orders cases for sharding: sha256 of `eval_set_id` NUL `case_id`, hex."""
+    return hashlib.sha256(f"{eval_set_id}\0{case_id}".encode()).hexdigest()
+
+
+def select_shard(items: Sequence[WorkItem], shard: tuple[int, int]) -> list[WorkItem]:
+    """The items of shard `k` of `n` (1-based), keeping the input order (rule in the module docstring)."""
+    index, count = shard
+    if count < 1 or not 1 <= index <= count:
+        raise UsageError(f"--shard must be k/n with 1 <= k <= n; found {index}/{count}")
+    cases = sorted({(i.eval_set.eval_set_id, i.case.case_id) for i in items}, key=lambda c: (shard_rank_key(*c), c))
+    mine = {case for rank, case in enumerate(cases) if rank % count == index - 1}
+    return [i for i in items if (i.eval_set.eval_set_id, i.case.case_id) in mine]
+
+
+def plan_work(sets: Sequence[EvalSet], repeat: int, shard: tuple[int, int] | None = None) -> list[WorkItem]:
+    """Every case of every set × `repeat` repetitions (set, case, repetition order), narrowed to `shard`."""
+    if repeat < 1:
+        raise UsageError(f"--repeat must be at least 1; found {repeat}")
+    items = [WorkItem(s, c, r) for s in sets for c in s.cases for r in range(repeat)]
+    return select_shard(items, shard) if shard is not None else items
+
+
+# --- rate limiting ----------------------------------------------------------------------------------------
+
+
+class RateLimiter:
+    """Spaces request starts at least `1/rate` seconds apart, over everything that shares it.
+
+    Each caller reserves the next free slot and sleeps until it (no burst: the first request goes at once,
+    request k no earlier than k/rate seconds after it). `clock` and `sleep` are injectable for tests.
+    """
+
+    def __init__(
+        self,
+        rate_per_s: float,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        if rate_per_s <= 0:
+            raise UsageError(f"--rate-limit must be positive; found {rate_per_s}")
+        self.interval_s = 1.0 / rate_per_s
+        self._clock = clock
+        self._sleep = sleep
+        self._next_free: float | None = None
+        self.acquired = 0
+
+    async def acquire(self) -> None:
+        now = self._clock()
+        start = now if self._next_free is None or self._next_free <= now else self._next_free
+        self._next_free = start + self.interval_s
+        self.acquired += 1
+        if start > now:
+            await self._sleep(start - now)
+
+
+# --- running ----------------------------------------------------------------------------------------------
+
+
+def history_messages(request: AgentRequest, output: AgentOutput) -> list[Message]:
+    """One completed turn as OpenAI-shaped messages: user, assistant tool calls, tool results, final answer."""
+    messages = [Message(role="user", content=request.query)]
+    if output.tool_calls:
+        calls = [
+            call.model_copy(update={"id": call.id or f"call_{request.turn}_{index}", "result": None})
+            for index, call in enumerate(output.tool_calls)
+        ]
+        messages.append(Message(role="assistant", content=None, tool_calls=calls))
+        for call, original in zip(calls, output.tool_calls, strict=True):
+            result = original.result
+            content = None if result is None else result if isinstance(result, str) else _to_json(result)
+            messages.append(Message(role="tool", tool_call_id=call.id, name=call.name, content=content))
+    messages.append(Message(role="assistant", content=output.response))
+    return messages
+
+
+def _to_json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def backoff_delay(retry: int, options: ExecutorOptions, retry_after_s: float | None, rng: random.Random) -> float:
+    """Seconds before retry number `retry` (1-based): jittered exponential backoff, at least `Retry-After`."""
+    delay: float = options.retry_backoff_s * (2.0 ** (retry - 1)) * rng.uniform(0.5, 1.5)
+    if retry_after_s is not None:
+        delay = max(delay, min(retry_after_s, MAX_RETRY_AFTER_S))
+    return delay
+
+
+class _CaseRunner:
+    """Runs the turns of one case; shared state (limiter, options) comes from `execute`."""
+
+    def __init__(
+        self, agent: Agent, options: ExecutorOptions, limiter: RateLimiter | None, run_nonce: str, rng: random.Random
+    ) -> None:
+        self.agent = agent
+        self.options = options
+        self.limiter = limiter
+        self.run_nonce = run_nonce
+        self.rng = rng
+
+    async def run(self, item: WorkItem) -> CaseRun:
+        case = item.case
+        record = CaseRun(item=item, started_at=datetime.now(UTC))
+        began = time.monotonic()
+        session_id = f"{item.eval_set.eval_set_id}/{case.case_id}/r{item.repetition}/{self.run_nonce}"
+        session_state = dict(case.session_input.state) if case.session_input is not None else {}
+        history: list[Message] = []
+        for turn, invocation in enumerate(case.turns):
+            request = AgentRequest(
+                case_id=case.case_id,
+                turn=turn,
+                query=invocation.query,
+                inputs=invocation.inputs,
+                history=list(history),
+                session_id=session_id,
+                session_state=session_state,
+                repetition=item.repetition,
+            )
+            outcome = await self._run_turn(request)
+            record.attempts += outcome.attempts
+            if outcome.output is None:
+                assert outcome.failure is not None
+                record.error = CaseError(
+                    kind=outcome.failure.kind, message=outcome.failure.message, turn=turn, attempts=outcome.attempts
+                )
+                break
+            output = outcome.output
+            record.outputs.append(output)
+            record.turn_latencies_s.append(outcome.latency_s)
+            if output.usage is not None:
+                record.usage = output.usage if record.usage is None else record.usage.plus(output.usage)
+            history.extend(history_messages(request, output))
+        record.final_state = record.outputs[-1].state if record.outputs else None
+        record.latency_s = time.monotonic() - began
+        record.finished_at = datetime.now(UTC)
+        return record
+
+    async def _run_turn(self, request: AgentRequest) -> _TurnOutcome:
+        attempts = 0
+        while True:
+            attempts += 1
+            if self.limiter is not None:
+                await self.limiter.acquire()
+            began = time.monotonic()
+            try:
+                async with asyncio.timeout(self.options.timeout_s):
+                    output = await self.agent.run_turn(request)
+                return _TurnOutcome(output=output, attempts=attempts, latency_s=time.monotonic() - began)
+            except TimeoutError:
+                failure = AgentFailure(
+                    "timeout", f"turn {request.turn} did not finish within {self.options.timeout_s:g}s"
+                )
+            except AgentFailure as exc:
+                failure = exc
+            except Exception as exc:
+                # A runner bug or an unexpected library error: still data for this case, not a dead run.
+                logger.debug("runner raised for case %s turn %d", request.case_id, request.turn, exc_info=True)
+                failure = AgentFailure("crash", f"the runner failed: {type(exc).__name__}: {exc}")
+            if not failure.retryable or attempts > self.options.max_retries:
+                return _TurnOutcome(failure=failure, attempts=attempts)
+            delay = backoff_delay(attempts, self.options, failure.retry_after_s, self.rng)
+            logger.info(
+                "case %s turn %d: %s (attempt %d); retrying in %.2fs",
+                request.case_id,
+                request.turn,
+                failure.message,
+                attempts,
+                delay,
+            )
+            await asyncio.sleep(delay)
+
+
+@dataclass
+class _TurnOutcome:
+    output: AgentOutput | None = None
+    failure: AgentFailure | None = None
+    attempts: int = 1
+    latency_s: float = 0.0
+
+
+async def execute(
+    items: Sequence[WorkItem],
+    agent: Agent,
+    options: ExecutorOptions,
+    *,
+    on_case_done: Callable[[CaseRun], Awaitable[None]] | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+    rate_limiter: RateLimiter | None = None,
+) -> ExecutionSummary:
+    """Run `items` on a started `agent` (rules in the module docstring); always closes the agent.
+
+    `rate_limiter` replaces the one built from `options.rate_limit_per_s` (tests inject a fake clock).
+    An exception raised by `on_case_done` stops the run and propagates after in-flight cases are cancelled.
+    """
+    if options.concurrency < 1:
+        raise UsageError(f"--concurrency must be at least 1; found {options.concurrency}")
+    limiter = rate_limiter
+    if limiter is None and options.rate_limit_per_s is not None:
+        limiter = RateLimiter(options.rate_limit_per_s)
+    runner = _CaseRunner(agent, options, limiter, uuid.uuid4().hex[:8], random.Random())
+    summary = ExecutionSummary(total=len(items))
+    queue: deque[WorkItem] = deque(items)
+    in_flight: dict[int, WorkItem] = {}
+    deliveries: set[asyncio.Task[None]] = set()
+
+    if on_progress is not None:
+        on_progress(0, summary.total)
+
+    # Results are delivered (scored, stored) in the background so a worker starts its next case at once:
+    # awaiting the delivery serialised scoring and database writes into every agent call's critical path.
+    # At most `pending_limit` delivered-but-unfinished results exist at a time (back-pressure).
+    pending = asyncio.Semaphore(max(8, 2 * options.concurrency))
+    failures: list[BaseException] = []
+    workers: list[asyncio.Task[None]] = []
+
+    async def deliver(case_run: CaseRun) -> None:
+        try:
+            if on_case_done is not None:
+                await on_case_done(case_run)
+            summary.completed.append(case_run)
+            if on_progress is not None:
+                on_progress(len(summary.completed), summary.total)
+        finally:
+            pending.release()
+
+    def delivered(task: asyncio.Task[None]) -> None:
+        deliveries.discard(task)
+        if task.cancelled() or task.exception() is None:
+            return
+        if not failures:
+            failures.append(task.exception())  # type: ignore[arg-type]
+            for other in workers:
+                other.cancel()
+
+    async def worker(worker_id: int) -> None:
+        while queue and not failures:
+            item = queue.popleft()
+            in_flight[worker_id] = item
+            case_run = await runner.run(item)
+            del in_flight[worker_id]
+            await pending.acquire()
+            delivery = asyncio.create_task(deliver(case_run))
+            deliveries.add(delivery)
+            delivery.add_done_callback(delivered)
+
+    workers.extend(asyncio.create_task(worker(i)) for i in range(min(options.concurrency, len(items))))
+    try:
+        try:
+            await asyncio.gather(*workers)
+            await _drain(deliveries)
+        except asyncio.CancelledError:
+            if failures:
+                await _stop(workers, deliveries)
+                raise failures[0] from None
+            summary.cancelled = True
+            task = asyncio.current_task()
+            if task is not None:
+                # The cancellation is handled here (the run ends with what finished), not propagated.
+                task.uncancel()
+        except BaseException:
+            await _stop(workers, deliveries)
+            raise
+        if failures:
+            await _stop(workers, deliveries)
+            raise failures[0]
+        if summary.cancelled:
+            await _stop(workers, deliveries)
+            summary.not_run = [*in_flight.values(), *queue]
+    finally:
+        await agent.aclose()
+    return summary
+
+
+async def _drain(deliveries: set[asyncio.Task[None]]) -> None:
+    """Wait for every started delivery (new ones cannot start once the workers are done)."""
+    while deliveries:
+        await asyncio.gather(*list(deliveries), return_exceptions=True)
+
+
+async def _stop(workers: list[asyncio.Task[None]], deliveries: set[asyncio.Task[None]]) -> None:
+    """Cancel the workers (and the cases they run), then let started deliveries finish."""
+    for task in workers:
+        task.cancel()
+    await asyncio.gather(*workers, return_exceptions=True)
+    if deliveries:
+        await asyncio.gather(*list(deliveries), return_exceptions=True)
