@@ -1,0 +1,260 @@
+"""Aggregation (pure): fold case × repetition results into per-case and per-metric summaries.
+
+Per case (a *reducer* over its n repetitions, c of which passed; GATE.md §8):
+- pass rate = c/n;
+- pass@k = 1 − C(n−c, k)/C(n, k) (at least one of k passes; Chen's unbiased estimator);
+- pass^k = C(c, k)/C(n, k) (all k pass; τ-bench); k = the run's repetitions (capped at n);
+- metric means = mean score over the repetitions that scored the metric.
+Example: n = 5, c = 4, k = 3 → pass^3 = C(4,3)/C(5,3) = 4/10 = 0.4, pass@3 = 1 − C(1,3)/C(5,3) = 1 − 0/10 = 1.0.
+
+Per metric (over the run): mean of the per-case means x̄_1 … x̄_N (each case weighs the same however
+many repetitions scored), with a 95% interval x̄ ± t_{0.975, N−1} · s/√N, where s is the sample standard
+deviation of the case means and t the Student quantile (exact, from the closed-form t CDF for integer
+degrees of freedom, Abramowitz & Stegun 26.7.3–4, inverted by bisection). N < 2 → no interval.
+pass rate = share of scored case results whose status is `passed`.
+
+Run verdict (errors are never passes):
+- `per_run`: every case × repetition passed;
+- `mean_over_runs`: for every case, no repetition errored and, for every gating metric (threshold set),
+  the mean over repetitions meets the threshold (≥, or ≤ when lower is better); a case with no gating
+  metric score falls back to "every repetition passed".
+A run with no case results does not pass.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from evalward.model import CaseResult, CaseSummary, MetricResult, MetricSummary
+
+PassRule = Literal["per_run", "mean_over_runs"]
+
+_SCORED = ("passed", "failed", "informational")
+
+
+@dataclass
+class RunSummary:
+    """Everything `RunResult` needs from aggregation."""
+
+    summary: dict[str, MetricSummary]
+    case_summaries: list[CaseSummary]
+    passed: bool
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """P(at least one of k draws without replacement passes) = 1 − C(n−c, k)/C(n, k)."""
+    _check_nck(n, c, k)
+    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float:
+    """P(all k draws without replacement pass) = C(c, k)/C(n, k)."""
+    _check_nck(n, c, k)
+    return math.comb(c, k) / math.comb(n, k)
+
+
+def _check_nck(n: int, c: int, k: int) -> None:
+    if not 0 <= c <= n:
+        raise ValueError(f"passes c={c} must lie in [0, n={n}]")
+    if not 1 <= k <= n:
+        raise ValueError(f"k={k} must lie in [1, n={n}]")
+
+
+def t_two_sided_probability(t: float, df: int) -> float:
+    """A(t | ν) = P(|T| ≤ t) for Student's t with integer ν ≥ 1 (Abramowitz & Stegun 26.7.3–4).
+
+    With θ = atan(t/√ν): ν odd: A = (2/π)(θ + sinθ·(cosθ + (2/3)cos³θ + … + (2·4…(ν−3))/(1·3…(ν−2)) cos^{ν−2}θ))
+    (just 2θ/π for ν = 1); ν even: A = sinθ·(1 + (1/2)cos²θ + (1·3)/(2·4)cos⁴θ + … + (1·3…(ν−3))/(2·4…(ν−2)) cos^{ν−2}θ).
+    """
+    if df < 1:
+        raise ValueError(f"degrees of freedom must be ≥ 1, got {df}")
+    theta = math.atan(abs(t) / math.sqrt(df))
+    sin, cos = math.sin(theta), math.cos(theta)
+    if df % 2 == 1:
+        total, term = 0.0, cos
+        for power in range(1, df - 1, 2):  # powers 1, 3, …, ν−2
+            total += term
+            term *= cos * cos * (power + 1) / (power + 2)
+        return (2.0 / math.pi) * (theta + sin * total)
+    total, term = 0.0, 1.0
+    for power in range(0, df - 1, 2):  # powers 0, 2, …, ν−2
+        total += term
+        term *= cos * cos * (power + 1) / (power + 2)
+    return sin * total
+
+
+@functools.lru_cache(maxsize=256)
+def t_quantile(probability: float, df: int) -> float:
+    """t with P(T ≤ t) = probability (0.5 < probability < 1), by bisection on the exact CDF.
+
+    Cached: one run asks for the same (0.975, N−1) once per metric, and bisection on a large ν is O(ν) a step.
+    """
+    if not 0.5 < probability < 1.0:
+        raise ValueError(f"probability must lie in (0.5, 1), got {probability}")
+    target = 2.0 * probability - 1.0  # two-sided mass inside ±t
+    lo, hi = 0.0, 1.0
+    while t_two_sided_probability(hi, df) < target:
+        hi *= 2.0
+    for _ in range(200):
+        mid = (lo + hi) / 2.0
+        if t_two_sided_probability(mid, df) < target:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-12:
+            break
+    return (lo + hi) / 2.0
+
+
+def mean_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float | None, float | None]:
+    """(mean, low, high): x̄ ± t_{(1+conf)/2, N−1}·s/√N; no interval for fewer than 2 values.
+
+    When every value lies in [0, 1] (scores, pass/fail), the interval is clipped to [0, 1]: a mean of
+    bounded scores cannot leave that range, so bounds outside it would only mislead a reader.
+    """
+    count = len(values)
+    mean = sum(values) / count
+    if count < 2:
+        return mean, None, None
+    variance = sum((v - mean) ** 2 for v in values) / (count - 1)
+    half = t_quantile((1.0 + confidence) / 2.0, count - 1) * math.sqrt(variance / count)
+    low, high = mean - half, mean + half
+    if all(0.0 <= v <= 1.0 for v in values):
+        low, high = max(0.0, low), min(1.0, high)
+    return mean, low, high
+
+
+def _meets(value: float, threshold: float, higher_is_better: bool) -> bool:
+    return value >= threshold if higher_is_better else value <= threshold
+
+
+def _group_by_case(cases: Sequence[CaseResult]) -> dict[tuple[str, str], list[CaseResult]]:
+    groups: dict[tuple[str, str], list[CaseResult]] = {}
+    for case in cases:
+        groups.setdefault((case.eval_set_id, case.case_id), []).append(case)
+    return groups
+
+
+def _metric_results(runs: Sequence[CaseResult]) -> dict[str, list[MetricResult]]:
+    by_name: dict[str, list[MetricResult]] = {}
+    for run in runs:
+        for result in run.metric_results:
+            by_name.setdefault(result.name, []).append(result)
+    return by_name
+
+
+def _scores(results: Sequence[MetricResult]) -> list[float]:
+    return [r.score for r in results if r.score is not None and r.status in _SCORED]
+
+
+def _case_passed(runs: Sequence[CaseResult], pass_rule: PassRule) -> bool:
+    if not runs or any(r.status == "error" for r in runs):
+        return False
+    if pass_rule == "per_run":
+        return all(r.status == "passed" for r in runs)
+    gating = False
+    for results in _metric_results(runs).values():
+        threshold = next((r.threshold for r in results if r.threshold is not None), None)
+        scores = _scores(results)
+        if threshold is None or not scores:
+            continue
+        gating = True
+        if not _meets(sum(scores) / len(scores), threshold, results[0].higher_is_better):
+            return False
+    return gating or all(r.status == "passed" for r in runs)
+
+
+def summarize_case(runs: Sequence[CaseResult], *, repetitions: int, pass_rule: PassRule) -> CaseSummary:
+    """One case over its repetitions (see the module docstring)."""
+    n = len(runs)
+    passes = sum(1 for r in runs if r.status == "passed")
+    k = max(1, min(repetitions, n))
+    means: dict[str, float | None] = {}
+    for name, results in _metric_results(runs).items():
+        scores = _scores(results)
+        means[name] = sum(scores) / len(scores) if scores else None
+    return CaseSummary(
+        eval_set_id=runs[0].eval_set_id,
+        case_id=runs[0].case_id,
+        repetitions=n,
+        passes=passes,
+        errors=sum(1 for r in runs if r.status == "error"),
+        pass_rate=passes / n,
+        pass_at_k=pass_at_k(n, passes, k),
+        pass_hat_k=pass_hat_k(n, passes, k),
+        metric_means=means,
+        passed=_case_passed(runs, pass_rule),
+    )
+
+
+def summarize_metric(
+    name: str, groups: dict[tuple[str, str], list[CaseResult]], *, pass_rule: PassRule
+) -> MetricSummary | None:
+    """The metric over the run: mean of case means with a 95% t interval, pass rate, verdict."""
+    case_means: list[float] = []
+    all_results: list[MetricResult] = []
+    errored = False
+    case_ok: list[bool] = []
+    threshold: float | None = None
+    higher = True
+    for runs in groups.values():
+        results = [r for run in runs for r in run.metric_results if r.name == name]
+        if not results:
+            continue
+        all_results.extend(results)
+        higher = results[0].higher_is_better
+        threshold = next((r.threshold for r in results if r.threshold is not None), threshold)
+        errored = errored or any(r.status == "error" for r in results)
+        scores = _scores(results)
+        if scores:
+            case_means.append(sum(scores) / len(scores))
+            if threshold is not None:
+                if pass_rule == "mean_over_runs":
+                    case_ok.append(_meets(case_means[-1], threshold, higher))
+                else:
+                    case_ok.append(all(r.status == "passed" for r in results if r.score is not None))
+    if not all_results:
+        return None
+    scored = [r for r in all_results if r.score is not None and r.status in _SCORED]
+    if not case_means:
+        return MetricSummary(
+            mean=None, threshold=threshold, passed=False if errored else None, n=0, higher_is_better=higher
+        )
+    mean, low, high = mean_interval(case_means)
+    gated = [r for r in scored if r.status in ("passed", "failed")]
+    pass_rate = sum(1 for r in gated if r.status == "passed") / len(gated) if gated else None
+    passed: bool | None = None
+    if threshold is not None:
+        passed = not errored and all(case_ok)
+    return MetricSummary(
+        mean=mean,
+        threshold=threshold,
+        passed=passed,
+        n=len(scored),
+        ci_low=low,
+        ci_high=high,
+        pass_rate=pass_rate,
+        higher_is_better=higher,
+    )
+
+
+def summarize_run(cases: Sequence[CaseResult], *, repetitions: int, pass_rule: PassRule) -> RunSummary:
+    """Per-metric summaries, per-case summaries and the run verdict under `pass_rule`."""
+    groups = _group_by_case(cases)
+    names: list[str] = []
+    for case in cases:
+        for result in case.metric_results:
+            if result.name not in names:
+                names.append(result.name)
+    summary: dict[str, MetricSummary] = {}
+    for name in names:
+        metric_summary = summarize_metric(name, groups, pass_rule=pass_rule)
+        if metric_summary is not None:
+            summary[name] = metric_summary
+    case_summaries = [summarize_case(runs, repetitions=repetitions, pass_rule=pass_rule) for runs in groups.values()]
+    passed = bool(case_summaries) and all(c.passed for c in case_summaries)
+    return RunSummary(summary=summary, case_summaries=case_summaries, passed=passed)

@@ -1,0 +1,119 @@
+"""Multi-agent checks (METRICS.md §7; the TypeScript evaluator of seed 002).
+
+Both compare **sets**, as the seed does (its collector de-duplicates tools per agent):
+- `agents_match`: missed = expected agents that did not take part, extra = agents that took part
+  without being expected; 1 iff both are empty.
+- `agent_tools_match`: per agent, missed = expected tools the agent never called, extra = tools it
+  called that were not expected for it (tools of an agent absent from the expectation are all extra);
+  1 iff nothing is missed or extra anywhere. Per-agent precision = |E∩A|/|A| and recall = |E∩A|/|E| over
+  tool-name sets go into details (both empty → 1, exactly one empty → 0, as METRICS.md §2).
+Deferred calls do not count; calls without an agent are grouped under "" (as `AgentOutput.tools_by_agent`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evalward.metrics.base import Metric, Score, TurnContext
+from evalward.model import MetricSpec
+from evalward.model.text import ratio
+
+
+def _unique(items: list[str]) -> list[str]:
+    seen: list[str] = []
+    for item in items:
+        if item not in seen:
+            seen.append(item)
+    return seen
+
+
+def _no_options(spec: MetricSpec) -> list[str]:
+    return [f"{spec.name}: unknown option {key!r} (this metric takes none)" for key in spec.options]
+
+
+class AgentsMatch(Metric):
+    """1 iff set(expected_agents) = set(actual agents); details list missed and extra agents."""
+
+    name = "agents_match"
+    description = "agents that took part equal the expected set (missed/extra); 1/0"
+
+    def check_options(self, spec: MetricSpec) -> list[str]:
+        return _no_options(spec)
+
+    def score_turn(self, ctx: TurnContext) -> Score | None:
+        expected = ctx.expected.expected_agents
+        if expected is None:
+            return None
+        actual = ctx.actual.agent_names()
+        missed = [a for a in _unique(expected) if a not in actual]
+        extra = [a for a in _unique(actual) if a not in expected]
+        passed = not missed and not extra
+        explanation = f"agents: {len(missed)} missed, {len(extra)} extra → {int(passed)}"
+        if missed:
+            explanation += f"; missed {', '.join(missed)}"
+        if extra:
+            explanation += f"; extra {', '.join(extra)}"
+        details = {"expected": list(expected), "actual": actual, "missed": missed, "extra": extra}
+        return Score(1.0 if passed else 0.0, explanation, details)
+
+
+def _set_pr(expected: list[str], actual: list[str]) -> tuple[float, float]:
+    if not expected and not actual:
+        return 1.0, 1.0
+    if not expected or not actual:
+        return 0.0, 0.0
+    common = len(set(expected) & set(actual))
+    return common / len(set(actual)), common / len(set(expected))
+
+
+class AgentToolsMatch(Metric):
+    """1 iff every agent called exactly the expected set of tools; details list missed/extra per agent,
+    as `{agent, tool}` pairs, and per-agent precision/recall."""
+
+    name = "agent_tools_match"
+    description = "each agent called exactly its expected set of tools (missed/extra per agent); 1/0"
+
+    def check_options(self, spec: MetricSpec) -> list[str]:
+        return _no_options(spec)
+
+    def score_turn(self, ctx: TurnContext) -> Score | None:
+        expected = ctx.expected.expected_agent_tools
+        if expected is None:
+            return None
+        actual: dict[str, list[str]] = {}
+        for call in ctx.actual.tool_calls:
+            if call.status != "deferred":
+                actual.setdefault(call.agent or "", []).append(call.name)
+        actual = {agent: _unique(tools) for agent, tools in actual.items()}
+        missed: list[dict[str, str]] = []
+        extra: list[dict[str, str]] = []
+        per_agent: dict[str, dict[str, Any]] = {}
+        for agent in _unique([*expected, *actual]):
+            exp_tools = _unique(expected.get(agent, []))
+            act_tools = actual.get(agent, [])
+            agent_missed = [t for t in exp_tools if t not in act_tools]
+            agent_extra = [t for t in act_tools if t not in exp_tools]
+            missed.extend({"agent": agent, "tool": t} for t in agent_missed)
+            extra.extend({"agent": agent, "tool": t} for t in agent_extra)
+            precision, recall = _set_pr(exp_tools, act_tools)
+            common = len(set(exp_tools) & set(act_tools))
+            per_agent[agent] = {
+                "expected": exp_tools,
+                "actual": act_tools,
+                "missed": agent_missed,
+                "extra": agent_extra,
+                "precision": precision,
+                "recall": recall,
+                "arithmetic": f"P={ratio(common, len(act_tools))}, R={ratio(common, len(exp_tools))}",
+            }
+        passed = not missed and not extra
+        explanation = f"agent tools: {len(missed)} missed, {len(extra)} extra → {int(passed)}"
+        if missed:
+            explanation += "; missed " + ", ".join(f"{m['agent']}.{m['tool']}" for m in missed)
+        if extra:
+            explanation += "; extra " + ", ".join(f"{e['agent']}.{e['tool']}" for e in extra)
+        details = {"missed": missed, "extra": extra, "per_agent": per_agent}
+        return Score(1.0 if passed else 0.0, explanation, details)
+
+
+MULTI_AGENT_METRICS: tuple[type[Metric], ...] = (AgentsMatch, AgentToolsMatch)

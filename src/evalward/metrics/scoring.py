@@ -1,0 +1,197 @@
+"""Per-case scoring: run every metric on a case's turns and fold them into a case status.
+
+Rules:
+1. A turn metric scores each turn the agent answered; its case score is the **mean over the turns where it
+   applies** (ADK's mean). No applicable turn → `not_applicable`, score None.
+2. A case metric scores the case once (state, latency, cost).
+3. Status of a score: threshold None → `informational`; else `passed` iff score ≥ threshold (≤ for
+   lower-is-better metrics), else `failed`.
+4. A metric that raises → `error` with the message (on the turn and for the case); the case gets
+   `CaseError(kind="metric_error")`.
+5. Case status: `error` if any metric errored; else `failed` if any metric failed; else `passed` if at
+   least one metric passed; else `failed` with the explanation "no gating metric applied" (never a silent
+   pass).
+`outputs` may be shorter than `case.turns` when the agent failed mid-case: what exists is scored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from evalward.metrics.base import CaseContext, Metric, Score, TurnContext
+from evalward.metrics.registry import get_metric
+from evalward.model import AgentOutput, CaseError, CaseStatus, EvalCase, MetricResult, MetricSpec, MetricStatus, Usage
+
+NO_GATING_METRIC = "no gating metric applied"
+
+
+@dataclass
+class ScoredCase:
+    """The scores of one case × repetition."""
+
+    metric_results: list[MetricResult]
+    """Case-level result per metric spec, in spec order."""
+    turn_results: list[list[MetricResult]]
+    """Per turn (one list per output), the results of the turn-scoped metrics."""
+    status: CaseStatus
+    error: CaseError | None = None
+    explanation: str = ""
+    """Why the case has its status when no single metric says it (e.g. "no gating metric applied")."""
+    notes: list[str] = field(default_factory=list)
+
+
+def metric_status(score: float, threshold: float | None, higher_is_better: bool) -> MetricStatus:
+    """`informational` without a threshold; else passed iff score ≥ threshold (≤ when lower is better)."""
+    if threshold is None:
+        return "informational"
+    passed = score >= threshold if higher_is_better else score <= threshold
+    return "passed" if passed else "failed"
+
+
+def _result(spec: MetricSpec, metric: Metric | None, score: Score | None) -> MetricResult:
+    higher = metric.higher_is_better if metric is not None else True
+    if score is None:
+        return MetricResult(
+            name=spec.name,
+            score=None,
+            threshold=spec.threshold,
+            status="not_applicable",
+            higher_is_better=higher,
+            explanation="not applicable: the case carries no expectation this metric needs",
+        )
+    return MetricResult(
+        name=spec.name,
+        score=score.value,
+        threshold=spec.threshold,
+        status=metric_status(score.value, spec.threshold, higher),
+        higher_is_better=higher,
+        explanation=_with_verdict(score.explanation, score.value, spec.threshold, higher),
+        details=dict(score.details),
+    )
+
+
+def _with_verdict(explanation: str, value: float, threshold: float | None, higher: bool) -> str:
+    if threshold is None:
+        return explanation
+    op = ">=" if higher else "<="
+    ok = value >= threshold if higher else value <= threshold
+    verdict = f"{value:.3f} {op} {threshold:g}" if ok else f"{value:.3f} not {op} {threshold:g}"
+    return f"{explanation}; {verdict}" if explanation else verdict
+
+
+def _error_result(spec: MetricSpec, metric: Metric | None, exc: BaseException, turn: int | None) -> MetricResult:
+    where = f" on turn {turn}" if turn is not None else ""
+    return MetricResult(
+        name=spec.name,
+        score=None,
+        threshold=spec.threshold,
+        status="error",
+        higher_is_better=metric.higher_is_better if metric is not None else True,
+        explanation=f"metric raised{where}: {type(exc).__name__}: {exc}",
+        details={"exception": type(exc).__name__, "turn": turn},
+    )
+
+
+def _mean_over_turns(
+    spec: MetricSpec, metric: Metric, per_turn: list[tuple[MetricResult, Score | None]]
+) -> MetricResult:
+    """Case-level result of a turn metric: error if any turn errored, else the mean of applicable turns."""
+    errored = [(t, r) for t, (r, _) in enumerate(per_turn) if r.status == "error"]
+    if errored:
+        return MetricResult(
+            name=spec.name,
+            score=None,
+            threshold=spec.threshold,
+            status="error",
+            higher_is_better=metric.higher_is_better,
+            explanation=errored[0][1].explanation,
+            details={"errored_turns": [t for t, _ in errored]},
+        )
+    scored = [(t, score) for t, (_, score) in enumerate(per_turn) if score is not None]
+    if not scored:
+        return _result(spec, metric, None)
+    values = [score.value for _, score in scored]
+    mean = sum(values) / len(values)
+    if len(per_turn) == 1:
+        # One turn: the case score is that turn's score, with its own arithmetic and diagnostics.
+        return _result(spec, metric, scored[0][1])
+    terms = " + ".join(f"{v:.3f}" for v in values)
+    explanation = f"mean over {len(values)} applicable turn(s) of {len(per_turn)}: ({terms})/{len(values)} = {mean:.3f}"
+    return MetricResult(
+        name=spec.name,
+        score=mean,
+        threshold=spec.threshold,
+        status=metric_status(mean, spec.threshold, metric.higher_is_better),
+        higher_is_better=metric.higher_is_better,
+        explanation=_with_verdict(explanation, mean, spec.threshold, metric.higher_is_better),
+        details={"turn_scores": {str(t): score.value for t, score in scored}, "turns_applicable": len(values)},
+    )
+
+
+def score_case(
+    case: EvalCase,
+    specs: Sequence[MetricSpec],
+    outputs: Sequence[AgentOutput],
+    *,
+    initial_state: dict[str, Any] | None = None,
+    final_state: Any = None,
+    latency_s: float | None = None,
+    usage: Usage | None = None,
+) -> ScoredCase:
+    """Score one case × repetition with `specs` (see the module docstring for the rules)."""
+    n_turns = min(len(outputs), len(case.turns))
+    turn_results: list[list[MetricResult]] = [[] for _ in range(len(outputs))]
+    case_results: list[MetricResult] = []
+    for spec in specs:
+        try:
+            metric = get_metric(spec.name)
+        except KeyError as exc:
+            case_results.append(_error_result(spec, None, exc, None))
+            continue
+        if metric.scope == "turn":
+            per_turn: list[tuple[MetricResult, Score | None]] = []
+            for index in range(n_turns):
+                ctx = TurnContext(case=case, turn=index, expected=case.turns[index], actual=outputs[index], spec=spec)
+                score: Score | None = None
+                try:
+                    score = metric.score_turn(ctx)
+                    result = _result(spec, metric, score)
+                except Exception as exc:  # a metric's failure is data, never a crash of the run
+                    result = _error_result(spec, metric, exc, index)
+                turn_results[index].append(result)
+                per_turn.append((result, score))
+            case_results.append(_mean_over_turns(spec, metric, per_turn))
+        else:
+            case_ctx = CaseContext(
+                case=case,
+                turns=list(zip(case.turns[:n_turns], outputs[:n_turns], strict=True)),
+                spec=spec,
+                initial_state=dict(initial_state or {}),
+                final_state=final_state,
+                latency_s=latency_s,
+                usage=usage,
+            )
+            try:
+                case_results.append(_result(spec, metric, metric.score_case(case_ctx)))
+            except Exception as exc:  # a metric's failure is data, never a crash of the run
+                case_results.append(_error_result(spec, metric, exc, None))
+    return _fold(case_results, turn_results)
+
+
+def _fold(case_results: list[MetricResult], turn_results: list[list[MetricResult]]) -> ScoredCase:
+    errored = [r for r in case_results if r.status == "error"]
+    if errored:
+        message = "; ".join(f"{r.name}: {r.explanation}" for r in errored)
+        turn = next((r.details.get("turn") for r in errored if r.details.get("turn") is not None), None)
+        if turn is None:
+            turn = next((r.details["errored_turns"][0] for r in errored if r.details.get("errored_turns")), None)
+        error = CaseError(kind="metric_error", message=message, turn=turn)
+        return ScoredCase(case_results, turn_results, "error", error, explanation=message)
+    failed = [r.name for r in case_results if r.status == "failed"]
+    if failed:
+        return ScoredCase(case_results, turn_results, "failed", explanation=f"failed: {', '.join(failed)}")
+    if any(r.status == "passed" for r in case_results):
+        return ScoredCase(case_results, turn_results, "passed")
+    return ScoredCase(case_results, turn_results, "failed", explanation=NO_GATING_METRIC)

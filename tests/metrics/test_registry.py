@@ -1,0 +1,88 @@
+"""The metric registry: names, judge metrics, spec checking."""
+
+from __future__ import annotations
+
+import pytest
+
+from evalward.metrics.base import Metric
+from evalward.metrics.registry import JUDGE_METRICS, check_specs, get_metric, known_metric_names, requires_judge
+from evalward.model import MetricSpec
+
+NATIVE = {
+    "trajectory_exact",
+    "trajectory_in_order",
+    "trajectory_any_order",
+    "trajectory_superset",
+    "trajectory_subset",
+    "trajectory_same_multiset",
+    "trajectory_precision",
+    "trajectory_recall",
+    "trajectory_f1",
+    "trajectory_ordered_f1",
+    "trajectory_subsequence",
+    "tool_called",
+    "tool_not_called",
+    "tool_call_count",
+    "tool_order",
+    "max_tool_calls",
+    "agents_match",
+    "agent_tools_match",
+    "state_exact",
+    "state_contains",
+    "state_unchanged",
+    "latency_s",
+    "total_tokens",
+    "cost_usd",
+    "tool_call_count_v1",
+    "inference_call_count_v1",
+    "token_usage_v1",
+    "invocation_duration_v1",
+    "tool_trajectory_avg_score",
+    "response_match_score",
+}
+
+
+def test_known_names_are_sorted_and_cover_the_native_family() -> None:
+    names = known_metric_names()
+    assert names == sorted(names)
+    assert set(names) >= NATIVE
+    assert not JUDGE_METRICS & set(names)
+
+
+def test_every_known_metric_instantiates_with_a_docstring() -> None:
+    for name in known_metric_names():
+        metric = get_metric(name)
+        assert isinstance(metric, Metric)
+        assert metric.name == name
+        assert metric.scope in ("turn", "case")
+        assert (metric.description or type(metric).__doc__ or "").strip(), name
+
+
+def test_get_metric_errors_name_the_known_metrics() -> None:
+    with pytest.raises(KeyError, match="unknown metric 'nope'; known metrics: agent_tools_match, agents_match"):
+        get_metric("nope")
+    with pytest.raises(KeyError, match="needs a judge model"):
+        get_metric("final_response_match_v2")
+
+
+def test_requires_judge() -> None:
+    assert requires_judge("final_response_match_v2")
+    assert requires_judge("rubric_based_tool_use_quality_v1")
+    assert requires_judge("safety_v1")
+    assert not requires_judge("trajectory_f1")
+
+
+def test_check_specs_collects_every_problem() -> None:
+    specs = [
+        MetricSpec(name="trajectory_f1", threshold=0.8),
+        MetricSpec(name="trajectroy_f1"),
+        MetricSpec(name="trajectory_exact", threshold=1.5),
+        MetricSpec(name="tool_called", options={}),
+        MetricSpec(name="hallucinations_v1", threshold=0.5),
+        MetricSpec(name="latency_s", threshold=30),
+    ]
+    assert check_specs(specs) == [
+        "unknown metric 'trajectroy_f1'; did you mean trajectory_f1?",
+        "trajectory_exact: threshold must be between 0 and 1, found 1.5",
+        "tool_called: option tool: Field required",
+    ]
