@@ -1,0 +1,120 @@
+"""Schema migrations, run programmatically (no alembic.ini): `evalward db upgrade` and first use.
+
+Concurrent first use is safe: the upgrade runs inside one write transaction that first takes a lock —
+the sidecar file lock plus `BEGIN IMMEDIATE` on SQLite, `pg_advisory_xact_lock` on PostgreSQL —
+and re-reads the current revision under it. Eight processes opening an empty database at once therefore
+migrate it exactly once; the other seven wait, see the head revision and do nothing. Both backends run
+DDL transactionally, so a killed upgrade leaves the previous revision intact.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from evalward.errors import InfrastructureError
+from evalward.store.engine import (
+    create_db_engine,
+    read_transaction,
+    resolve_db_url,
+    sqlite_setup_lock,
+    write_transaction,
+)
+
+if TYPE_CHECKING:
+    from alembic.config import Config
+    from sqlalchemy import Connection, Engine
+
+MIGRATIONS_DIR = Path(__file__).parent / "migrations"
+HEAD_REVISION = "0003"
+"""The newest revision this evalward knows (kept in step with `migrations/versions/`; a test checks)."""
+
+_PG_LOCK_KEY = 0x65_76_61_6C_77_61_72_64  # "evalward" in ASCII: the advisory lock serialising upgrades
+
+
+def alembic_config(connection: Connection | None = None) -> Config:
+    """An alembic Config pointing at the packaged migrations, carrying `connection` for env.py."""
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    config.attributes["connection"] = connection
+    return config
+
+
+def known_revisions() -> list[str]:
+    """Every revision in the packaged migrations, oldest first."""
+    from alembic.script import ScriptDirectory
+
+    script = ScriptDirectory.from_config(alembic_config())
+    return [s.revision for s in reversed(list(script.walk_revisions()))]
+
+
+def _revision_of(connection: Connection) -> str | None:
+    from alembic.runtime.migration import MigrationContext
+
+    return MigrationContext.configure(connection).get_current_revision()
+
+
+def engine_revision(engine: Engine) -> str | None:
+    """The revision the database behind `engine` is at; None for an empty database."""
+    with read_transaction(engine) as connection:
+        return _revision_of(connection)
+
+
+def upgrade_engine(engine: Engine, revision: str = "head") -> str | None:
+    """Migrate the database behind `engine` to `revision` (default: head) and return the revision it is at.
+
+    Raises InfrastructureError when the database is at a revision this evalward does not know (it was
+    migrated by a newer release).
+    """
+    target = HEAD_REVISION if revision == "head" else revision
+    with sqlite_setup_lock(engine):
+        return _upgrade_locked(engine, target)
+
+
+def _upgrade_locked(engine: Engine, target: str) -> str | None:
+    from alembic import command
+
+    found = engine_revision(engine)
+    _check_known(engine, found)
+    if found == target:
+        return found
+    with write_transaction(engine) as connection:
+        if connection.dialect.name == "postgresql":
+            from sqlalchemy import text
+
+            connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_LOCK_KEY})
+        # Re-read under the lock: another process may have migrated meanwhile.
+        found = _revision_of(connection)
+        _check_known(engine, found)
+        if found != target:
+            command.upgrade(alembic_config(connection), target)
+    return engine_revision(engine)
+
+
+def _check_known(engine: Engine, found: str | None) -> None:
+    if found is not None and found not in known_revisions():
+        raise InfrastructureError(
+            f"the history database {engine.url.render_as_string(hide_password=True)} is at schema revision "
+            f"{found!r}, which this evalward does not know (newest known: {HEAD_REVISION!r}); it was migrated by "
+            "a newer evalward — upgrade evalward or use another database (--db)"
+        )
+
+
+def upgrade_database(url: str | None = None, revision: str = "head") -> str | None:
+    """`evalward db upgrade`: migrate the database at `url` (resolved like `open_store`) to `revision`."""
+    engine = create_db_engine(resolve_db_url(url))
+    try:
+        return upgrade_engine(engine, revision)
+    finally:
+        engine.dispose()
+
+
+def current_revision(url: str | None = None) -> str | None:
+    """The schema revision of the database at `url`; None when it has never been migrated."""
+    engine = create_db_engine(resolve_db_url(url))
+    try:
+        return engine_revision(engine)
+    finally:
+        engine.dispose()

@@ -1,0 +1,1 @@
+"""Alembic migrations of the history database (run programmatically by `evalward.store.migrate`)."""

@@ -1,0 +1,830 @@
+"""`Store`: every read and write of the history database, in terms of the shared `RunResult` model.
+
+Write protocol of a run (each step is one transaction, so a `kill -9` at any point loses at most the
+case being written, never corrupts one):
+1. `begin_run(run, planned)`: the run row (status `running`) and its manifest of planned
+   (eval_set_id, case_id, repetition) items;
+2. `record_case(run_id, case)` as each case × repetition completes: the case JSON plus queryable
+   columns and per-metric scores. The UNIQUE (run_id, eval_set_id, case_id, repetition) constraint makes
+   it idempotent: a second write of the same item returns False and changes nothing;
+3. `finish_run(run)`: status, summary and finished_at.
+
+`missing_items(run_id)` = planned − recorded, which is exactly what `evalward run --resume` runs.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from evalward.errors import GateInputError, UsageError
+from evalward.model import CaseResult, RunResult
+from evalward.store.comparability import comparability_key
+from evalward.store.engine import read_transaction, write_transaction
+from evalward.store.schema import cases_table, plan_table, runs_table, scores_table
+
+if TYPE_CHECKING:
+    from sqlalchemy import Connection, Engine
+
+ItemKey = tuple[str, str, int]
+"""(eval_set_id, case_id, repetition): one planned or recorded unit of work."""
+
+RunStatus = Literal["running", "complete", "cancelled", "failed"]
+
+
+class RunRow(BaseModel):
+    """One line of `evalward runs`: a run's identity, context and counts, without its cases."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    status: str
+    repository: str | None
+    commit: str | None
+    branch: str | None
+    pr_number: int | None
+    shard_index: int | None
+    shard_count: int | None
+    group_id: str | None
+    started_at: datetime | None
+    finished_at: datetime | None
+    passed: bool | None
+    fingerprint: str
+    comparability_key: str
+    evalward_version: str
+    planned: int
+    recorded: int
+    passes: int
+    failures: int
+    errors: int
+
+
+class HistoryPoint(BaseModel):
+    """One metric in one run: the mean score over the matching case results (one case's repetitions with
+    `--case`, every case of the run without it)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    commit: str | None
+    branch: str | None
+    started_at: datetime | None
+    metric: str
+    eval_set_id: str | None
+    case_id: str | None
+    score: float | None
+    """mean of the non-null scores; None when every score was null (not applicable or error)."""
+    scored: int
+    """number of non-null scores in the mean."""
+    passes: int
+    """number of case results whose metric status was `passed`."""
+    results: int
+    """number of case results (null scores included)."""
+
+
+class ScoreRow(BaseModel):
+    """One case-level metric score as stored (what the gate reads for a baseline)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    eval_set_id: str
+    case_id: str
+    repetition: int
+    metric: str
+    score: float | None
+    status: str
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _run_columns(run: RunResult, status: str) -> dict[str, Any]:
+    """The runs row for `run` (without planned_count/created_at), run JSON without its cases."""
+    run_json = run.model_dump(mode="json", exclude={"cases"})
+    run_json["status"] = status
+    ctx = run.context
+    return {
+        "run_id": run.run_id,
+        "status": status,
+        "repository": ctx.repository,
+        "commit_sha": ctx.commit,
+        "branch": ctx.branch,
+        "base_branch": ctx.base_branch,
+        "base_sha": ctx.base_sha,
+        "pr_number": ctx.pr_number,
+        "merge_base": ctx.merge_base,
+        "shard_index": ctx.shard_index,
+        "shard_count": ctx.shard_count,
+        "group_id": ctx.group_id,
+        "fingerprint": run.fingerprint,
+        "comparability_key": comparability_key(run),
+        "evalward_version": run.evalward_version,
+        "agent_kind": run.agent.kind if run.agent else None,
+        "agent_target": run.agent.target if run.agent else None,
+        "agent_config_hash": run.agent.config_hash if run.agent else None,
+        "passed": run.passed if status != "running" else None,
+        "repetitions": run.repetitions,
+        "started_at": run.started_at,
+        "finished_at": run.finished_at,
+        "run_json": run_json,
+    }
+
+
+def _case_rows(run_id: str, case: CaseResult, recorded_at: datetime) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The case_results row and the metric_scores rows of one case result."""
+    usage = case.usage
+    row = {
+        "run_id": run_id,
+        "eval_set_id": case.eval_set_id,
+        "case_id": case.case_id,
+        "repetition": case.repetition,
+        "status": case.status,
+        "content_hash": case.content_hash,
+        "must_pass": case.must_pass,
+        "latency_s": case.latency_s,
+        "input_tokens": usage.input_tokens if usage else None,
+        "output_tokens": usage.output_tokens if usage else None,
+        "cost_usd": usage.cost_usd if usage else None,
+        "error_kind": case.error.kind if case.error else None,
+        "started_at": case.started_at,
+        "finished_at": case.finished_at,
+        "recorded_at": recorded_at,
+        "case_json": case.model_dump(mode="json"),
+    }
+    scores: dict[str, dict[str, Any]] = {}
+    for metric in case.metric_results:
+        # A metric named twice keeps its first score in the table; the case JSON keeps both.
+        scores.setdefault(
+            metric.name,
+            {
+                "run_id": run_id,
+                "eval_set_id": case.eval_set_id,
+                "case_id": case.case_id,
+                "repetition": case.repetition,
+                "metric": metric.name,
+                "score": metric.score,
+                "status": metric.status,
+            },
+        )
+    return row, list(scores.values())
+
+
+def _unique_keys(keys: Iterable[ItemKey]) -> list[ItemKey]:
+    return list(dict.fromkeys((str(e), str(c), int(r)) for e, c, r in keys))
+
+
+class Store:
+    """The history database. Thread-safe (one connection per call); several processes may share it."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    @property
+    def url(self) -> str:
+        return self.engine.url.render_as_string(hide_password=True)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    # -- writing a run ---------------------------------------------------------------------------
+
+    def begin_run(self, run: RunResult, planned: Sequence[tuple[str, str, int]]) -> None:
+        """Insert the run (status `running`) with its manifest of planned items (and any cases it already has).
+
+        Raises UsageError when a run with this id is already stored (resume it instead).
+        """
+        plan = _unique_keys(planned)
+        with write_transaction(self.engine) as conn:
+            if self._run_exists(conn, run.run_id):
+                raise UsageError(
+                    f"run {run.run_id!r} already exists in the history database; "
+                    f"use `evalward run --resume {run.run_id}` to finish it, or choose another run id"
+                )
+            self._insert_run(conn, run, "running", plan)
+            self._insert_cases(conn, run.run_id, run.cases)
+
+    def record_case(self, run_id: str, case: CaseResult) -> bool:
+        """Store one finished case × repetition in one transaction.
+
+        Returns True when written, False when (run_id, eval_set_id, case_id, repetition) was already stored
+        (nothing changes then). Raises GateInputError when the run does not exist.
+        """
+        from sqlalchemy.exc import IntegrityError
+
+        try:
+            with write_transaction(self.engine) as conn:
+                self._require_run(conn, run_id)
+                return self._insert_cases(conn, run_id, [case]) == 1
+        except IntegrityError:
+            # Two writers raced on PostgreSQL: the other one's row won, which is exactly one row.
+            with read_transaction(self.engine) as conn:
+                if self._recorded_keys(conn, run_id, [case.key]):
+                    return False
+            raise
+
+    def record_cases(self, run_id: str, cases: Sequence[CaseResult]) -> int:
+        """Store several finished case results in one transaction (a writer's batch); return how many were new.
+
+        Same idempotence as `record_case`: results already stored are skipped. If another writer raced a row
+        in, the batch falls back to one transaction per case, so exactly one row per key survives.
+        """
+        from sqlalchemy.exc import IntegrityError
+
+        try:
+            with write_transaction(self.engine) as conn:
+                self._require_run(conn, run_id)
+                return self._insert_cases(conn, run_id, cases)
+        except IntegrityError:
+            return sum(self.record_case(run_id, case) for case in cases)
+
+    def finish_run(self, run: RunResult) -> None:
+        """Store the run's final status, summary and finished_at, and any of its cases not stored yet.
+
+        A run that was never begun is inserted whole (its cases become its manifest).
+        """
+        with write_transaction(self.engine) as conn:
+            if not self._run_exists(conn, run.run_id):
+                self._insert_run(conn, run, run.status, _unique_keys(c.key for c in run.cases))
+            else:
+                from sqlalchemy import update
+
+                conn.execute(
+                    update(runs_table)
+                    .where(runs_table.c.run_id == run.run_id)
+                    .values(
+                        **_run_columns(run, run.status),
+                        case_order=[list(c.key) for c in run.cases],
+                    )
+                )
+            self._insert_cases(conn, run.run_id, run.cases)
+
+    def import_run(self, run: RunResult) -> str:
+        """Store a run read from `evalward export` / `run --json`; idempotent by run id.
+
+        Importing a run that is already stored adds only the case results it lacks. Raises GateInputError
+        when a stored run with the same id has another fingerprint (a different run under a reused id).
+        """
+        with write_transaction(self.engine) as conn:
+            existing = conn.execute(
+                runs_table.select().with_only_columns(runs_table.c.fingerprint).where(runs_table.c.run_id == run.run_id)
+            ).scalar_one_or_none()
+            if existing is None:
+                self._insert_run(conn, run, run.status, _unique_keys(c.key for c in run.cases))
+            elif existing != run.fingerprint:
+                raise GateInputError(
+                    f"cannot import run {run.run_id!r}: a different run with this id is stored "
+                    f"(fingerprint {existing[:12]} in the database, {run.fingerprint[:12]} in the file)"
+                )
+            self._insert_cases(conn, run.run_id, run.cases)
+        return run.run_id
+
+    # -- reading ----------------------------------------------------------------------------------
+
+    def has_run(self, run_id: str) -> bool:
+        with read_transaction(self.engine) as conn:
+            return self._run_exists(conn, run_id)
+
+    def load_run(self, run_id: str) -> RunResult:
+        """The run rebuilt from its rows: the recorded run with every stored case result.
+
+        Cases follow the order `finish_run` saw them in; cases recorded after that (or before any
+        `finish_run`) follow in the order they were written. Raises GateInputError for an unknown id.
+        """
+        from sqlalchemy import select
+
+        with read_transaction(self.engine) as conn:
+            row = conn.execute(
+                select(runs_table.c.run_json, runs_table.c.case_order, runs_table.c.status).where(
+                    runs_table.c.run_id == run_id
+                )
+            ).one_or_none()
+            if row is None:
+                raise self._unknown_run(conn, run_id)
+            case_rows = conn.execute(
+                select(
+                    cases_table.c.eval_set_id, cases_table.c.case_id, cases_table.c.repetition, cases_table.c.case_json
+                )
+                .where(cases_table.c.run_id == run_id)
+                .order_by(cases_table.c.id)
+            ).all()
+        by_key = {(r.eval_set_id, r.case_id, r.repetition): r.case_json for r in case_rows}
+        ordered: list[dict[str, Any]] = []
+        for key in row.case_order or []:
+            item = by_key.pop((str(key[0]), str(key[1]), int(key[2])), None)
+            if item is not None:
+                ordered.append(item)
+        ordered.extend(by_key.values())
+        data = dict(row.run_json)
+        data["status"] = row.status
+        data["cases"] = ordered
+        return RunResult.model_validate(data)
+
+    def missing_items(self, run_id: str) -> list[tuple[str, str, int]]:
+        """Planned items of the run with no stored result, sorted; what a resumed run must still do."""
+        from sqlalchemy import and_, select
+
+        with read_transaction(self.engine) as conn:
+            self._require_run(conn, run_id)
+            joined = plan_table.outerjoin(
+                cases_table,
+                and_(
+                    cases_table.c.run_id == plan_table.c.run_id,
+                    cases_table.c.eval_set_id == plan_table.c.eval_set_id,
+                    cases_table.c.case_id == plan_table.c.case_id,
+                    cases_table.c.repetition == plan_table.c.repetition,
+                ),
+            )
+            rows = conn.execute(
+                select(plan_table.c.eval_set_id, plan_table.c.case_id, plan_table.c.repetition)
+                .select_from(joined)
+                .where(plan_table.c.run_id == run_id, cases_table.c.id.is_(None))
+                .order_by(plan_table.c.eval_set_id, plan_table.c.case_id, plan_table.c.repetition)
+            ).all()
+        return [(r.eval_set_id, r.case_id, r.repetition) for r in rows]
+
+    def planned_items(self, run_id: str) -> list[tuple[str, str, int]]:
+        """The run's declared manifest, sorted."""
+        from sqlalchemy import select
+
+        with read_transaction(self.engine) as conn:
+            self._require_run(conn, run_id)
+            rows = conn.execute(
+                select(plan_table.c.eval_set_id, plan_table.c.case_id, plan_table.c.repetition)
+                .where(plan_table.c.run_id == run_id)
+                .order_by(plan_table.c.eval_set_id, plan_table.c.case_id, plan_table.c.repetition)
+            ).all()
+        return [(r.eval_set_id, r.case_id, r.repetition) for r in rows]
+
+    def find_resumable(
+        self, commit: str | None, fingerprint: str, *, shard: tuple[int, int] | None = None
+    ) -> str | None:
+        """The newest unfinished (running, cancelled or failed) run with this commit, fingerprint and shard.
+
+        `shard` = (index, count) of the shard about to run; None matches only unsharded runs, so shard 2
+        is never offered shard 1's run.
+        """
+        from sqlalchemy import select
+
+        c = runs_table.c
+        query = select(c.run_id).where(c.fingerprint == fingerprint, c.status != "complete")
+        query = query.where(c.commit_sha.is_(None) if commit is None else c.commit_sha == commit)
+        if shard is None:
+            query = query.where(c.shard_count.is_(None))
+        else:
+            query = query.where(c.shard_index == shard[0], c.shard_count == shard[1])
+        query = query.order_by(c.started_at.desc().nulls_last(), c.created_at.desc()).limit(1)
+        with read_transaction(self.engine) as conn:
+            return conn.execute(query).scalar_one_or_none()
+
+    def list_runs(
+        self,
+        *,
+        repository: str | None = None,
+        branch: str | None = None,
+        commit: str | None = None,
+        status: str | None = None,
+        limit: int = 50,
+    ) -> list[RunRow]:
+        """Summary rows, newest first (by start time, then insertion); `commit` matches a SHA prefix."""
+        from sqlalchemy import case, func, select
+
+        c = runs_table.c
+        query = select(runs_table)
+        if repository is not None:
+            query = query.where(c.repository == repository)
+        if branch is not None:
+            query = query.where(c.branch == branch)
+        if commit is not None:
+            query = query.where(c.commit_sha.startswith(commit, autoescape=True))
+        if status is not None:
+            query = query.where(c.status == status)
+        query = query.order_by(c.started_at.desc().nulls_last(), c.created_at.desc(), c.run_id).limit(limit)
+        with read_transaction(self.engine) as conn:
+            rows = conn.execute(query).all()
+            ids = [r.run_id for r in rows]
+            counts: dict[str, tuple[int, int, int, int]] = {}
+            if ids:
+                cc = cases_table.c
+                for run_id, total, passes, failures, errors in conn.execute(
+                    select(
+                        cc.run_id,
+                        func.count(),
+                        func.sum(case((cc.status == "passed", 1), else_=0)),
+                        func.sum(case((cc.status == "failed", 1), else_=0)),
+                        func.sum(case((cc.status == "error", 1), else_=0)),
+                    )
+                    .where(cc.run_id.in_(ids))
+                    .group_by(cc.run_id)
+                ):
+                    counts[run_id] = (int(total), int(passes or 0), int(failures or 0), int(errors or 0))
+        return [
+            RunRow(
+                run_id=r.run_id,
+                status=r.status,
+                repository=r.repository,
+                commit=r.commit_sha,
+                branch=r.branch,
+                pr_number=r.pr_number,
+                shard_index=r.shard_index,
+                shard_count=r.shard_count,
+                group_id=r.group_id,
+                started_at=r.started_at,
+                finished_at=r.finished_at,
+                passed=r.passed,
+                fingerprint=r.fingerprint,
+                comparability_key=r.comparability_key,
+                evalward_version=r.evalward_version,
+                planned=r.planned_count,
+                recorded=counts.get(r.run_id, (0, 0, 0, 0))[0],
+                passes=counts.get(r.run_id, (0, 0, 0, 0))[1],
+                failures=counts.get(r.run_id, (0, 0, 0, 0))[2],
+                errors=counts.get(r.run_id, (0, 0, 0, 0))[3],
+            )
+            for r in rows
+        ]
+
+    def load_scores(self, run_id: str, metrics: Sequence[str] | None = None) -> list[ScoreRow]:
+        """The run's case-level metric scores (optionally only `metrics`), without parsing case JSON.
+
+        This is the cheap read the gate needs from a baseline: one indexed range scan.
+        """
+        from sqlalchemy import select
+
+        s = scores_table.c
+        query = select(s.eval_set_id, s.case_id, s.repetition, s.metric, s.score, s.status).where(s.run_id == run_id)
+        if metrics is not None:
+            query = query.where(s.metric.in_(list(metrics)))
+        with read_transaction(self.engine) as conn:
+            self._require_run(conn, run_id)
+            rows = conn.execute(query).all()
+        return [
+            ScoreRow(
+                eval_set_id=r.eval_set_id,
+                case_id=r.case_id,
+                repetition=r.repetition,
+                metric=r.metric,
+                score=r.score,
+                status=r.status,
+            )
+            for r in rows
+        ]
+
+    def history_runs_query(self, *, branch: str | None, case_id: str | None, limit: int) -> Any:
+        """Complete, unsharded runs (newest first) for history views; with `case_id`, only runs that have it."""
+        from sqlalchemy import exists, select
+
+        c = runs_table.c
+        query = select(c.run_id, c.commit_sha, c.branch, c.started_at, c.created_at).where(
+            c.status == "complete", (c.shard_count.is_(None)) | (c.shard_count <= 1)
+        )
+        if branch is not None:
+            query = query.where(c.branch == branch)
+        if case_id is not None:
+            query = query.where(exists().where(cases_table.c.run_id == c.run_id, cases_table.c.case_id == case_id))
+        return query.order_by(c.started_at.desc().nulls_last(), c.created_at.desc()).limit(limit)
+
+    def case_history(
+        self,
+        *,
+        case_id: str | None = None,
+        metric: str | None = None,
+        branch: str | None = None,
+        limit: int = 50,
+    ) -> list[HistoryPoint]:
+        """Per-metric score history over the newest `limit` complete runs, oldest first (sparkline order).
+
+        With `case_id`: one point per (run, eval set, metric) = mean over that case's repetitions.
+        Without: one point per (run, metric) = mean over every case result of the run. Sharded partial
+        runs are left out (their merged run carries the same results).
+        """
+        from sqlalchemy import case, func, select
+
+        s = scores_table.c
+        with read_transaction(self.engine) as conn:
+            runs = conn.execute(self.history_runs_query(branch=branch, case_id=case_id, limit=limit)).all()
+            if not runs:
+                return []
+            info = {r.run_id: r for r in runs}
+            group: list[Any] = [s.run_id, s.metric]
+            if case_id is not None:
+                group += [s.eval_set_id, s.case_id]
+            query = (
+                select(
+                    *group,
+                    func.avg(s.score).label("mean"),
+                    func.count(s.score).label("scored"),
+                    func.sum(case((s.status == "passed", 1), else_=0)).label("passes"),
+                    func.count().label("results"),
+                )
+                .where(s.run_id.in_(list(info)))
+                .group_by(*group)
+            )
+            if case_id is not None:
+                query = query.where(s.case_id == case_id)
+            if metric is not None:
+                query = query.where(s.metric == metric)
+            rows = conn.execute(query).all()
+        order = {run_id: position for position, run_id in enumerate(reversed([r.run_id for r in runs]))}
+        points = [
+            HistoryPoint(
+                run_id=r.run_id,
+                commit=info[r.run_id].commit_sha,
+                branch=info[r.run_id].branch,
+                started_at=info[r.run_id].started_at,
+                metric=r.metric,
+                eval_set_id=r.eval_set_id if case_id is not None else None,
+                case_id=r.case_id if case_id is not None else None,
+                score=None if r.mean is None else float(r.mean),
+                scored=int(r.scored),
+                passes=int(r.passes or 0),
+                results=int(r.results),
+            )
+            for r in rows
+        ]
+        points.sort(key=lambda p: (order[p.run_id], p.metric, p.eval_set_id or "", p.case_id or ""))
+        return points
+
+    def flip_rates(
+        self,
+        branch: str,
+        *,
+        comparability_key: str | None = None,
+        fingerprint: str | None = None,
+        limit_runs: int = 50,
+    ) -> dict[tuple[str, str], float]:
+        """Per case: flips / consecutive pairs, over the newest `limit_runs` complete runs on `branch`.
+
+        A case passes in a run when every repetition of it passed. A pair of consecutive runs (by start
+        time) counts only when the case ran in both with the same content hash; it is a flip when the
+        pass/fail outcome differs. Cases with no such pair are absent from the result.
+        Example: outcomes pass, fail, fail, pass → 2 flips / 3 pairs = 0.667.
+        """
+        from sqlalchemy import select
+
+        c = runs_table.c
+        runs_query = self.history_runs_query(branch=branch, case_id=None, limit=limit_runs)
+        if comparability_key is not None:
+            runs_query = runs_query.where(c.comparability_key == comparability_key)
+        if fingerprint is not None:
+            runs_query = runs_query.where(c.fingerprint == fingerprint)
+        cc = cases_table.c
+        with read_transaction(self.engine) as conn:
+            runs = [r.run_id for r in conn.execute(runs_query).all()]
+            runs.reverse()  # oldest first
+            if len(runs) < 2:
+                return {}
+            rows = conn.execute(
+                select(cc.run_id, cc.eval_set_id, cc.case_id, cc.content_hash, cc.status).where(cc.run_id.in_(runs))
+            )
+            position = {run_id: i for i, run_id in enumerate(runs)}
+            # {(eval set, case): {run position: (content hash, every repetition passed so far)}}
+            outcome: dict[tuple[str, str], dict[int, tuple[str, bool]]] = defaultdict(dict)
+            for run_id, set_id, case_id, content_hash, status in rows:
+                per_run = outcome[(set_id, case_id)]
+                at = position[run_id]
+                previous = per_run.get(at)
+                per_run[at] = (content_hash, status == "passed" and (previous is None or previous[1]))
+        rates: dict[tuple[str, str], float] = {}
+        for key, per_run in outcome.items():
+            pairs = flips = 0
+            for at, (content_hash, passed) in per_run.items():
+                following = per_run.get(at + 1)
+                if following is not None and following[0] == content_hash:
+                    pairs += 1
+                    flips += passed != following[1]
+            if pairs:
+                rates[key] = flips / pairs
+        return rates
+
+    def export_runs(self, run_ids: Sequence[str] | None = None) -> list[RunResult]:
+        """The runs (all stored runs, newest first, when `run_ids` is None) as full RunResults."""
+        if run_ids is None:
+            from sqlalchemy import select
+
+            c = runs_table.c
+            with read_transaction(self.engine) as conn:
+                run_ids = list(
+                    conn.execute(
+                        select(c.run_id).order_by(c.started_at.desc().nulls_last(), c.created_at.desc())
+                    ).scalars()
+                )
+        return [self.load_run(run_id) for run_id in run_ids]
+
+    # -- shards -----------------------------------------------------------------------------------
+
+    def merge_runs(
+        self,
+        run_ids: Sequence[str] | None = None,
+        *,
+        group_id: str | None = None,
+        new_run_id: str,
+        finalize: Callable[[RunResult], RunResult] | None = None,
+    ) -> RunResult:
+        """Combine the shards of one logical run into a new complete run, or fail closed.
+
+        Shards are given by id or by `group_id` (then the newest run per shard index). Raises
+        GateInputError, naming every problem at once, when: a shard of 1..shard_count is missing or given
+        twice, a shard is not complete, a shard's planned case × repetition has no result, shards disagree on
+        fingerprint, commit or shard count, or two shards hold the same case × repetition.
+        `finalize` (the pipeline's summariser) recomputes summaries over the merged cases; without it the
+        merged run has no summary and passes only when every shard passed.
+        """
+        from evalward.store.merge import combine_shards, pick_group_shards
+
+        if (run_ids is None) == (group_id is None):
+            raise UsageError("merge needs either run ids or a group id (not both)")
+        if group_id is not None:
+            rows = self.list_runs_in_group(group_id)
+            if not rows:
+                raise GateInputError(f"no runs with group id {group_id!r} in the history database")
+            run_ids = pick_group_shards(rows)
+        assert run_ids is not None
+        if self.has_run(new_run_id):
+            raise UsageError(f"run {new_run_id!r} already exists; choose another id for the merged run")
+        shards = [self.load_run(run_id) for run_id in dict.fromkeys(run_ids)]
+        missing = {run.run_id: self.missing_items(run.run_id) for run in shards}
+        plans = {run.run_id: self.planned_items(run.run_id) for run in shards}
+        merged = combine_shards(shards, missing=missing, new_run_id=new_run_id, duplicates=len(run_ids))
+        if finalize is not None:
+            merged = finalize(merged)
+        planned = [key for run in shards for key in plans[run.run_id]]
+        with write_transaction(self.engine) as conn:
+            self._insert_run(conn, merged, "complete", _unique_keys(planned))
+            self._insert_cases(conn, merged.run_id, merged.cases)
+            from sqlalchemy import update
+
+            conn.execute(
+                update(runs_table)
+                .where(runs_table.c.run_id == merged.run_id)
+                .values(case_order=[list(c.key) for c in merged.cases])
+            )
+        return self.load_run(new_run_id)
+
+    def list_runs_in_group(self, group_id: str) -> list[tuple[str, int | None, int | None, str]]:
+        """(run_id, shard_index, shard_count, status) of the runs tagged `group_id`, newest first."""
+        from sqlalchemy import select
+
+        c = runs_table.c
+        with read_transaction(self.engine) as conn:
+            rows = conn.execute(
+                select(c.run_id, c.shard_index, c.shard_count, c.status)
+                .where(c.group_id == group_id)
+                .order_by(c.started_at.desc().nulls_last(), c.created_at.desc())
+            ).all()
+        return [(r.run_id, r.shard_index, r.shard_count, r.status) for r in rows]
+
+    # -- internals --------------------------------------------------------------------------------
+
+    def _insert_run(self, conn: Connection, run: RunResult, status: str, plan: list[ItemKey]) -> None:
+        from sqlalchemy import insert
+
+        conn.execute(
+            insert(runs_table).values(
+                **_run_columns(run, status),
+                planned_count=len(plan),
+                created_at=_now(),
+                case_order=[list(c.key) for c in run.cases] if status != "running" else None,
+            )
+        )
+        if plan:
+            conn.execute(
+                insert(plan_table),
+                [{"run_id": run.run_id, "eval_set_id": e, "case_id": c, "repetition": r} for e, c, r in plan],
+            )
+
+    def _insert_cases(self, conn: Connection, run_id: str, cases: Sequence[CaseResult]) -> int:
+        """Insert the cases not stored yet (checked under the caller's write transaction); return how many."""
+        from sqlalchemy import insert
+
+        if not cases:
+            return 0
+        stored = self._recorded_keys(conn, run_id, [c.key for c in cases])
+        now = _now()
+        case_rows: list[dict[str, Any]] = []
+        score_rows: list[dict[str, Any]] = []
+        seen: set[ItemKey] = set()
+        for case in cases:
+            if case.key in stored or case.key in seen:
+                continue
+            seen.add(case.key)
+            row, scores = _case_rows(run_id, case, now)
+            case_rows.append(row)
+            score_rows.extend(scores)
+        if case_rows:
+            conn.execute(insert(cases_table), case_rows)
+        if score_rows:
+            conn.execute(insert(scores_table), score_rows)
+        return len(case_rows)
+
+    def _recorded_keys(self, conn: Connection, run_id: str, keys: Sequence[ItemKey]) -> set[ItemKey]:
+        from sqlalchemy import select, tuple_
+
+        cc = cases_table.c
+        query = select(cc.eval_set_id, cc.case_id, cc.repetition).where(cc.run_id == run_id)
+        if len(keys) <= 100:
+            # Small writes (one case) check just their keys through the unique index.
+            query = query.where(tuple_(cc.eval_set_id, cc.case_id, cc.repetition).in_([tuple(k) for k in keys]))
+        return {(r.eval_set_id, r.case_id, r.repetition) for r in conn.execute(query)}
+
+    @staticmethod
+    def _run_exists(conn: Connection, run_id: str) -> bool:
+        from sqlalchemy import select
+
+        return conn.execute(select(runs_table.c.run_id).where(runs_table.c.run_id == run_id)).first() is not None
+
+    def _require_run(self, conn: Connection, run_id: str) -> None:
+        if not self._run_exists(conn, run_id):
+            raise self._unknown_run(conn, run_id)
+
+    @staticmethod
+    def _unknown_run(conn: Connection, run_id: str) -> GateInputError:
+        from sqlalchemy import select
+
+        similar = conn.execute(
+            select(runs_table.c.run_id).where(runs_table.c.run_id.startswith(run_id[:6], autoescape=True)).limit(5)
+        ).scalars()
+        hint = ", ".join(similar)
+        return GateInputError(
+            f"run {run_id!r} is not in the history database" + (f" (similar ids: {hint})" if hint else "")
+        )
+
+
+def open_store(url: str | None = None, *, upgrade: bool = True) -> Store:
+    """Open the history database at `url` (> $EVALWARD_DB > `.evalward/history.db`), migrating it to the
+    newest schema on first use. With `upgrade=False` an out-of-date database raises InfrastructureError
+    telling the user to run `evalward db upgrade`; an unreachable database raises InfrastructureError too.
+
+    A SQLite "database is locked" while opening (another process holds the file's lock longer than the busy
+    timeout lets SQLite wait, or SQLite declined to wait) is retried with backoff for OPEN_RETRY_SECONDS
+    before it becomes an error: a busy database is not a broken one."""
+    import time
+
+    from sqlalchemy.exc import OperationalError
+
+    from evalward.errors import InfrastructureError
+    from evalward.store.engine import resolve_db_url
+
+    resolved = resolve_db_url(url)
+    deadline = time.monotonic() + OPEN_RETRY_SECONDS
+    delay = 0.05
+    while True:
+        try:
+            return _open_once(resolved, upgrade)
+        except OperationalError as exc:
+            message = str(exc.orig or exc)
+            if _is_lock_contention(message) and time.monotonic() + delay < deadline:
+                time.sleep(delay)
+                delay = min(delay * 2, 2.0)
+                continue
+            where = _redacted(resolved)
+            raise InfrastructureError(
+                f"cannot open the history database {where}: {message}; check --db / EVALWARD_DB"
+            ) from exc
+
+
+OPEN_RETRY_SECONDS = 60.0
+"""How long `open_store` keeps retrying a SQLite database that reports itself locked or busy."""
+
+
+def _is_lock_contention(message: str) -> bool:
+    lowered = message.lower()
+    return "database is locked" in lowered or "database is busy" in lowered
+
+
+def _redacted(url: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).render_as_string(hide_password=True)
+
+
+def _open_once(url: str, upgrade: bool) -> Store:
+    from evalward.errors import InfrastructureError
+    from evalward.store.engine import create_db_engine
+    from evalward.store.migrate import HEAD_REVISION, engine_revision, upgrade_engine
+
+    engine = create_db_engine(url)
+    try:
+        if upgrade:
+            upgrade_engine(engine)
+        else:
+            found = engine_revision(engine)
+            if found != HEAD_REVISION:
+                raise InfrastructureError(
+                    f"the history database is at schema revision {found!r}, expected {HEAD_REVISION!r}; "
+                    "run `evalward db upgrade`"
+                )
+    except BaseException:
+        engine.dispose()
+        raise
+    return Store(engine)

@@ -1,0 +1,262 @@
+"""Store: writing runs case by case, reading them back, history queries, export and import."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from store_factories import T0, make_case, make_run
+
+from evalward.errors import GateInputError, UsageError
+from evalward.model import CaseSummary, MetricSummary, RunResult, ToolCall, Usage
+from evalward.model.results import InvocationResult
+from evalward.store import Store, open_store
+
+
+def _finished(run: RunResult, cases: list, *, passed: bool = True) -> RunResult:  # type: ignore[type-arg]
+    return run.model_copy(
+        update={"status": "complete", "passed": passed, "finished_at": T0 + timedelta(minutes=5), "cases": cases}
+    )
+
+
+def test_round_trip_rebuilds_the_recorded_run_exactly(store: Store) -> None:
+    run = make_run("run-1", case_ids=["a", "b", "c"])
+    store.begin_run(run, [("smoke", "a", 0), ("smoke", "b", 0), ("smoke", "c", 0)])
+    rich = make_case("a").model_copy(
+        update={
+            "usage": Usage(input_tokens=120, output_tokens=30, cost_usd=0.0042),
+            "final_state": {"cart": ["sku-1"], "nested": {"ok": True}},
+            "invocations": [
+                InvocationResult(
+                    turn=0,
+                    query="Where is my order 7?",
+                    expected_response="It ships today",
+                    actual_response="It ships today ✓",
+                    expected_tool_calls=[ToolCall(name="lookup", args={"order": 7})],
+                    actual_tool_calls=[ToolCall(name="lookup", args={"order": 7}, result={"eta": "today"})],
+                    latency_s=0.75,
+                )
+            ],
+        }
+    )
+    cases = [rich, make_case("b", passed=False, score=0.25), make_case("c", error=True)]
+    for case in cases:
+        assert store.record_case("run-1", case) is True
+    final = _finished(run, cases, passed=False).model_copy(
+        update={
+            "summary": {"trajectory_f1": MetricSummary(mean=0.625, threshold=0.8, passed=False, n=2, pass_rate=0.5)},
+            "case_summaries": [
+                CaseSummary(
+                    eval_set_id="smoke",
+                    case_id="a",
+                    repetitions=1,
+                    passes=1,
+                    errors=0,
+                    pass_rate=1.0,
+                    pass_at_k=1.0,
+                    pass_hat_k=1.0,
+                    metric_means={"trajectory_f1": 1.0},
+                    passed=True,
+                )
+            ],
+            "warnings": ["case 'c' timed out"],
+        }
+    )
+    store.finish_run(final)
+
+    loaded = store.load_run("run-1")
+
+    assert loaded == final
+    assert loaded.model_dump(mode="json") == final.model_dump(mode="json")
+    assert loaded.cases[0].usage == Usage(input_tokens=120, output_tokens=30, cost_usd=0.0042)
+    assert loaded.started_at is not None and loaded.started_at.tzinfo is not None
+
+
+def test_a_running_run_loads_with_the_cases_recorded_so_far_in_write_order(store: Store) -> None:
+    run = make_run("run-1", case_ids=["a", "b", "c"])
+    store.begin_run(run, [("smoke", "c", 0), ("smoke", "a", 0), ("smoke", "b", 0)])
+    store.record_case("run-1", make_case("c"))
+    store.record_case("run-1", make_case("a"))
+
+    loaded = store.load_run("run-1")
+
+    assert loaded.status == "running"
+    assert [c.case_id for c in loaded.cases] == ["c", "a"]
+    assert loaded.model_copy(update={"cases": []}) == run
+
+
+def test_record_case_is_idempotent_per_run_case_and_repetition(store: Store) -> None:
+    store.begin_run(make_run("run-1"), [("smoke", "a", 0), ("smoke", "a", 1)])
+
+    first = store.record_case("run-1", make_case("a", score=1.0))
+    # Same key, different content: the first write stands, nothing changes.
+    again = store.record_case("run-1", make_case("a", score=0.0, passed=False))
+    other_repetition = store.record_case("run-1", make_case("a", repetition=1))
+
+    assert (first, again, other_repetition) == (True, False, True)
+    loaded = store.load_run("run-1")
+    assert [(c.case_id, c.repetition, c.metrics["trajectory_f1"]) for c in loaded.cases] == [
+        ("a", 0, 1.0),
+        ("a", 1, 1.0),
+    ]
+    scores = store.load_scores("run-1", ["trajectory_f1"])
+    assert sorted((s.repetition, s.score) for s in scores) == [(0, 1.0), (1, 1.0)]
+
+
+def test_record_cases_writes_a_batch_once(store: Store) -> None:
+    store.begin_run(make_run("run-1", case_ids=["a", "b"]), [("smoke", "a", 0), ("smoke", "b", 0)])
+    store.record_case("run-1", make_case("a", score=1.0))
+
+    # a#0 is already stored (skipped), b#0 is new, and b#0 twice in one batch is written once: 1 new row.
+    written = store.record_cases("run-1", [make_case("a", score=0.0), make_case("b"), make_case("b")])
+
+    assert written == 1
+    assert store.missing_items("run-1") == []
+    assert [(c.case_id, c.metrics["trajectory_f1"]) for c in store.load_run("run-1").cases] == [("a", 1.0), ("b", 1.0)]
+
+
+def test_record_case_for_an_unknown_run_names_the_run(store: Store) -> None:
+    with pytest.raises(GateInputError, match="run 'nope' is not in the history database"):
+        store.record_case("nope", make_case("a"))
+
+
+def test_begin_run_twice_with_one_id_is_refused(store: Store) -> None:
+    store.begin_run(make_run("run-1"), [])
+    with pytest.raises(UsageError, match="--resume run-1"):
+        store.begin_run(make_run("run-1"), [])
+
+
+def test_missing_items_is_planned_minus_recorded(store: Store) -> None:
+    planned = [("smoke", case_id, rep) for case_id in ("a", "b", "c") for rep in (0, 1)]
+    store.begin_run(make_run("run-1", case_ids=["a", "b", "c"]), planned)
+    store.record_case("run-1", make_case("a", repetition=0))
+    store.record_case("run-1", make_case("b", repetition=1))
+
+    # 6 planned − {a#0, b#1} = 4 missing, sorted.
+    assert store.missing_items("run-1") == [("smoke", "a", 1), ("smoke", "b", 0), ("smoke", "c", 0), ("smoke", "c", 1)]
+    assert store.planned_items("run-1") == sorted(planned)
+
+
+def test_find_resumable_returns_the_newest_unfinished_run_of_that_commit_and_fingerprint(store: Store) -> None:
+    store.begin_run(make_run("old", started=T0), [])
+    store.begin_run(make_run("new", started=T0 + timedelta(hours=1)), [])
+    store.begin_run(make_run("other-commit", commit="beef", started=T0 + timedelta(hours=2)), [])
+    store.begin_run(make_run("shard", shard=(1, 2), started=T0 + timedelta(hours=3)), [])
+    done = make_run("done", started=T0 + timedelta(hours=4))
+    store.begin_run(done, [])
+    store.finish_run(_finished(done, []))
+
+    assert store.find_resumable("c0ffee", "fp-1") == "new"
+    assert store.find_resumable("c0ffee", "fp-2") is None
+    assert store.find_resumable("c0ffee", "fp-1", shard=(1, 2)) == "shard"
+    assert store.find_resumable("c0ffee", "fp-1", shard=(2, 2)) is None
+
+
+def test_list_runs_is_newest_first_with_counts(store: Store) -> None:
+    first = make_run("r1", started=T0)
+    store.begin_run(first, [("smoke", "a", 0), ("smoke", "b", 0)])
+    store.finish_run(_finished(first, [make_case("a"), make_case("b", passed=False)], passed=False))
+    store.begin_run(make_run("r2", branch="feature", started=T0 + timedelta(hours=1)), [("smoke", "a", 0)])
+
+    rows = store.list_runs()
+    assert [r.run_id for r in rows] == ["r2", "r1"]
+    # r1: 2 planned, 2 recorded: a passed, b failed.
+    assert (rows[1].planned, rows[1].recorded, rows[1].passes, rows[1].failures, rows[1].errors) == (2, 2, 1, 1, 0)
+    assert (rows[0].status, rows[0].recorded, rows[0].passed) == ("running", 0, None)
+    assert [r.run_id for r in store.list_runs(branch="main")] == ["r1"]
+    assert [r.run_id for r in store.list_runs(status="running")] == ["r2"]
+    assert [r.run_id for r in store.list_runs(commit="c0f")] == ["r2", "r1"]
+    assert [r.run_id for r in store.list_runs(limit=1)] == ["r2"]
+
+
+def _store_complete(store: Store, run_id: str, hours: int, cases: list, **kwargs: object) -> None:  # type: ignore[type-arg]
+    run = make_run(run_id, started=T0 + timedelta(hours=hours), **kwargs)  # type: ignore[arg-type]
+    store.begin_run(run, [c.key for c in cases])
+    store.finish_run(_finished(run, cases))
+
+
+def test_case_history_means_per_run_and_metric_oldest_first(store: Store) -> None:
+    _store_complete(store, "r1", 1, [make_case("a", score=1.0), make_case("b", score=0.5, passed=False)])
+    _store_complete(
+        store,
+        "r2",
+        2,
+        [make_case("a", score=0.5), make_case("a", repetition=1, score=0.0, passed=False), make_case("b", error=True)],
+    )
+    _store_complete(store, "f1", 3, [make_case("a", score=0.0)], branch="feature")
+
+    overall = store.case_history(metric="trajectory_f1", branch="main")
+    # r1: (1.0 + 0.5)/2 = 0.75, 1 passed of 2; r2: (0.5 + 0.0)/2 = 0.25 (b errored: null score, not counted).
+    assert [(p.run_id, p.score, p.scored, p.passes, p.results) for p in overall] == [
+        ("r1", 0.75, 2, 1, 2),
+        ("r2", 0.25, 2, 1, 3),
+    ]
+    per_case = store.case_history(case_id="a", metric="trajectory_f1")
+    # a over its repetitions: r1 1.0; r2 (0.5 + 0.0)/2 = 0.25; f1 0.0 (any branch).
+    assert [(p.run_id, p.case_id, p.score) for p in per_case] == [("r1", "a", 1.0), ("r2", "a", 0.25), ("f1", "a", 0.0)]
+    assert {p.metric for p in store.case_history(case_id="b", branch="main")} == {"trajectory_f1", "response_match"}
+    assert [p.run_id for p in store.case_history(metric="trajectory_f1", limit=1)] == ["f1"]
+
+
+def test_flip_rates_count_outcome_changes_between_consecutive_runs(store: Store) -> None:
+    # a: pass, fail, fail, pass -> 2 flips / 3 pairs; b: always passes -> 0/3;
+    # c: pass, then its content changes (pair skipped), then fail -> only (run 3, run 4) counts... c2 hash differs.
+    outcomes = [(True, True), (False, True), (False, True), (True, True)]
+    for index, (a_passes, b_passes) in enumerate(outcomes):
+        cases = [make_case("a", passed=a_passes), make_case("b", passed=b_passes)]
+        c_case = make_case("c", passed=index % 2 == 0)
+        if index >= 2:
+            c_case = c_case.model_copy(update={"content_hash": "hash-c-v2"})
+        _store_complete(store, f"r{index}", index, [*cases, c_case])
+    _store_complete(store, "feature", 9, [make_case("a", passed=False)], branch="feature")
+
+    rates = store.flip_rates("main")
+
+    # c: r0 pass, r1 fail (same hash: flip 1/1), r1->r2 hash changes (skipped), r2 pass -> r3 fail (flip): 2/2.
+    assert rates == {("smoke", "a"): pytest.approx(2 / 3), ("smoke", "b"): 0.0, ("smoke", "c"): 1.0}
+    assert store.flip_rates("main", fingerprint="other") == {}
+
+
+def test_a_case_passes_in_a_run_only_when_every_repetition_passed(store: Store) -> None:
+    _store_complete(store, "r0", 0, [make_case("a"), make_case("a", repetition=1)])
+    _store_complete(store, "r1", 1, [make_case("a"), make_case("a", repetition=1, passed=False)])
+    # pass (2/2) -> fail (1/2) = 1 flip / 1 pair.
+    assert store.flip_rates("main") == {("smoke", "a"): 1.0}
+
+
+def test_export_then_import_into_another_database_round_trips(store: Store, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    run = make_run("run-1")
+    store.begin_run(run, [("smoke", "a", 0), ("smoke", "b", 0)])
+    cases = [make_case("a"), make_case("b", error=True)]
+    for case in cases:
+        store.record_case("run-1", case)
+    store.finish_run(_finished(run, cases))
+
+    [exported] = store.export_runs(["run-1"])
+    payload = exported.model_dump_json()
+    with open_store(f"sqlite:///{tmp_path / 'other.db'}") as other:
+        assert other.import_run(RunResult.model_validate_json(payload)) == "run-1"
+        assert other.import_run(RunResult.model_validate_json(payload)) == "run-1"  # idempotent
+        assert other.load_run("run-1") == store.load_run("run-1")
+        assert [(r.recorded, r.planned) for r in other.list_runs()] == [(2, 2)]
+        clash = exported.model_copy(update={"fingerprint": "fp-other"})
+        with pytest.raises(GateInputError, match="a different run with this id is stored"):
+            other.import_run(clash)
+    assert [r.run_id for r in store.export_runs()] == ["run-1"]
+
+
+def test_import_completes_a_partially_stored_run(store: Store) -> None:
+    run = make_run("run-1")
+    store.begin_run(run, [("smoke", "a", 0), ("smoke", "b", 0)])
+    store.record_case("run-1", make_case("a"))
+
+    store.import_run(_finished(run, [make_case("a"), make_case("b")]))
+
+    assert store.missing_items("run-1") == []
+    assert [c.case_id for c in store.load_run("run-1").cases] == ["a", "b"]
+
+
+def test_loading_an_unknown_run_suggests_similar_ids(store: Store) -> None:
+    store.begin_run(make_run("20250301-abcdef"), [])
+    with pytest.raises(GateInputError, match=r"run '20250301-zzz' is not in the history database \(similar ids: "):
+        store.load_run("20250301-zzz")
