@@ -1,0 +1,1006 @@
+"""`decide(current, baseline, policy) -> Verdict`: a real regression or noise?
+
+Pure and deterministic: no I/O, no clock (the quarantine date defaults to the day the current run
+started), resampling seeded from the two run ids, so the same inputs give byte-identical Verdict JSON.
+The method and its defaults are GATE.md's. The policy, evaluated in this order:
+
+0. Completeness (fail-closed). A run whose status is not `complete`, or that has no case results at all,
+   is a blocking `error`. Each case of the current run with an errored repetition is an `error` finding:
+   blocking under `errors="fail"` (the default), a warning under `count_as_failure`, info under `ignore`.
+   A case listed in the current run's eval sets with fewer results than the run's repetitions is a
+   `missing_case` (blocking under `missing_cases="fail"`, else a warning). Errors are never a silent zero
+   and never a silent pass.
+1. Absolute thresholds from the run's criteria (ADK semantics): a case fails a metric when any repetition
+   has status `failed` (`pass_rule="per_run"`) or when its mean over repetitions misses the threshold
+   (`mean_over_runs`). Each such case × metric is a `threshold` finding, blocking under
+   `thresholds="block"` (default). Not applied by `compare`.
+2. Hard gates: a `must_pass` case that fails (or errors in) more than `must_pass_allowed_failures` of its
+   repetitions is a blocking `must_pass` finding (default 0: pass^k). Not applied by `compare`.
+3. No baseline: a `no_baseline` finding; with `on_missing_baseline="neutral"` the outcome is
+   `inconclusive` unless steps 0–2 already failed it; with `"fail"` the finding is blocking. Steps 4–6
+   are skipped.
+4. Pairing: cases are paired by (eval_set_id, case_id) **and** identical content hash. Cases only in the
+   current run (`added_case`, info), only in the baseline (`removed_case`, warning) or with a different
+   hash (`changed_case`, warning) are listed and excluded. Eval sets whose criteria differ between the
+   runs get a `mismatch` warning. Zero comparable cases is `inconclusive`, never "no regressions".
+5. Per metric (the policy's list; else every metric with a threshold in the current run; else every metric
+   scored in both runs; else `case_pass`, the case status as 0/1): per case the means b_i, c_i over its
+   scored repetitions and d_i = c_i − b_i (sign reversed for lower-is-better metrics). An errored
+   repetition, on either side alike, scores the worst value (0, or 1 when lower is better) under
+   `fail`/`count_as_failure` and is left out under `ignore`. Test of record: exact McNemar for a
+   binary metric with one repetition per case on both sides, else the paired sign-flip test (exact for
+   ≤ `exact_enumeration_max_n` non-zero d_i, Monte Carlo otherwise). Holm across the gated metrics
+   (all of them, or only the primary one). Percentile paired bootstrap for L and U. Verdict: REGRESSED if
+   p_adj < α and Δ̂ ≤ −δ_block (blocking `regression`); else PASS if L ≥ −δ_ni or Δ̂ ≥ 0; else INCONCLUSIVE
+   (warning `inconclusive` with the minimum detectable effect and the cases needed to detect δ_block).
+   Metrics other than the primary one are reported with warnings/info only.
+6. Cost and latency: the log-ratio rule on per-case mean cost (`usage.cost_usd`) and median latency
+   (`latency_s`); regressed when exp(L) > 1 + τ. A warning unless the policy sets `gate: true`, then
+   blocking. Cases with a zero or missing value on either side are excluded and counted.
+7. Per-case diagnostics: each case labelled from its pass rates (regressed/improved when they moved by
+   ≥ 0.5, flaky when mixed on a side or its base-branch flip rate ≥ `flaky_flip_rate`, stable_pass,
+   stable_fail, new, removed, changed). A case with b_i − c_i ≥ 0.5 on a gated metric gets an info
+   `regression` finding ("likely regressed", not gating), or an info `flaky` finding when it is known to
+   flip. Quarantined cases (entry not expired on `today`) get a `quarantined` finding and are left out of
+   steps 1, 2, 5 and 6 (their errors still count in step 0); expired entries give a warning.
+
+Outcome: `fail` if any finding is blocking; else `inconclusive` if a gated metric is inconclusive, there is
+no baseline (neutral policy) or nothing was comparable; else `pass`. With `strict`, inconclusive fails.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import date
+from typing import Literal
+
+from evalward.gate import stats
+from evalward.gate.policy import CASE_PASS_METRIC, GatePolicy
+from evalward.model import CaseResult, RunResult
+from evalward.model.verdict import (
+    BaselineInfo,
+    CaseDiagnostic,
+    CaseLabel,
+    Finding,
+    FindingKind,
+    MetricComparison,
+    MetricVerdict,
+    Severity,
+    TestName,
+    Verdict,
+    VerdictCounts,
+)
+
+CaseKey = tuple[str, str]
+"""(eval_set_id, case_id): how cases pair across runs."""
+
+LIKELY_REGRESSED_DROP = 0.5
+"""b_i − c_i at or above this marks a case "likely regressed" (GATE.md §8)."""
+
+_FLOAT_SLACK = 1e-12
+"""Comparisons of Δ̂ with margins tolerate float rounding (e.g. 0.9 − 0.88 vs 0.02)."""
+
+_SEVERITY_ORDER: dict[Severity, int] = {"blocking": 0, "warning": 1, "info": 2}
+
+
+def decide(
+    current: RunResult,
+    baseline: RunResult | None,
+    policy: GatePolicy,
+    *,
+    flip_rates: Mapping[CaseKey, float] | None = None,
+    today: date | None = None,
+) -> Verdict:
+    """Judge `current` against `baseline` under `policy` (steps 0–7 of this module's docstring).
+
+    `flip_rates` maps (eval_set_id, case_id) to the case's flip rate on the base branch (history).
+    `today` dates the quarantine check; default: the day the current run started or finished (a run
+    with neither timestamp treats every quarantine entry as active), never the clock.
+    """
+    return _Gate(current, baseline, policy, flip_rates or {}, today, absolute_checks=True).run()
+
+
+def compare(a: RunResult, b: RunResult, policy: GatePolicy) -> Verdict:
+    """Paired comparison only (`evalward compare A B`): `a` is the reference, `b` the candidate.
+
+    Same as `decide(b, a, policy)` without the absolute checks (steps 1 and 2); completeness (step 0)
+    still applies because an errored candidate is not comparable evidence.
+    """
+    return _Gate(b, a, policy, {}, None, absolute_checks=False).run()
+
+
+# ---------------------------------------------------------------------------------------------- helpers
+
+
+def _group(run: RunResult) -> dict[CaseKey, list[CaseResult]]:
+    """Case results by (eval_set_id, case_id), repetitions in order, keys sorted."""
+    grouped: dict[CaseKey, list[CaseResult]] = {}
+    for result in run.cases:
+        grouped.setdefault((result.eval_set_id, result.case_id), []).append(result)
+    return {key: sorted(grouped[key], key=lambda r: r.repetition) for key in sorted(grouped)}
+
+
+def _content_hash(run: RunResult, key: CaseKey, results: Sequence[CaseResult]) -> str:
+    for result in results:
+        if result.content_hash:
+            return result.content_hash
+    for info in run.eval_sets:
+        if info.eval_set_id == key[0]:
+            return info.case_hashes.get(key[1], "")
+    return ""
+
+
+INFORMATIONAL_RESAMPLES = 2_000
+"""Bootstrap draws for cost/latency ratios that are reported but not gated (`cost.gate`/`latency.gate` off)."""
+
+
+def _sub_seed(seed: int, label: str) -> int:
+    """A seed per purpose, so adding a metric does not change another metric's numbers."""
+    return int(hashlib.sha256(f"{seed}:{label}".encode()).hexdigest()[:16], 16)
+
+
+def _derive_seed(current: RunResult, baseline: RunResult | None) -> int:
+    base_id = baseline.run_id if baseline is not None else ""
+    return int(hashlib.sha256(f"{current.run_id}|{base_id}".encode()).hexdigest()[:16], 16)
+
+
+def _run_day(run: RunResult) -> date | None:
+    moment = run.started_at or run.finished_at
+    return moment.date() if moment is not None else None
+
+
+def _num(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def _signed(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:+.3f}"
+
+
+def _p(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.4g}"
+
+
+def _case(key: CaseKey) -> str:
+    return f"{key[0]}/{key[1]}"
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+@dataclass(frozen=True)
+class _PairedMetric:
+    """One metric's per-case means over the paired cases."""
+
+    keys: list[CaseKey]
+    b: list[float]
+    c: list[float]
+    k_baseline: int
+    k_current: int
+    binary: bool
+    """Every score is 0 or 1 and every case has exactly one scored repetition on both sides."""
+
+
+# ------------------------------------------------------------------------------------------------ gate
+
+
+class _Gate:
+    """One evaluation of the policy; holds the findings as the steps add them."""
+
+    def __init__(
+        self,
+        current: RunResult,
+        baseline: RunResult | None,
+        policy: GatePolicy,
+        flip_rates: Mapping[CaseKey, float],
+        today: date | None,
+        *,
+        absolute_checks: bool,
+    ) -> None:
+        self.current = current
+        self.baseline = baseline
+        self.policy = policy
+        self.flip_rates = flip_rates
+        self.absolute_checks = absolute_checks
+        self.today = today or _run_day(current) or date.min
+        self.seed = policy.seed if policy.seed is not None else _derive_seed(current, baseline)
+        self._positions: dict[int, dict[CaseKey, int]] = {}
+        self.findings: list[Finding] = []
+        self.cur = _group(current)
+        self.base = _group(baseline) if baseline is not None else {}
+        self.quarantined = self._quarantined_keys()
+        self.compared: list[CaseKey] = []
+        self.higher_is_better: dict[str, bool] = {}
+        self.paired: dict[str, _PairedMetric] = {}
+        self.gated_count = 0
+
+    def add(
+        self,
+        kind: FindingKind,
+        severity: Severity,
+        message: str,
+        *,
+        key: CaseKey | None = None,
+        metric: str | None = None,
+        baseline_value: float | None = None,
+        current_value: float | None = None,
+        effect: float | None = None,
+        ci: tuple[float | None, float | None] = (None, None),
+        p_value: float | None = None,
+        test: str | None = None,
+    ) -> None:
+        self.findings.append(
+            Finding(
+                kind=kind,
+                severity=severity,
+                message=message,
+                metric=metric,
+                eval_set_id=key[0] if key else None,
+                case_id=key[1] if key else None,
+                baseline_value=baseline_value,
+                current_value=current_value,
+                effect=effect,
+                ci_low=ci[0],
+                ci_high=ci[1],
+                p_value=p_value,
+                test=test,
+            )
+        )
+
+    # -- the steps, in order ------------------------------------------------------------------------
+
+    def run(self) -> Verdict:
+        self.report_quarantine()
+        self.check_completeness()
+        if self.absolute_checks:
+            self.check_thresholds()
+            self.check_must_pass()
+        comparisons: list[MetricComparison] = []
+        if self.baseline is None:
+            self.report_missing_baseline()
+        else:
+            self.pair_cases()
+            comparisons = self.compare_metrics()
+            self.compare_resources()
+        diagnostics = self.diagnose_cases()
+        return self.conclude(comparisons, diagnostics)
+
+    def _quarantined_keys(self) -> set[CaseKey]:
+        active = [q for q in self.policy.quarantine if q.until >= self.today]
+        keys = set(self.cur) | set(self.base)
+        return {key for key in keys if any(q.matches(*key) for q in active)}
+
+    def report_quarantine(self) -> None:
+        for key in sorted(self.quarantined):
+            entry = next(q for q in self.policy.quarantine if q.until >= self.today and q.matches(*key))
+            results = self.cur.get(key, [])
+            passes = sum(r.status == "passed" for r in results)
+            self.add(
+                "quarantined",
+                "info",
+                f"Case {_case(key)} is quarantined until {entry.until.isoformat()} ({entry.reason}): "
+                f"reported ({passes}/{len(results)} repetitions passed), not gated.",
+                key=key,
+            )
+        for entry in self.policy.quarantine:
+            if entry.until < self.today:
+                where = f"{entry.eval_set_id}/{entry.case_id}" if entry.eval_set_id else entry.case_id
+                self.add(
+                    "quarantined",
+                    "warning",
+                    f"Quarantine of case {where} expired on {entry.until.isoformat()} ({entry.reason}): "
+                    "the case is gated again; extend or remove the entry.",
+                )
+                self.findings[-1] = self.findings[-1].model_copy(
+                    update={"eval_set_id": entry.eval_set_id, "case_id": entry.case_id}
+                )
+
+    def check_completeness(self) -> None:
+        run = self.current
+        if run.status != "complete":
+            self.add(
+                "error",
+                "blocking",
+                f"Run {run.run_id} has status {run.status!r}, not 'complete': its results are incomplete.",
+            )
+        if not run.cases:
+            self.add(
+                "error",
+                "blocking",
+                f"Run {run.run_id} has no case results: nothing was evaluated, so nothing can pass.",
+            )
+        severities: dict[str, Severity] = {"fail": "blocking", "count_as_failure": "warning", "ignore": "info"}
+        severity = severities[self.policy.errors]
+        consequence = {
+            "fail": "errors fail the gate (errors=fail)",
+            "count_as_failure": "counted as failures (errors=count_as_failure)",
+            "ignore": "left out of the comparison (errors=ignore)",
+        }[self.policy.errors]
+        for key, results in self.cur.items():
+            errored = [r for r in results if r.status == "error"]
+            if not errored:
+                continue
+            first = errored[0].error
+            what = f"{first.kind}: {first.message}" if first is not None else "no error details recorded"
+            self.add(
+                "error",
+                severity,
+                f"Case {_case(key)} errored in {len(errored)} of {len(results)} repetitions ({what}); {consequence}.",
+                key=key,
+                current_value=float(len(errored)),
+            )
+        missing_severity: Severity = "blocking" if self.policy.missing_cases == "fail" else "warning"
+        expected = max(1, run.repetitions)
+        for info in sorted(run.eval_sets, key=lambda i: i.eval_set_id):
+            for case_id in sorted(info.case_hashes):
+                key = (info.eval_set_id, case_id)
+                found = len(self.cur.get(key, []))
+                if found < expected:
+                    self.add(
+                        "missing_case",
+                        missing_severity,
+                        f"Case {_case(key)} has {found} of {expected} expected results "
+                        f"(missing_cases={self.policy.missing_cases}).",
+                        key=key,
+                        current_value=float(found),
+                    )
+
+    def check_thresholds(self) -> None:
+        if self.policy.thresholds == "off":
+            return
+        severity: Severity = "blocking" if self.policy.thresholds == "block" else "warning"
+        rule = self.current.pass_rule
+        for key, results in self.cur.items():
+            if key in self.quarantined:
+                continue
+            names = sorted({m.name for r in results for m in r.metric_results if m.threshold is not None})
+            for name in names:
+                metric_results = [m for r in results if (m := r.metric(name)) is not None]
+                scores = [m.score for m in metric_results if m.score is not None]
+                mean = statistics.fmean(scores) if scores else None
+                threshold = next(m.threshold for m in metric_results if m.threshold is not None)
+                lower = not metric_results[0].higher_is_better
+                if rule == "per_run":
+                    failed = sum(m.status == "failed" for m in metric_results)
+                    if failed == 0:
+                        continue
+                    why = f"failed in {failed} of {len(results)} repetitions (pass_rule=per_run: every one must pass)"
+                else:
+                    if mean is None or (mean <= threshold if lower else mean >= threshold):
+                        continue
+                    why = f"mean over {len(scores)} repetitions {_num(mean)} misses it (pass_rule=mean_over_runs)"
+                direction = "<=" if lower else ">="
+                self.add(
+                    "threshold",
+                    severity,
+                    f"Case {_case(key)}: {name} must be {direction} {threshold:g}; {why}.",
+                    key=key,
+                    metric=name,
+                    current_value=mean,
+                )
+
+    def check_must_pass(self) -> None:
+        allowed = self.policy.must_pass_allowed_failures
+        for key, results in self.cur.items():
+            if key in self.quarantined or not any(r.must_pass for r in results):
+                continue
+            failures = sum(r.status != "passed" for r in results)
+            if failures > allowed:
+                self.add(
+                    "must_pass",
+                    "blocking",
+                    f"Must-pass case {_case(key)} failed or errored in {failures} of {len(results)} repetitions "
+                    f"(allowed: {allowed}); hard gates are not statistical.",
+                    key=key,
+                    current_value=float(len(results) - failures),
+                )
+
+    def report_missing_baseline(self) -> None:
+        if self.policy.on_missing_baseline == "fail":
+            self.add(
+                "no_baseline",
+                "blocking",
+                "No baseline run to compare with, and on_missing_baseline=fail.",
+            )
+        else:
+            self.add(
+                "no_baseline",
+                "warning",
+                "No baseline run to compare with: no regression check was possible "
+                "(on_missing_baseline=neutral, so the verdict is inconclusive unless an absolute check failed).",
+            )
+
+    def pair_cases(self) -> None:
+        assert self.baseline is not None
+        for key in sorted(set(self.cur) | set(self.base)):
+            if key not in self.base:
+                self.add("added_case", "info", f"Case {_case(key)} is new: not compared.", key=key)
+            elif key not in self.cur:
+                if not self._listed_in_current(key):
+                    self.add(
+                        "removed_case",
+                        "warning",
+                        f"Case {_case(key)} is in the baseline only: not compared.",
+                        key=key,
+                    )
+            else:
+                old = _content_hash(self.baseline, key, self.base[key])
+                new = _content_hash(self.current, key, self.cur[key])
+                if old != new:
+                    self.add(
+                        "changed_case",
+                        "warning",
+                        f"Case {_case(key)} changed (content hash {old[:12] or 'none'} → {new[:12] or 'none'}): "
+                        "not compared.",
+                        key=key,
+                    )
+                elif key not in self.quarantined:
+                    self.compared.append(key)
+        base_sets = {info.eval_set_id: info for info in self.baseline.eval_sets}
+        for info in sorted(self.current.eval_sets, key=lambda i: i.eval_set_id):
+            other = base_sets.get(info.eval_set_id)
+            if other is None:
+                continue
+            old_criteria = [m.describe() for m in other.criteria]
+            new_criteria = [m.describe() for m in info.criteria]
+            if old_criteria != new_criteria:
+                self.add(
+                    "mismatch",
+                    "warning",
+                    f"Eval set {info.eval_set_id}: criteria differ ({', '.join(old_criteria) or 'none'} → "
+                    f"{', '.join(new_criteria) or 'none'}); scores are compared as recorded.",
+                    key=None,
+                )
+        if not self.compared:
+            self.add(
+                "inconclusive",
+                "warning",
+                "No case is comparable (same id and content hash on both sides, not quarantined): "
+                "nothing was compared, which is not evidence of no regression.",
+            )
+
+    def _listed_in_current(self, key: CaseKey) -> bool:
+        """A baseline case the current run lists but did not run is `missing_case` (step 0), not removed."""
+        return any(info.eval_set_id == key[0] and key[1] in info.case_hashes for info in self.current.eval_sets)
+
+    # -- step 5 -------------------------------------------------------------------------------------
+
+    def gated_metric_names(self) -> list[str]:
+        if self.policy.metrics is not None:
+            return list(dict.fromkeys(self.policy.metrics))
+        with_threshold = {m.name for r in self.current.cases for m in r.metric_results if m.threshold is not None}
+        for info in self.current.eval_sets:
+            with_threshold.update(m.name for m in info.criteria if m.threshold is not None)
+        if with_threshold:
+            return sorted(with_threshold)
+        assert self.baseline is not None
+        scored_now = {m.name for r in self.current.cases for m in r.metric_results if m.score is not None}
+        scored_before = {m.name for r in self.baseline.cases for m in r.metric_results if m.score is not None}
+        return sorted(scored_now & scored_before) or [CASE_PASS_METRIC]
+
+    def _direction(self, metric: str) -> bool:
+        for run in (self.current, self.baseline):
+            if run is None:
+                continue
+            for result in run.cases:
+                found = result.metric(metric)
+                if found is not None:
+                    return found.higher_is_better
+        return True
+
+    def _scores(self, results: Sequence[CaseResult], metric: str) -> list[float]:
+        """Scores of one case's repetitions for `metric`, errors handled per policy (step 5)."""
+        worst = 0.0 if self.higher_is_better[metric] else 1.0
+        scores: list[float] = []
+        for result in results:
+            found = None if metric == CASE_PASS_METRIC else result.metric(metric)
+            errored = result.status == "error" or (found is not None and found.status == "error")
+            if errored:
+                # Both sides alike, so identical runs with the same errors compare as equal.
+                if self.policy.errors != "ignore":
+                    scores.append(worst)
+                continue
+            if metric == CASE_PASS_METRIC:
+                scores.append(1.0 if result.status == "passed" else 0.0)
+            elif found is not None and found.score is not None:
+                scores.append(found.score)
+        return scores
+
+    def _pair_metric(self, metric: str) -> _PairedMetric:
+        keys: list[CaseKey] = []
+        b: list[float] = []
+        c: list[float] = []
+        k_b = k_c = 0
+        binary = True
+        for key in self.compared:
+            before = self._scores(self.base[key], metric)
+            after = self._scores(self.cur[key], metric)
+            if not before or not after:
+                continue
+            keys.append(key)
+            b.append(statistics.fmean(before))
+            c.append(statistics.fmean(after))
+            k_b, k_c = max(k_b, len(before)), max(k_c, len(after))
+            binary = binary and len(before) == 1 and len(after) == 1
+            binary = binary and all(s in (0.0, 1.0) for s in (*before, *after))
+        return _PairedMetric(keys=keys, b=b, c=c, k_baseline=k_b, k_current=k_c, binary=binary and bool(keys))
+
+    def compare_metrics(self) -> list[MetricComparison]:
+        names = self.gated_metric_names()
+        primary = self.policy.primary()
+        gated = {name: primary is None or name == primary for name in names}
+        if primary is not None and primary not in gated:
+            names.append(primary)
+            gated[primary] = True
+        tests: dict[str, tuple[float, TestName, str]] = {}
+        for name in names:
+            self.higher_is_better[name] = self._direction(name)
+            self.paired[name] = paired = self._pair_metric(name)
+            if paired.keys:
+                tests[name] = self._test(name, paired)
+        gated_with_p = [name for name in names if gated[name] and name in tests]
+        raw = [tests[name][0] for name in gated_with_p]
+        adjusted = stats.holm_adjust(raw) if self.policy.correction == "holm" else list(raw)
+        p_adjusted = dict(zip(gated_with_p, adjusted, strict=True))
+        self.gated_count = len(gated_with_p)
+        return [self._judge_metric(name, gated[name], tests.get(name), p_adjusted.get(name), primary) for name in names]
+
+    def _oriented(self, name: str, paired: _PairedMetric) -> list[float]:
+        sign = 1.0 if self.higher_is_better[name] else -1.0
+        return [sign * (c - b) for b, c in zip(paired.b, paired.c, strict=True)]
+
+    def _test(self, name: str, paired: _PairedMetric) -> tuple[float, TestName, str]:
+        """(p, test, arithmetic) for H0: Δ ≥ 0 vs H1: Δ < 0 on the oriented differences."""
+        diffs = self._oriented(name, paired)
+        if paired.binary:
+            n10 = sum(d < 0 for d in diffs)
+            n01 = sum(d > 0 for d in diffs)
+            m = n10 + n01
+            p = stats.mcnemar_exact_p(n10, n01)
+            tail = sum(math.comb(m, j) for j in range(n10, m + 1))
+            how = (
+                f"exact McNemar: n10={n10} worse, n01={n01} better; p = P[Bin({m}, ½) ≥ {n10}] = {tail}/{2**m} = {_p(p)}"
+                if m
+                else "exact McNemar: no discordant case, p = 1"
+            )
+            return p, "mcnemar_exact", how
+        result = stats.sign_flip_test(
+            diffs,
+            seed=_sub_seed(self.seed, f"sign_flip:{name}"),
+            resamples=self.policy.resamples,
+            exact_max_n=self.policy.exact_enumeration_max_n,
+        )
+        if result.test == "sign_flip_exact":
+            how = (
+                f"exact sign-flip over the 2^{result.nonzero} = {result.draws} sign vectors of the "
+                f"{result.nonzero} non-zero d_i: {result.at_least_as_extreme} with Σσd ≤ Σd → "
+                f"p = {result.at_least_as_extreme}/{result.draws} = {_p(result.p_value)}"
+            )
+        else:
+            how = (
+                f"Monte Carlo sign-flip, S={result.draws} over {result.nonzero} non-zero d_i: "
+                f"p = (1 + {result.at_least_as_extreme})/(1 + {result.draws}) = {_p(result.p_value)}"
+            )
+        return result.p_value, result.test, how
+
+    def _judge_metric(
+        self,
+        name: str,
+        gated: bool,
+        test: tuple[float, TestName, str] | None,
+        p_adjusted: float | None,
+        primary: str | None,
+    ) -> MetricComparison:
+        policy = self.policy
+        delta_block, delta_ni = policy.margins(name)
+        paired = self.paired[name]
+        higher = self.higher_is_better[name]
+        n = len(paired.keys)
+        role = "gated" if gated else f"reported only (primary metric: {primary})"
+        if test is None:
+            message = f"{name}: no case has a score on both sides, so it could not be compared."
+            if gated:
+                self.add("inconclusive", "warning", message, metric=name)
+            return MetricComparison(
+                metric=name,
+                gated=gated,
+                higher_is_better=higher,
+                baseline_mean=None,
+                current_mean=None,
+                delta=None,
+                n_cases=0,
+                k_baseline=0,
+                k_current=0,
+                delta_block=delta_block,
+                delta_ni=delta_ni,
+                verdict="inconclusive",
+                explanation=message,
+            )
+        p, test_name, how = test
+        diffs = self._oriented(name, paired)
+        delta_oriented = statistics.fmean(diffs)
+        low_o, high_o = stats.bootstrap_mean_bounds(
+            diffs, alpha=policy.alpha, seed=_sub_seed(self.seed, f"bootstrap:{name}"), resamples=policy.resamples
+        )
+        base_mean, cur_mean = statistics.fmean(paired.b), statistics.fmean(paired.c)
+        delta = cur_mean - base_mean
+        ci_low, ci_high = (low_o, high_o) if higher else (-high_o, -low_o)
+        p_used = p_adjusted if p_adjusted is not None else p
+        significant = p_used < policy.alpha
+        big_enough = delta_oriented <= -delta_block + _FLOAT_SLACK
+        non_inferior = low_o >= -delta_ni - _FLOAT_SLACK
+        verdict: MetricVerdict
+        if significant and big_enough:
+            verdict = "regressed"
+        elif non_inferior or delta_oriented >= 0:
+            verdict = "pass"
+        else:
+            verdict = "inconclusive"
+        sd = stats.paired_sd(diffs)
+        mde = stats.minimum_detectable_effect(sd, n, alpha=policy.alpha, power=policy.power) if sd is not None else None
+        n_needed = (
+            stats.cases_needed(sd, delta_block, alpha=policy.alpha, power=policy.power) if sd is not None else None
+        )
+        level = round(100 * (1 - policy.alpha))
+        worse = "" if higher else " (lower is better: rules use −Δ)"
+        if p_adjusted is not None and policy.correction == "holm":
+            p_text = f"Holm over {self.gated_count} gated metric(s): p_adj = {_p(p_adjusted)}"
+        else:
+            p_text = f"p = {_p(p_used)}"
+        steps = [
+            f"{name} ({role}){worse}: n={n} paired cases, k={paired.k_baseline}/{paired.k_current} "
+            f"(baseline/current); mean {_num(base_mean)} → {_num(cur_mean)}, Δ̂ = {_signed(delta)}",
+            how,
+            f"{p_text} {'<' if significant else '≥'} α = {policy.alpha:g}",
+            f"paired bootstrap (S={policy.resamples}, percentile): L = {_signed(ci_low)}, U = {_signed(ci_high)} "
+            f"(one-sided {level}% bounds)",
+        ]
+        if verdict == "regressed":
+            steps.append(f"significant and Δ̂ ≤ −δ_block = {-delta_block:+.3f} → REGRESSED")
+        elif verdict == "pass":
+            because = "Δ̂ ≥ 0" if delta_oriented >= 0 else f"L ≥ −δ_ni = {-delta_ni:+.3f} (non-inferior)"
+            steps.append(f"{because} → PASS")
+        else:
+            steps.append(
+                f"not a significant drop of ≥ δ_block and L < −δ_ni = {-delta_ni:+.3f}, so non-inferiority is "
+                "not shown → INCONCLUSIVE"
+            )
+        if mde is not None:
+            steps.append(
+                f"s_d = {sd:.3f}; minimum detectable effect {mde:.3f}; ≈{n_needed} cases to detect a "
+                f"{delta_block:g} drop at {round(policy.power * 100)}% power"
+            )
+        explanation = "; ".join(steps) + "."
+        comparison = MetricComparison(
+            metric=name,
+            gated=gated,
+            higher_is_better=higher,
+            baseline_mean=base_mean,
+            current_mean=cur_mean,
+            delta=delta,
+            ci_low=ci_low,
+            ci_high=ci_high,
+            p_value=p,
+            p_adjusted=p_adjusted,
+            test=test_name,
+            n_cases=n,
+            k_baseline=paired.k_baseline,
+            k_current=paired.k_current,
+            delta_block=delta_block,
+            delta_ni=delta_ni,
+            verdict=verdict,
+            mde=mde,
+            n_needed=n_needed,
+            explanation=explanation,
+        )
+        self._metric_finding(comparison, p_used, gated)
+        return comparison
+
+    def _metric_finding(self, m: MetricComparison, p_used: float, gated: bool) -> None:
+        def add(kind: FindingKind, severity: Severity, message: str) -> None:
+            self.add(
+                kind,
+                severity,
+                message,
+                metric=m.metric,
+                baseline_value=m.baseline_mean,
+                current_value=m.current_mean,
+                effect=m.delta,
+                ci=(m.ci_low, m.ci_high),
+                p_value=p_used,
+                test=m.test,
+            )
+
+        alpha = self.policy.alpha
+        head = f"{m.metric} {_num(m.baseline_mean)} → {_num(m.current_mean)} (Δ̂ = {_signed(m.delta)}, n={m.n_cases})"
+        if m.verdict == "regressed":
+            why = (
+                f"{head}: p = {_p(p_used)} < α = {alpha:g} and the drop is at least δ_block = {m.delta_block:g}, "
+                "so it is unlikely to be noise"
+            )
+            if gated:
+                add("regression", "blocking", why + ".")
+            else:
+                add("regression", "warning", why + " (reported only: not the primary metric).")
+        elif m.verdict == "inconclusive":
+            why = (
+                f"{head}: p = {_p(p_used)} ≥ α = {alpha:g}, so the drop may be noise, but L = {_signed(m.ci_low)} "
+                f"does not show non-inferiority within δ_ni = {m.delta_ni:g}"
+            )
+            if m.n_needed is not None and m.mde is not None:
+                why += (
+                    f"; this run detects drops of {m.mde:.3f} or more, ≈{m.n_needed} cases would detect "
+                    f"{m.delta_block:g}. Rerun the discordant or flaky cases with more repetitions"
+                )
+            add("inconclusive", "warning" if gated else "info", why + ".")
+        elif m.delta is not None and m.ci_low is not None and m.ci_high is not None:
+            improved = m.ci_low > 0 if m.higher_is_better else m.ci_high < 0
+            if improved:
+                add(
+                    "improvement",
+                    "info",
+                    f"{head}: the whole interval [{_signed(m.ci_low)}, {_signed(m.ci_high)}] is better than 0.",
+                )
+
+    # -- step 6 -------------------------------------------------------------------------------------
+
+    def compare_resources(self) -> None:
+        kinds: tuple[Literal["cost", "latency"], ...] = ("cost", "latency")
+        for kind in kinds:
+            gate = self.policy.cost if kind == "cost" else self.policy.latency
+            before: list[float | None] = []
+            after: list[float | None] = []
+            for key in self.compared:
+                before.append(self._resource(self.base[key], kind))
+                after.append(self._resource(self.cur[key], kind))
+            if all(v is None for v in before) and all(v is None for v in after):
+                continue
+            # An informational ratio's interval only colours a message, so it takes fewer resamples; a gated
+            # one gets the policy's full count. (Keeps `decide` under half a second on 1000-case runs.)
+            draws = self.policy.resamples if gate.gate else min(self.policy.resamples, INFORMATIONAL_RESAMPLES)
+            result = stats.log_ratio_rule(
+                before,
+                after,
+                tau=gate.tau,
+                alpha=self.policy.alpha,
+                seed=_sub_seed(self.seed, f"log_ratio:{kind}"),
+                resamples=draws,
+            )
+            what = "mean cost per case" if kind == "cost" else "median latency per case"
+            if result is None:
+                self.add(
+                    kind,
+                    "info",
+                    f"{kind.capitalize()}: no case has a positive {what} on both sides; not compared.",
+                )
+                continue
+            verdict = (
+                f"exp(L) = {result.ci_low:.3f} > 1 + τ = {1 + gate.tau:.2f} → regressed"
+                if result.regressed
+                else f"exp(L) = {result.ci_low:.3f} ≤ 1 + τ = {1 + gate.tau:.2f} → not a regression"
+            )
+            severity: Severity = "info"
+            if result.regressed:
+                severity = "blocking" if gate.gate else "warning"
+            level = round(100 * (1 - self.policy.alpha))
+            self.add(
+                kind,
+                severity,
+                f"{kind.capitalize()} ratio ×{result.ratio:.3f} (geometric mean of the per-case ratios of {what} over "
+                f"{_plural(result.n, 'case')}, {result.excluded} excluded for zero or missing values; one-sided "
+                f"{level}% bounds [{result.ci_low:.3f}, {result.ci_high:.3f}]): {verdict}"
+                f"{'' if gate.gate else ' (informational)'}.",
+                effect=result.ratio,
+                ci=(result.ci_low, result.ci_high),
+                test="log_ratio_bootstrap",
+            )
+
+    @staticmethod
+    def _resource(results: Sequence[CaseResult], kind: str) -> float | None:
+        if kind == "cost":
+            costs = [r.usage.cost_usd for r in results if r.usage is not None and r.usage.cost_usd is not None]
+            return statistics.fmean(costs) if costs else None
+        latencies = [r.latency_s for r in results if r.latency_s is not None]
+        return statistics.median(latencies) if latencies else None
+
+    # -- step 7 -------------------------------------------------------------------------------------
+
+    def diagnose_cases(self) -> list[CaseDiagnostic]:
+        compared = set(self.compared)
+        changed = {(f.eval_set_id, f.case_id) for f in self.findings if f.kind == "changed_case"}
+        diagnostics: list[CaseDiagnostic] = []
+        for key in sorted(set(self.cur) | set(self.base)):
+            before, after = self.base.get(key), self.cur.get(key)
+            flip = self.flip_rates.get(key)
+            b_scores = {n: self._mean(p, key, "b") for n, p in self.paired.items()}
+            c_scores = {n: self._mean(p, key, "c") for n, p in self.paired.items()}
+            likely = sorted(
+                name
+                for name, paired in self.paired.items()
+                if key in compared and self._drop(name, b_scores[name], c_scores[name]) >= LIKELY_REGRESSED_DROP
+            )
+            label = self._label(key, before, after, flip, compared, changed)
+            diagnostics.append(
+                CaseDiagnostic(
+                    eval_set_id=key[0],
+                    case_id=key[1],
+                    label=label,
+                    baseline_passes=sum(r.status == "passed" for r in before) if before else None,
+                    baseline_k=len(before) if before else None,
+                    current_passes=sum(r.status == "passed" for r in after) if after else None,
+                    current_k=len(after) if after else None,
+                    baseline_scores={n: v for n, v in b_scores.items() if v is not None},
+                    current_scores={n: v for n, v in c_scores.items() if v is not None},
+                    likely_regressed_metrics=likely,
+                    flip_rate=flip,
+                    quarantined=key in self.quarantined,
+                )
+            )
+            if likely or label == "regressed":
+                self._case_finding(key, likely, flip, b_scores, c_scores)
+        return diagnostics
+
+    def _mean(self, paired: _PairedMetric, key: CaseKey, side: Literal["b", "c"]) -> float | None:
+        positions = self._positions.get(id(paired))
+        if positions is None:  # one dict per metric instead of a list scan per case (O(n) → O(1))
+            positions = self._positions[id(paired)] = {k: i for i, k in enumerate(paired.keys)}
+        index = positions.get(key)
+        if index is None:
+            return None
+        return paired.b[index] if side == "b" else paired.c[index]
+
+    def _drop(self, name: str, b: float | None, c: float | None) -> float:
+        if b is None or c is None:
+            return 0.0
+        return b - c if self.higher_is_better[name] else c - b
+
+    def _label(
+        self,
+        key: CaseKey,
+        before: list[CaseResult] | None,
+        after: list[CaseResult] | None,
+        flip: float | None,
+        compared: set[CaseKey],
+        changed: set[tuple[str | None, str | None]],
+    ) -> CaseLabel:
+        if before is None:
+            return "new"
+        if after is None:
+            return "removed"
+        if key in changed:
+            return "changed"
+        b_rate = sum(r.status == "passed" for r in before) / len(before)
+        c_rate = sum(r.status == "passed" for r in after) / len(after)
+        known_flaky = flip is not None and flip >= self.policy.flaky_flip_rate
+        if b_rate - c_rate >= LIKELY_REGRESSED_DROP and not known_flaky:
+            return "regressed"
+        if c_rate - b_rate >= LIKELY_REGRESSED_DROP and not known_flaky:
+            return "improved"
+        if known_flaky or 0 < b_rate < 1 or 0 < c_rate < 1:
+            return "flaky"
+        if b_rate == 1 and c_rate == 1:
+            return "stable_pass"
+        if b_rate == 0 and c_rate == 0:
+            return "stable_fail"
+        return "flaky"
+
+    def _case_finding(
+        self,
+        key: CaseKey,
+        likely: list[str],
+        flip: float | None,
+        b_scores: dict[str, float | None],
+        c_scores: dict[str, float | None],
+    ) -> None:
+        metric = likely[0] if likely else None
+        b = b_scores.get(metric) if metric else None
+        c = c_scores.get(metric) if metric else None
+        values = f"{metric} {_num(b)} → {_num(c)}" if metric else "pass rate fell by ≥ 0.5"
+        if flip is not None and flip >= self.policy.flaky_flip_rate:
+            self.add(
+                "flaky",
+                "info",
+                f"Case {_case(key)}: {values}, but it flips in {flip:.0%} of base-branch runs, so this is likely "
+                "noise.",
+                key=key,
+                metric=metric,
+                baseline_value=b,
+                current_value=c,
+            )
+        elif key in self.quarantined:
+            return
+        else:
+            self.add(
+                "regression",
+                "info",
+                f"Case {_case(key)} likely regressed: {values} (drop ≥ {LIKELY_REGRESSED_DROP}); shown for "
+                "review, not gated (a single case needs k ≥ 5 repetitions to be tested on its own).",
+                key=key,
+                metric=metric,
+                baseline_value=b,
+                current_value=c,
+            )
+
+    # -- outcome ------------------------------------------------------------------------------------
+
+    def conclude(self, comparisons: list[MetricComparison], diagnostics: list[CaseDiagnostic]) -> Verdict:
+        gated_inconclusive = [m for m in comparisons if m.gated and m.verdict == "inconclusive"]
+        nothing_compared = self.baseline is not None and not self.compared
+        no_baseline = self.baseline is None
+        blocking = [f for f in self.findings if f.severity == "blocking"]
+        if blocking:
+            outcome: Literal["pass", "fail", "inconclusive"] = "fail"
+            extra = len(blocking) - 1
+            more = f" (and {_plural(extra, 'more blocking finding')})" if extra else ""
+            reason = f"Failed: {blocking[0].message.rstrip('.')}{more}."
+        elif no_baseline or nothing_compared or gated_inconclusive:
+            outcome = "inconclusive"
+            if no_baseline:
+                reason = (
+                    "Inconclusive: there is no baseline to compare with (on_missing_baseline=neutral), "
+                    "and every absolute check passed."
+                )
+            elif nothing_compared:
+                reason = "Inconclusive: no case was comparable with the baseline, so nothing was compared."
+            else:
+                m = gated_inconclusive[0]
+                reason = (
+                    f"Inconclusive: {m.metric} moved {_signed(m.delta)} over {m.n_cases} cases, which is neither a "
+                    f"significant regression nor shown to be within {m.delta_ni:g} of the baseline"
+                    + (f"; ≈{m.n_needed} cases would settle a {m.delta_block:g} drop." if m.n_needed else ".")
+                )
+            if self.policy.strict:
+                self.add("inconclusive", "blocking", "strict: an inconclusive verdict fails the gate.")
+                outcome = "fail"
+                reason = "Failed (strict): " + reason.removeprefix("Inconclusive: ")
+        else:
+            outcome = "pass"
+            gated = [m.metric for m in comparisons if m.gated]
+            reason = (
+                f"Passed: no gated metric ({', '.join(gated)}) regressed over "
+                f"{_plural(len(self.compared), 'compared case')}, and every hard check passed."
+            )
+        errored = sum(any(r.status == "error" for r in results) for results in self.cur.values())
+        labels = [d.label for d in diagnostics]
+        findings = sorted(self.findings, key=lambda f: _SEVERITY_ORDER[f.severity])
+        return Verdict(
+            outcome=outcome,
+            reason=reason,
+            current_run_id=self.current.run_id,
+            findings=findings,
+            metrics=comparisons,
+            cases=diagnostics,
+            baseline=self._baseline_info(),
+            counts=VerdictCounts(
+                compared=len(self.compared),
+                added=labels.count("new") if self.baseline is not None else 0,
+                removed=sum(1 for f in self.findings if f.kind == "removed_case"),
+                changed=labels.count("changed"),
+                errored=errored,
+                quarantined=len(self.quarantined),
+            ),
+            alpha=self.policy.alpha,
+            seed=self.seed,
+            policy_digest=self.policy.digest(),
+        )
+
+    def _baseline_info(self) -> BaselineInfo | None:
+        run = self.baseline
+        if run is None:
+            return None
+        created = run.finished_at or run.started_at
+        started = self.current.started_at
+        age = (started - created).total_seconds() if created is not None and started is not None else None
+        return BaselineInfo(
+            run_id=run.run_id,
+            commit=run.context.commit,
+            branch=run.context.branch,
+            created_at=created,
+            age_s=age,
+            chosen_by="",
+        )

@@ -1,0 +1,130 @@
+"""The gate's policy: significance, margins, which metrics gate, and how errors, gaps and flaky cases count.
+
+Lives in the repository's config (versioned with the code, never on a server); unknown keys are refused
+and `GatePolicy.model_json_schema()` gives editors a schema. Defaults follow GATE.md §6.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from evalward.model import canonical_hash
+
+CASE_PASS_METRIC = "case_pass"
+"""Pseudo-metric: a case repetition's status as a score (passed = 1, failed = 0). Gated when no metric is."""
+
+
+class MetricOverride(BaseModel):
+    """Per-metric margins that replace the policy-wide ones."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    delta_block: float | None = Field(default=None, gt=0, description="δ_block for this metric.")
+    delta_ni: float | None = Field(default=None, gt=0, description="δ_ni for this metric.")
+    primary: bool = Field(default=False, description="Gate on this metric only; the others are reported.")
+
+
+class QuarantineEntry(BaseModel):
+    """A known-flaky case: reported but not gated until `until` (inclusive)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    case_id: str
+    eval_set_id: str | None = Field(default=None, description="Restrict to one eval set; None = any set.")
+    until: date = Field(description="Last day the quarantine holds; afterwards the case is gated again.")
+    reason: str = Field(description="Why, e.g. a link to the issue tracking the flakiness.")
+
+    def matches(self, eval_set_id: str, case_id: str) -> bool:
+        return self.case_id == case_id and self.eval_set_id in (None, eval_set_id)
+
+
+class RatioGate(BaseModel):
+    """The log-ratio rule for cost or latency (GATE.md §7)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    gate: bool = Field(default=False, description="True: a regression blocks; False: informational (warning).")
+    tau: float = Field(default=0.10, ge=0, description="Tolerated increase: regressed when exp(L) > 1 + τ.")
+
+
+class GatePolicy(BaseModel):
+    """How `gate.decide` judges a run against its baseline."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    alpha: float = Field(default=0.05, gt=0, lt=0.5, description="Significance level of the one-sided tests.")
+    power: float = Field(default=0.8, gt=0, lt=1, description="Power used for the MDE and sample-size advice.")
+    delta_block: float = Field(default=0.02, gt=0, description="δ_block: smallest drop worth blocking.")
+    delta_ni: float = Field(default=0.05, gt=0, description="δ_ni: non-inferiority margin.")
+    metrics: list[str] | None = Field(
+        default=None,
+        description="Metrics to compare. None: every metric with a threshold in the current run (or, when none "
+        f"has one, `{CASE_PASS_METRIC}`: the case status as a 0/1 score).",
+    )
+    overrides: dict[str, MetricOverride] = Field(default_factory=dict, description="Per-metric margins.")
+    primary_metric: str | None = Field(
+        default=None, description="Gate on this metric only; the others are compared and reported."
+    )
+    correction: Literal["holm", "none"] = Field(default="holm", description="Multiplicity correction.")
+    thresholds: Literal["block", "warn", "off"] = Field(
+        default="block",
+        description="How a case missing an absolute threshold of the run's criteria counts (ADK semantics).",
+    )
+    must_pass_allowed_failures: int = Field(
+        default=0, ge=0, description="Repetitions a must_pass case may fail (0 = pass^k)."
+    )
+    on_missing_baseline: Literal["neutral", "fail"] = Field(
+        default="neutral", description="`neutral`: inconclusive unless something else fails; `fail`: blocking."
+    )
+    errors: Literal["fail", "count_as_failure", "ignore"] = Field(
+        default="fail",
+        description="`fail`: any errored case of the current run is blocking; `count_as_failure`: a warning. "
+        "Under both an errored repetition scores the worst value (either run). `ignore`: info, and errored "
+        "repetitions are left out of the means.",
+    )
+    missing_cases: Literal["fail", "warn"] = Field(
+        default="fail", description="A case of the eval set with no (or too few) results."
+    )
+    quarantine: list[QuarantineEntry] = Field(default_factory=list)
+    flaky_flip_rate: float = Field(
+        default=0.2, ge=0, le=1, description="A base-branch flip rate at or above this labels a case flaky."
+    )
+    cost: RatioGate = Field(default_factory=RatioGate)
+    latency: RatioGate = Field(default_factory=RatioGate)
+    resamples: int = Field(default=10_000, ge=100, description="S for the bootstrap and Monte Carlo sign flips.")
+    exact_enumeration_max_n: int = Field(
+        default=16, ge=0, le=20, description="Enumerate all 2^m sign vectors when m ≤ this many non-zero d_i."
+    )
+    seed: int | None = Field(
+        default=None, description="Resampling seed; None derives it from the two run ids (re-renders agree)."
+    )
+    strict: bool = Field(default=False, description="An inconclusive verdict fails.")
+
+    @model_validator(mode="after")
+    def _one_primary(self) -> GatePolicy:
+        primaries = sorted(name for name, o in self.overrides.items() if o.primary)
+        if self.primary_metric is not None and self.primary_metric not in primaries:
+            primaries.append(self.primary_metric)
+        if len(primaries) > 1:
+            raise ValueError(f"at most one primary metric; found {', '.join(sorted(primaries))}")
+        return self
+
+    def primary(self) -> str | None:
+        """The primary metric from `primary_metric` or an override with `primary: true`."""
+        if self.primary_metric is not None:
+            return self.primary_metric
+        return next((name for name, o in sorted(self.overrides.items()) if o.primary), None)
+
+    def margins(self, metric: str) -> tuple[float, float]:
+        """(δ_block, δ_ni) for `metric`, overrides first."""
+        override = self.overrides.get(metric)
+        delta_block = override.delta_block if override and override.delta_block is not None else self.delta_block
+        delta_ni = override.delta_ni if override and override.delta_ni is not None else self.delta_ni
+        return delta_block, delta_ni
+
+    def digest(self) -> str:
+        """sha256 of the canonical JSON, so a verdict names the exact policy it was made under."""
+        return canonical_hash(self.model_dump(mode="json"))
