@@ -1,0 +1,295 @@
+"""`JudgeClient`: one OpenAI-compatible endpoint, asked through the `openai` package.
+
+Per request:
+1. Structured output first: `response_format = {type: json_schema, json_schema: {name, schema, strict}}`.
+   A server that rejects it (HTTP 400 naming the response format or schema) is asked again at once with
+   `{type: json_object}`, then with no response format at all (plain JSON, which the prompts ask for);
+   the client remembers the downgrade, so later requests start at the mode that worked.
+2. HTTP 429, 5xx, connection errors and timeouts are retried up to `max_retries` times after
+   `backoff_s · 2^(retry−1)` seconds, or the server's `retry-after` (seconds or an HTTP date) when longer,
+   capped at `MAX_RETRY_AFTER_S`. Other errors (401, 404, 400 for other reasons) are not retried.
+3. At most `concurrency` requests are in flight per client (an asyncio semaphore); a retry's wait happens
+   outside the semaphore so a throttled request does not hold a slot.
+4. Usage: every completion's `prompt_tokens`/`completion_tokens` are added to `JudgeUsage`, with cost from
+   the price table.
+
+The `openai` client is built with `max_retries=0` (the retries are ours, so they are counted and injectable:
+`sleep` is a parameter, and tests pass one that does not wait). The API key is handed to the `openai`
+client only; error messages name the key's variable, never its value.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, cast
+
+from evalward.judging.config import ModelPrice
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+
+logger = logging.getLogger(__name__)
+
+MAX_RETRY_AFTER_S = 120.0
+StructuredMode = Literal["json_schema", "json_object", "none"]
+_DOWNGRADE: dict[StructuredMode, StructuredMode] = {"json_schema": "json_object", "json_object": "none"}
+
+Sleep = Callable[[float], Awaitable[None]]
+
+
+class JudgeCallError(Exception):
+    """A judge request failed for good (after retries, or with an error that retrying cannot fix)."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass
+class JudgeUsage:
+    """What the judges of one run used."""
+
+    requests: int = 0
+    """HTTP requests sent (retries and format fallbacks included)."""
+    completions: int = 0
+    """Replies received."""
+    cached: int = 0
+    """Replies served from the cache (no request)."""
+    retries: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None
+    """Summed over priced models; None when no call was priced."""
+    unpriced_models: set[str] = field(default_factory=set)
+
+    def add(self, model: str, input_tokens: int, output_tokens: int, price: ModelPrice | None) -> float | None:
+        """Count one completion; return its cost (None without a price)."""
+        self.completions += 1
+        self.input_tokens += input_tokens
+        self.output_tokens += output_tokens
+        if price is None:
+            self.unpriced_models.add(model)
+            return None
+        cost = price.cost(input_tokens, output_tokens)
+        self.cost_usd = (self.cost_usd or 0.0) + cost
+        return cost
+
+    def describe(self) -> str:
+        """`judge: 12 replies (4 cached), 3 retries, 1,200 in / 300 out tokens, $0.0012`."""
+        text = f"judge: {self.completions + self.cached} replies ({self.cached} cached), {self.requests} requests"
+        if self.retries:
+            text += f", {self.retries} retries"
+        text += f", {self.input_tokens:,} in / {self.output_tokens:,} out tokens"
+        if self.cost_usd is not None:
+            text += f", ${self.cost_usd:.4f}"
+        if self.unpriced_models:
+            text += f" (no price for {', '.join(sorted(self.unpriced_models))})"
+        return text
+
+
+@dataclass(frozen=True)
+class Completion:
+    """A judge reply: its text and token counts."""
+
+    text: str
+    input_tokens: int
+    output_tokens: int
+
+
+def retry_after_seconds(value: str | None, *, now: float | None = None) -> float | None:
+    """`retry-after` as seconds: a number of seconds, or an HTTP date (seconds from now, at least 0)."""
+    if not value:
+        return None
+    text = value.strip()
+    try:
+        return max(0.0, float(text))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+class JudgeClient:
+    """One endpoint (base URL + key variable); see the module docstring for its rules."""
+
+    def __init__(
+        self,
+        *,
+        base_url: str | None,
+        api_key: str | None,
+        api_key_env: str,
+        concurrency: int = 4,
+        timeout_s: float = 120.0,
+        max_retries: int = 4,
+        backoff_s: float = 1.0,
+        prices: dict[str, ModelPrice] | None = None,
+        usage: JudgeUsage | None = None,
+        sleep: Sleep = asyncio.sleep,
+    ) -> None:
+        self.base_url = base_url
+        self.api_key_env = api_key_env
+        self._api_key = api_key
+        self.timeout_s = timeout_s
+        self.max_retries = max_retries
+        self.backoff_s = backoff_s
+        self.prices = dict(prices or {})
+        self.usage = usage if usage is not None else JudgeUsage()
+        self.mode: StructuredMode = "json_schema"
+        self._semaphore = asyncio.Semaphore(concurrency)
+        self._sleep = sleep
+        self._client: AsyncOpenAI | None = None
+
+    @property
+    def where(self) -> str:
+        return self.base_url or "the OpenAI API (api.openai.com)"
+
+    def _openai(self) -> AsyncOpenAI:
+        if self._client is None:
+            from openai import AsyncOpenAI
+
+            # Keyless local servers still need a non-empty key for the client; it is sent as-is.
+            self._client = AsyncOpenAI(
+                base_url=self.base_url,
+                api_key=self._api_key or "evalward-no-key",
+                max_retries=0,
+                timeout=self.timeout_s,
+            )
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
+    async def probe(self, model: str, timeout_s: float) -> list[str]:
+        """Check the endpoint answers (`GET /models`); return the models it lists ([] when it lists none).
+
+        Raises JudgeCallError when it cannot be reached or rejects the key. A server without `/models`
+        (404) is reachable.
+        """
+        import openai
+
+        client = self._openai().with_options(timeout=timeout_s, max_retries=0)
+        try:
+            page = await client.models.list()
+        except openai.APIStatusError as exc:
+            if exc.status_code == 404:
+                return []
+            if exc.status_code in (401, 403):
+                raise JudgeCallError(
+                    f"{self.where} rejected the API key from ${self.api_key_env} (HTTP {exc.status_code})",
+                    status=exc.status_code,
+                ) from exc
+            raise JudgeCallError(f"{self.where} answered HTTP {exc.status_code}", status=exc.status_code) from exc
+        except openai.APIConnectionError as exc:
+            raise JudgeCallError(f"cannot reach {self.where}: {_cause(exc)}") from exc
+        return [m.id for m in page.data]
+
+    async def complete(
+        self,
+        *,
+        model: str,
+        messages: Sequence[dict[str, Any]],
+        schema_name: str,
+        schema: dict[str, Any],
+        parameters: dict[str, Any] | None = None,
+    ) -> Completion:
+        """Ask `model` once (retrying per the module docstring) and return the reply with its token counts."""
+        import openai
+
+        retries = 0
+        while True:
+            mode = self.mode
+            kwargs: dict[str, Any] = dict(parameters or {})
+            if mode == "json_schema":
+                kwargs["response_format"] = {
+                    "type": "json_schema",
+                    "json_schema": {"name": schema_name, "schema": schema, "strict": True},
+                }
+            elif mode == "json_object":
+                kwargs["response_format"] = {"type": "json_object"}
+            delay: float
+            async with self._semaphore:
+                self.usage.requests += 1
+                try:
+                    response = await self._openai().chat.completions.create(
+                        model=model,
+                        messages=cast(Any, list(messages)),  # plain dicts in OpenAI's message shape
+                        **kwargs,
+                    )
+                except openai.APIStatusError as exc:
+                    if exc.status_code == 400 and mode in _DOWNGRADE and _mentions_format(exc):
+                        self.mode = _DOWNGRADE[mode]
+                        logger.info("%s rejected response_format %s; falling back to %s", self.where, mode, self.mode)
+                        continue
+                    if not (exc.status_code == 429 or exc.status_code >= 500) or retries >= self.max_retries:
+                        raise JudgeCallError(
+                            f"{self.where} answered HTTP {exc.status_code} for model {model!r}: {_message(exc)}"
+                            + (f" (after {retries} retries)" if retries else ""),
+                            status=exc.status_code,
+                        ) from exc
+                    retries += 1
+                    delay = self._delay(retries, retry_after_seconds(exc.response.headers.get("retry-after")))
+                except openai.APIConnectionError as exc:
+                    if retries >= self.max_retries:
+                        raise JudgeCallError(
+                            f"cannot reach {self.where}: {_cause(exc)}"
+                            + (f" (after {retries} retries)" if retries else "")
+                        ) from exc
+                    retries += 1
+                    delay = self._delay(retries, None)
+                else:
+                    return self._completion(model, response)
+            self.usage.retries += 1
+            logger.info("judge request to %s failed; retry %d in %.2fs", self.where, retries, delay)
+            await self._sleep(delay)
+
+    def _delay(self, retry: int, retry_after: float | None) -> float:
+        delay = self.backoff_s * 2.0 ** (retry - 1)
+        if retry_after is not None:
+            delay = max(delay, min(retry_after, MAX_RETRY_AFTER_S))
+        return delay
+
+    def _completion(self, model: str, response: Any) -> Completion:
+        choices = getattr(response, "choices", None) or []
+        if not choices:
+            raise JudgeCallError(f"{self.where} returned no choices for model {model!r}")
+        message = choices[0].message
+        text = message.content
+        if text is None:
+            refusal = getattr(message, "refusal", None)
+            raise JudgeCallError(
+                f"the judge {model!r} returned no content" + (f" (refusal: {refusal})" if refusal else "")
+            )
+        usage = getattr(response, "usage", None)
+        input_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
+        output_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+        self.usage.add(model, input_tokens, output_tokens, self.prices.get(model))
+        return Completion(text=text, input_tokens=input_tokens, output_tokens=output_tokens)
+
+
+def _mentions_format(exc: Any) -> bool:
+    text = _message(exc).lower()
+    return any(word in text for word in ("response_format", "json_schema", "json_object", "schema", "structured"))
+
+
+def _message(exc: Any) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            return str(error["message"])
+    return str(getattr(exc, "message", exc))
+
+
+def _cause(exc: BaseException) -> str:
+    cause = exc.__cause__ or exc.__context__
+    return f"{exc} ({type(cause).__name__}: {cause})" if cause is not None else str(exc)
