@@ -1,0 +1,63 @@
+"""Write eval sets in other formats: current ADK eval sets (+ `test_config.json`) and evalward's native format.
+
+Any format evalward reads can be converted (`evalward convert IN --to adk|native`): legacy ADK → current
+ADK; LangSmith, langchain-benchmarks and multi-agent files → native; native → ADK where expressible.
+Each conversion returns the text and the list of what the target format could not express, so nothing is
+dropped silently. `record` (the `evalward record` command) builds eval sets from observed agent runs and
+writes them through the same writers.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from evalward.convert.adk_writer import to_adk
+from evalward.convert.native_writer import NativeSyntax, dump_native, to_native
+from evalward.model import EvalSet
+
+TargetFormat = Literal["adk", "native"]
+
+__all__ = ["Conversion", "TargetFormat", "convert_eval_set", "convert_file", "dump_adk", "to_adk", "to_native"]
+
+
+@dataclass
+class Conversion:
+    """One converted eval set: the file text, an ADK `test_config.json` text if any, and what was lost."""
+
+    eval_set_id: str
+    text: str
+    unexpressed: list[str] = field(default_factory=list)
+    test_config: str | None = None
+
+
+def dump_adk(document: dict[str, Any]) -> str:
+    """ADK's writing style (§3.4): indent 2, non-ASCII kept, trailing newline."""
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+def convert_eval_set(eval_set: EvalSet, to: TargetFormat, *, syntax: NativeSyntax = "yaml") -> Conversion:
+    """`eval_set` written as `to` (native as `syntax`)."""
+    if to == "adk":
+        document, config, lost = to_adk(eval_set)
+        return Conversion(
+            eval_set_id=eval_set.eval_set_id,
+            text=dump_adk(document),
+            unexpressed=lost,
+            test_config=dump_adk(config) if config is not None else None,
+        )
+    native, lost = to_native(eval_set)
+    return Conversion(eval_set_id=eval_set.eval_set_id, text=dump_native(native, syntax), unexpressed=lost)
+
+
+def convert_file(
+    path: str | Path, to: TargetFormat, *, syntax: NativeSyntax = "yaml", config_path: str | Path | None = None
+) -> list[Conversion]:
+    """Every eval set in `path` (a file or directory) converted; criteria resolved as `evalward run` does."""
+    from evalward.loaders import load_paths
+    from evalward.metrics.registry import known_metric_names
+
+    loaded = load_paths([path], known_metrics=known_metric_names(), config_path=config_path)
+    return [convert_eval_set(s, to, syntax=syntax) for s in loaded.sets]

@@ -1,0 +1,87 @@
+"""The runs `evaluate` made in this process, and their merge into one run for `--evalward-json`.
+
+Merging (`merged_run`): case results are concatenated (a later result for the same eval set, case and
+repetition replaces an earlier one, with a warning); eval sets are united by id; the agent is the common
+one, or `kind="mixed"` naming every target; the pass rule and repetitions are the first run's and the
+largest; the fingerprint hashes the component fingerprints; summaries and the verdict are recomputed by
+`pipeline.finalize`, so the file gates exactly as the separate runs would together.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from evalward.model import RunResult
+
+_lock = threading.Lock()
+_runs: list[RunResult] = []
+
+
+def record(run: RunResult) -> None:
+    with _lock:
+        _runs.append(run)
+
+
+def runs() -> list[RunResult]:
+    with _lock:
+        return list(_runs)
+
+
+def clear() -> None:
+    with _lock:
+        _runs.clear()
+
+
+def merged_run(collected: list[RunResult]) -> RunResult:
+    """One run holding every case of `collected` (rules in the module docstring)."""
+    from datetime import UTC, datetime
+
+    from evalward.model import AgentTarget, CaseResult, EvalSetInfo, canonical_hash
+    from evalward.pipeline import finalize, new_run_id
+
+    if len(collected) == 1:
+        return collected[0]
+    first = collected[0]
+    warnings: list[str] = []
+    cases: dict[tuple[str, str, int], CaseResult] = {}
+    infos: dict[str, EvalSetInfo] = {}
+    targets: list[AgentTarget] = []
+    for run in collected:
+        warnings.extend(run.warnings)
+        if run.pass_rule != first.pass_rule:
+            warnings.append(f"run {run.run_id} used pass rule {run.pass_rule}; the merged run uses {first.pass_rule}")
+        for case in run.cases:
+            if case.key in cases:
+                warnings.append(
+                    f"case {case.case_id!r} of eval set {case.eval_set_id!r} (repetition {case.repetition}) "
+                    "was evaluated more than once; the last result is kept"
+                )
+            cases[case.key] = case
+        for info in run.eval_sets:
+            infos.setdefault(info.eval_set_id, info)
+        if run.agent is not None and run.agent not in targets:
+            targets.append(run.agent)
+    if len(targets) == 1:
+        agent = targets[0]
+    else:
+        agent = AgentTarget(
+            kind="mixed",
+            target=" + ".join(t.target for t in targets),
+            config_hash=canonical_hash([t.config_hash for t in targets]),
+        )
+    statuses = {run.status for run in collected}
+    status = "complete" if statuses == {"complete"} else ("failed" if "failed" in statuses else "cancelled")
+    merged = first.model_copy(
+        update={
+            "run_id": new_run_id(),
+            "agent": agent,
+            "eval_sets": list(infos.values()),
+            "repetitions": max(run.repetitions for run in collected),
+            "started_at": min((r.started_at for r in collected if r.started_at), default=datetime.now(UTC)),
+            "fingerprint": canonical_hash(sorted(run.fingerprint for run in collected)),
+            "warnings": warnings,
+        }
+    )
+    return finalize(merged, list(cases.values()), status=status)
