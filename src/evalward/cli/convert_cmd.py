@@ -1,0 +1,87 @@
+"""`evalward convert`: write eval files in another format, listing what the target cannot express."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from evalward.errors import UsageError
+
+
+@click.command("convert")
+@click.argument("source", type=click.Path(exists=True))
+@click.option(
+    "--to",
+    "target",
+    type=click.Choice(["adk", "native"]),
+    required=True,
+    help="adk: ADK's current eval-set JSON (+ test_config.json); native: evalward's YAML/JSON format",
+)
+@click.option(
+    "--out",
+    type=click.Path(),
+    help="Output file (one eval set) or directory (several); default: print to stdout",
+)
+@click.option(
+    "--syntax",
+    type=click.Choice(["yaml", "json"]),
+    default=None,
+    help="Native syntax (default: from --out's suffix, else yaml)",
+)
+@click.option(
+    "--test-config",
+    "test_config",
+    envvar="EVALWARD_TEST_CONFIG",
+    type=click.Path(exists=True, dir_okay=False),
+    help="A test_config.json whose criteria apply to every input file [env: EVALWARD_TEST_CONFIG]",
+)
+@click.option("--strict", is_flag=True, help="Exit 1 when anything could not be expressed in the target format")
+def convert_command(
+    source: str, target: str, out: str | None, syntax: str | None, test_config: str | None, strict: bool
+) -> None:
+    """Convert the eval files in SOURCE (a file or directory, any format evalward reads) to --to.
+
+    Legacy ADK files become current ADK eval sets; LangSmith, langchain-benchmarks and multi-agent files
+    become native files; native files become ADK eval sets where ADK can express them. Everything the
+    target cannot express is listed on stderr ("not expressible: …"). With --to adk, the set's ADK criteria
+    are written as test_config.json beside --out. Exit 0, or 1 with --strict when something was lost.
+    """
+    from evalward.convert import convert_file
+    from evalward.convert.native_writer import NativeSyntax
+
+    chosen: NativeSyntax = (
+        "json" if (syntax or ("json" if out and out.endswith(".json") else "yaml")) == "json" else "yaml"
+    )
+    conversions = convert_file(source, "adk" if target == "adk" else "native", syntax=chosen, config_path=test_config)
+    lost = 0
+    out_path = Path(out) if out else None
+    if out_path is not None and len(conversions) > 1 and out_path.suffix:
+        raise UsageError(f"{source} holds {len(conversions)} eval sets: give --out a directory, not a file name")
+    for conversion in conversions:
+        for line in conversion.unexpressed:
+            click.echo(f"not expressible in {target} ({conversion.eval_set_id}): {line}", err=True)
+        lost += len(conversion.unexpressed)
+        if out_path is None:
+            click.echo(conversion.text, nl=False)
+            if conversion.test_config is not None:
+                click.echo("note: the ADK criteria (test_config.json) are written only with --out", err=True)
+            continue
+        file = out_path
+        if len(conversions) > 1 or not out_path.suffix:
+            suffix = ".evalset.json" if target == "adk" else (".eval.json" if chosen == "json" else ".eval.yaml")
+            file = out_path / f"{conversion.eval_set_id}{suffix}"
+        file.parent.mkdir(parents=True, exist_ok=True)
+        file.write_text(conversion.text, encoding="utf-8")
+        click.echo(f"wrote {file}", err=True)
+        if conversion.test_config is not None:
+            config = file.parent / "test_config.json"
+            if config.exists() and config.read_text(encoding="utf-8") != conversion.test_config:
+                click.echo(f"note: {config} exists and differs; ADK criteria not written over it", err=True)
+            else:
+                config.write_text(conversion.test_config, encoding="utf-8")
+                click.echo(f"wrote {config}", err=True)
+    if lost:
+        click.echo(f"{lost} item(s) could not be expressed in {target} (listed above)", err=True)
+        if strict:
+            raise SystemExit(1)

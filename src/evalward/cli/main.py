@@ -1,0 +1,131 @@
+"""The `evalward` command: a thin, lazily-loaded click group.
+
+Subcommands live one per module and are imported only when invoked, so `evalward --help` starts fast.
+User errors (`EvalwardError`) print their message without a traceback and exit with their code;
+Ctrl-C exits 130.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
+
+import click
+
+from evalward import __version__
+
+# name -> (module, attribute, one-line help). The help is here so `--help` needs no imports.
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "run": ("evalward.cli.run_cmd", "run_command", "Run the agent on eval sets, score it, store and report the run."),
+    "validate": ("evalward.cli.validate_cmd", "validate_command", "Check eval files and criteria without running."),
+    "schema": ("evalward.cli.schema_cmd", "schema_command", "Print the JSON Schema of the native eval format."),
+    "metrics": ("evalward.cli.metrics_cmd", "metrics_command", "List the metrics evalward can score."),
+    "gate": ("evalward.cli.gate_cmd", "gate_command", "Gate a stored run against its baseline."),
+    "compare": ("evalward.cli.gate_cmd", "compare_command", "Compare any two stored runs case by case."),
+    "runs": ("evalward.cli.history_cmd", "runs_command", "List stored runs."),
+    "history": ("evalward.cli.history_cmd", "history_command", "Show a metric's history per case or branch."),
+    "export": ("evalward.cli.history_cmd", "export_command", "Export stored runs as JSON."),
+    "import": ("evalward.cli.history_cmd", "import_command", "Import runs from JSON files."),
+    "merge": ("evalward.cli.history_cmd", "merge_command", "Merge shard runs into one run (fails closed)."),
+    "db": ("evalward.cli.db_cmd", "db_group", "Manage the history database (upgrade, current)."),
+    "record": ("evalward.cli.record_cmd", "record_command", "Run the agent on inputs and write an eval set to review."),
+    "convert": ("evalward.cli.convert_cmd", "convert_command", "Convert eval files between ADK and native formats."),
+    "import-traces": (
+        "evalward.cli.import_traces_cmd",
+        "import_traces_command",
+        "Store OpenTelemetry traces as a run scored with an eval set.",
+    ),
+    "serve": (
+        "evalward.cli.serve_cmd",
+        "serve_command",
+        "Run the GitHub App daemon: webhooks, job queue, API, dashboard.",
+    ),
+    "ci": ("evalward.cli.ci_cmd", "ci_command", "Run, gate and report for a GitHub Actions event (the Action)."),
+    "report": ("evalward.cli.report_cmd", "report_command", "Post a results artifact's comment, status and checks."),
+}
+
+
+class LazyGroup(click.Group):
+    """A group whose subcommands are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        entry = COMMANDS.get(cmd_name)
+        if entry is None:
+            return None
+        module = importlib.import_module(entry[0])
+        command: click.Command = getattr(module, entry[1])
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
+@click.version_option(__version__, prog_name="evalward")
+@click.option(
+    "--config",
+    "config_file",
+    envvar="EVALWARD_CONFIG",
+    type=click.Path(dir_okay=False),
+    help="Settings file (default: ./evalward.toml, else [tool.evalward] in ./pyproject.toml) [env: EVALWARD_CONFIG]",
+)
+@click.pass_context
+def cli(ctx: click.Context, config_file: str | None) -> None:
+    """evalward: run agent eval sets, score trajectories and responses, gate pull requests on regressions.
+
+    Every option can also be set through an EVALWARD_* environment variable (shown in each command's help)
+    or in the settings file; precedence is flag > variable > file > default.
+    """
+    if ctx.resilient_parsing:
+        return
+    if ctx.invoked_subcommand == "ci":
+        import os
+
+        from evalward.ci import apply_action_inputs
+
+        # The Action's inputs (INPUT_*) become EVALWARD_* variables before anything reads them, the
+        # settings file (the `config` input) included.
+        apply_action_inputs(os.environ)
+        config_file = config_file or os.environ.get("EVALWARD_CONFIG") or None
+    from evalward.config import command_defaults, load_config
+
+    loaded = load_config(config_file)
+    defaults = command_defaults(loaded.settings)
+    ctx.default_map = {
+        "run": defaults,
+        "ci": defaults,
+        "validate": {k: v for k, v in defaults.items() if k in {"paths", "test_config"}},
+    }
+    ctx.obj = loaded
+
+
+def main(argv: list[str] | None = None) -> Any:
+    """Console-script entry point: maps evalward errors to exit codes without tracebacks."""
+    from evalward.errors import EXIT_INTERRUPTED, EvalwardError
+
+    try:
+        return cli.main(args=argv, prog_name="evalward", standalone_mode=False)
+    except EvalwardError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("interrupted", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+
+
+if __name__ == "__main__":
+    main()

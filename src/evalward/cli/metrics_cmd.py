@@ -1,0 +1,28 @@
+"""`evalward metrics`: the metrics evalward can score, with what each computes."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.command("metrics")
+def metrics_command() -> None:
+    """List every metric name usable in test_config.json, native files and --metric."""
+    from evalward.metrics.registry import JUDGE_METRICS, STEPWISE_METRICS, get_metric, known_metric_names
+
+    for name in known_metric_names():
+        metric = get_metric(name)
+        summary = (metric.description or (type(metric).__doc__ or "")).strip().splitlines()
+        direction = "" if metric.higher_is_better else " (lower is better)"
+        click.echo(f"{name:32} [{metric.scope}]{direction} {summary[0] if summary else ''}")
+    from evalward.metrics.judge import JUDGED_METRICS
+
+    for name in sorted(JUDGE_METRICS):
+        what = (
+            "scored by a judge model (--judge-model)"
+            if name in JUDGED_METRICS
+            else "not supported yet (Vertex AI or a user simulator)"
+        )
+        click.echo(f"{name:32} [judge] {what}")
+    for name in sorted(STEPWISE_METRICS - set(known_metric_names())):
+        click.echo(f"{name:32} [stepwise] teacher-forced step-by-step scoring of reference trajectories")

@@ -1,0 +1,36 @@
+"""`evalward validate`: check eval files and criteria without running anything."""
+
+from __future__ import annotations
+
+import click
+
+from evalward.errors import UsageError
+
+
+@click.command("validate")
+@click.argument("paths", nargs=-1, envvar="EVALWARD_PATHS", type=click.Path())
+@click.option(
+    "--test-config",
+    "test_config",
+    envvar="EVALWARD_TEST_CONFIG",
+    type=click.Path(exists=True, dir_okay=False),
+    help="A test_config.json used for every eval file instead of the one beside it",
+)
+def validate_command(paths: tuple[str, ...], test_config: str | None) -> None:
+    """Check that every eval file in PATHS parses and its criteria are known; report every problem at once.
+
+    Exit 0 when valid, 2 with the list of problems otherwise.
+    """
+    from evalward.pipeline import RunOptions, describe_sets, prepare
+
+    if not paths:
+        raise UsageError("no eval files given: pass files or directories")
+    prepared = prepare(RunOptions(paths=list(paths), agent="-", config_path=test_config))
+    for warning in prepared.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    for info in describe_sets(prepared.sets):
+        click.echo(
+            f"ok  {info['path']}  [{info['format']}]  set {info['eval_set_id']!r}: "
+            f"{info['cases']} cases, {info['turns']} turns; criteria ({info['criteria_origin']}): "
+            + (", ".join(info["criteria"]) or "none")
+        )

@@ -1,0 +1,669 @@
+"""Where the stages meet: load → run → score → (store) → summarise.
+
+Everything here is orchestration; each stage's logic lives in its own package. The CLI, the pytest
+plugin and the daemon all call `prepare` + `run_prepared` so a run behaves the same everywhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from evalward import __version__
+from evalward.errors import EvalFileError, FileProblem, InfrastructureError, UsageError
+from evalward.model import (
+    AgentOutput,
+    CaseError,
+    CaseResult,
+    Criteria,
+    EvalSet,
+    EvalSetInfo,
+    InvocationResult,
+    MetricResult,
+    MetricSpec,
+    RunContext,
+    RunResult,
+    canonical_hash,
+)
+
+if TYPE_CHECKING:
+    from evalward.judging.config import JudgeConfig
+    from evalward.judging.scoring import Judging, ResolvedJudge
+    from evalward.runners.base import Agent
+    from evalward.runners.executor import CaseRun, WorkItem
+    from evalward.store import Store
+
+PassRule = Literal["per_run", "mean_over_runs"]
+MetricsMode = Literal["add", "replace"]
+StepwiseMode = Literal["auto", "on", "off"]
+
+
+@dataclass
+class RunOptions:
+    """Everything `evalward run` can be told, independent of where it was told (flags, env, config)."""
+
+    paths: list[str]
+    agent: str
+    metric_overrides: list[MetricSpec] = field(default_factory=list)
+    metrics_mode: MetricsMode = "add"
+    config_path: str | None = None
+    repeat: int = 1
+    concurrency: int = 4
+    timeout_s: float | None = 120.0
+    rate_limit_per_s: float | None = None
+    max_retries: int = 2
+    shard: tuple[int, int] | None = None
+    pass_rule: PassRule = "per_run"
+    run_id: str | None = None
+    context: RunContext = field(default_factory=RunContext)
+    agent_processes: int = 1
+    agent_cwd: Path | None = None
+    judge: JudgeConfig | None = None
+    """Judge model, endpoint, concurrency, prices and cache (None: defaults; criteria may name a model)."""
+    step: bool = False
+    """Single-step evaluation: score only the expected outputs (`output_match`) and report a confusion table."""
+    stepwise: StepwiseMode = "auto"
+    """Teacher forcing: `auto` for turns with reference_messages, `on` reports it for every case, `off` never."""
+    agent_options: dict[str, Any] = field(default_factory=dict)
+    """Runner settings for `openai:` targets: system_prompt, tools, max_steps (paths relative to agent_cwd)."""
+
+
+@dataclass
+class PreparedRun:
+    """Eval sets loaded, criteria resolved and validated: nothing has run yet."""
+
+    options: RunOptions
+    sets: list[EvalSet]
+    warnings: list[str]
+    judges: list[ResolvedJudge] | None = None
+    """Every judged criterion bound to its model and endpoint (None: not resolved yet)."""
+    judge_usage: Any = None
+    """The judges' `JudgeUsage` once the run finished (None when nothing was judged)."""
+
+
+def parse_metric_option(text: str) -> MetricSpec:
+    """`NAME`, `NAME=THRESHOLD` → MetricSpec (a bare name is informational: no threshold)."""
+    name, sep, value = text.partition("=")
+    name = name.strip()
+    if not name:
+        raise UsageError(f"--metric {text!r}: expected NAME or NAME=THRESHOLD")
+    if not sep:
+        return MetricSpec(name=name)
+    try:
+        threshold = float(value)
+    except ValueError:
+        raise UsageError(f"--metric {text!r}: threshold {value!r} is not a number") from None
+    return MetricSpec(name=name, threshold=threshold)
+
+
+def apply_metric_overrides(sets: list[EvalSet], overrides: Sequence[MetricSpec], mode: MetricsMode) -> None:
+    """`add` keeps each set's criteria and adds/replaces same-named ones; `replace` uses only the overrides."""
+    if not overrides:
+        return
+    for eval_set in sets:
+        if mode == "replace":
+            eval_set.criteria = Criteria(metrics=list(overrides), origin="cli")
+            for case in eval_set.cases:
+                case.metrics = []
+            continue
+        by_name = {m.name: m for m in overrides}
+        merged = [by_name.pop(m.name, m) for m in eval_set.criteria.metrics]
+        merged.extend(by_name.values())
+        eval_set.criteria = Criteria(
+            metrics=merged, origin=eval_set.criteria.origin, config_path=eval_set.criteria.config_path
+        )
+
+
+def validate_criteria(sets: Sequence[EvalSet], judge: JudgeConfig | None = None) -> list[ResolvedJudge]:
+    """Unknown metrics, bad options and unreadable reference trajectories are bad input (2); judge metrics
+    with no judge model configured are infrastructure (3). Returns the judged criteria, resolved."""
+    from evalward.judging.config import JudgeConfig
+    from evalward.judging.scoring import Judging, judged_specs
+    from evalward.metrics.registry import check_specs
+    from evalward.metrics.stepwise import ReferenceError, parse_reference
+
+    problems: list[FileProblem] = []
+    for eval_set in sets:
+        where = eval_set.criteria.config_path or eval_set.path or eval_set.eval_set_id
+        for message in check_specs(eval_set.criteria.metrics):
+            problems.append(FileProblem(path=where, message=message))
+        for case in eval_set.cases:
+            for message in check_specs(case.metrics):
+                loc = case.source
+                problems.append(
+                    FileProblem(
+                        path=loc.path if loc else where,
+                        line=loc.line if loc else None,
+                        json_path=loc.json_path if loc else None,
+                        case_id=case.case_id,
+                        message=message,
+                    )
+                )
+            for turn in case.turns:
+                if turn.reference_messages is None:
+                    continue
+                try:
+                    parse_reference(turn.reference_messages)
+                except ReferenceError as exc:
+                    loc = turn.source or case.source
+                    problems.append(
+                        FileProblem(
+                            path=loc.path if loc else where,
+                            line=loc.line if loc else None,
+                            json_path=loc.json_path if loc else None,
+                            case_id=case.case_id,
+                            message=str(exc),
+                        )
+                    )
+    if problems:
+        raise EvalFileError(problems)
+    specs = judged_specs([s.metrics_for(c) for s in sets for c in s.cases])
+    return Judging(judge or JudgeConfig()).resolve_all(specs)
+
+
+def apply_step_mode(sets: list[EvalSet], overrides: Sequence[MetricSpec]) -> None:
+    """Single-step evaluation: each set is scored by `output_match {key: K}` >= 1.0 for every expected output
+    key K of its cases (plus the --metric overrides); cases' own metrics still apply."""
+    keys_found = False
+    for eval_set in sets:
+        keys = sorted({key for case in eval_set.cases for turn in case.turns for key in turn.expected_outputs})
+        keys_found = keys_found or bool(keys)
+        metrics = [MetricSpec(name="output_match", threshold=1.0, options={"key": key}) for key in keys]
+        eval_set.criteria = Criteria(metrics=[*metrics, *overrides], origin="cli")
+    if not keys_found:
+        raise UsageError(
+            "--step evaluates one component against expected outputs, and no case has any "
+            '(e.g. LangSmith `"outputs": {"route": "refund_agent"}` or native `expect: {outputs: {...}}`)'
+        )
+
+
+def prepare(options: RunOptions) -> PreparedRun:
+    """Load and validate everything a run needs, so bad input fails before the agent starts."""
+    from evalward.loaders import load_paths
+    from evalward.metrics.registry import known_metric_names
+
+    if options.repeat < 1:
+        raise UsageError(f"--repeat must be at least 1, got {options.repeat}")
+    if options.concurrency < 1:
+        raise UsageError(f"--concurrency must be at least 1, got {options.concurrency}")
+    from evalward.metrics.registry import JUDGE_METRICS, STEPWISE_METRICS
+
+    known = [*known_metric_names(), *JUDGE_METRICS, *STEPWISE_METRICS]
+    loaded = load_paths(options.paths, known_metrics=known, config_path=options.config_path)
+    if not loaded.sets:
+        raise UsageError(f"no eval files found in {', '.join(options.paths)}")
+    if options.step:
+        apply_step_mode(loaded.sets, options.metric_overrides)
+    else:
+        apply_metric_overrides(loaded.sets, options.metric_overrides, options.metrics_mode)
+    judges = validate_criteria(loaded.sets, options.judge)
+    return PreparedRun(options=options, sets=loaded.sets, warnings=list(loaded.warnings), judges=judges)
+
+
+def eval_set_info(eval_set: EvalSet) -> EvalSetInfo:
+    return EvalSetInfo(
+        eval_set_id=eval_set.eval_set_id,
+        format=eval_set.format,
+        path=eval_set.path,
+        content_hash=eval_set.content_hash,
+        criteria=list(eval_set.criteria.metrics),
+        criteria_origin=eval_set.criteria.origin,
+        case_hashes={c.case_id: c.content_hash for c in eval_set.cases},
+        case_sources={c.case_id: c.source.model_dump(mode="json") for c in eval_set.cases if c.source},
+    )
+
+
+def with_judge_identities(infos: Sequence[EvalSetInfo], judges: Sequence[ResolvedJudge] | None) -> list[EvalSetInfo]:
+    """`infos` with each judged criterion's options carrying `judge: {metric, model, prompt}`, so the recorded
+    criteria (and with them the comparability key the gate uses) differ whenever the judge does."""
+    if not judges:
+        return list(infos)
+    by_spec = {j.source.model_dump_json(): j.identity() for j in judges if j.source is not None}
+    out: list[EvalSetInfo] = []
+    for info in infos:
+        criteria = [
+            spec.model_copy(update={"options": {**spec.options, "judge": by_spec[spec.model_dump_json()]}})
+            if spec.model_dump_json() in by_spec
+            else spec
+            for spec in info.criteria
+        ]
+        out.append(info.model_copy(update={"criteria": criteria}))
+    return out
+
+
+def run_fingerprint(
+    infos: Sequence[EvalSetInfo],
+    agent_kind: str,
+    agent_target: str,
+    config_hash: str,
+    judge: Sequence[dict[str, Any]] | None = None,
+) -> str:
+    """What must match for two runs to be comparable: eval content, criteria, the agent target and the judges
+    (model and prompt identity of every judged criterion)."""
+    return canonical_hash(
+        {
+            "eval_sets": [
+                {
+                    "id": i.eval_set_id,
+                    "hash": i.content_hash,
+                    "criteria": [c.model_dump(mode="json") for c in i.criteria],
+                }
+                for i in infos
+            ],
+            "agent": {"kind": agent_kind, "target": agent_target, "config": config_hash},
+            "judge": sorted((dict(j) for j in judge), key=lambda j: sorted(j.items())) if judge else None,
+        }
+    )
+
+
+WRITE_BATCH_MAX = 200
+"""Most case results one history transaction takes."""
+
+
+async def _write_results(
+    store: Store, run_id: str, queue: asyncio.Queue[CaseResult | None], writer: ThreadPoolExecutor
+) -> None:
+    """Drain `queue` into the store in batches until a None arrives (see run_prepared)."""
+    loop = asyncio.get_running_loop()
+    finished = False
+    while not finished:
+        first = await queue.get()
+        batch: list[CaseResult] = []
+        if first is None:
+            finished = True
+        else:
+            batch.append(first)
+        while not finished and not queue.empty() and len(batch) < WRITE_BATCH_MAX:
+            item = queue.get_nowait()
+            if item is None:
+                finished = True
+            else:
+                batch.append(item)
+        if batch:
+            await loop.run_in_executor(writer, store.record_cases, run_id, batch)
+
+
+def fingerprint_for(prepared: PreparedRun, agent: Agent) -> str:
+    """The comparability fingerprint of running `agent` on the prepared eval sets."""
+    target = agent.target
+    infos = [eval_set_info(s) for s in prepared.sets]
+    judges = [j.identity() for j in prepared.judges or []]
+    return run_fingerprint(infos, target.kind, target.target, target.config_hash, judges)
+
+
+def build_case_result(item: WorkItem, case_run: CaseRun) -> CaseResult:
+    """Score one finished case × repetition and assemble its result (pure apart from the metrics)."""
+    from evalward.metrics.registry import is_stepwise, requires_judge
+    from evalward.metrics.scoring import score_case
+
+    eval_set, case = item.eval_set, item.case
+    # Judged and stepwise metrics need more calls; `score_outside` adds them once the case has run.
+    specs = [s for s in eval_set.metrics_for(case) if not requires_judge(s.name) and not is_stepwise(s.name)]
+    outputs: list[AgentOutput] = list(case_run.outputs)
+    initial_state = case.session_input.state if case.session_input else {}
+    scored = score_case(
+        case,
+        specs,
+        outputs,
+        initial_state=initial_state,
+        final_state=case_run.final_state,
+        latency_s=case_run.latency_s,
+        usage=case_run.usage,
+    )
+    invocations: list[InvocationResult] = []
+    for index, turn in enumerate(case.turns):
+        output = outputs[index] if index < len(outputs) else None
+        invocations.append(
+            InvocationResult(
+                turn=index,
+                invocation_id=turn.invocation_id,
+                query=turn.query,
+                expected_response=turn.expected_response,
+                actual_response=output.response if output else None,
+                expected_tool_calls=turn.expected_tool_calls,
+                actual_tool_calls=list(output.tool_calls) if output else [],
+                expected_trajectory=turn.expected_trajectory,
+                actual_trajectory=output.steps() if output else [],
+                output=output,
+                metric_results=scored.turn_results[index] if index < len(scored.turn_results) else [],
+                latency_s=case_run.turn_latencies_s[index] if index < len(case_run.turn_latencies_s) else None,
+            )
+        )
+    error: CaseError | None = case_run.error or scored.error
+    status = "error" if error is not None else scored.status
+    case_metrics = scored.metric_results
+    if case_run.error is not None and not outputs:
+        # Nothing ran, so there is nothing to score: no "not applicable" rows that would hide the error.
+        case_metrics = []
+    return CaseResult(
+        eval_set_id=eval_set.eval_set_id,
+        case_id=case.case_id,
+        repetition=item.repetition,
+        status=status,
+        metric_results=case_metrics,
+        invocations=invocations,
+        error=error,
+        latency_s=case_run.latency_s,
+        usage=case_run.usage,
+        final_state=case_run.final_state,
+        content_hash=case.content_hash,
+        must_pass=case.must_pass,
+        started_at=case_run.started_at,
+        finished_at=case_run.finished_at,
+    )
+
+
+def finalize(run: RunResult, cases: Sequence[CaseResult], *, status: str) -> RunResult:
+    """Fold case results into the run's summary and verdict under its pass rule."""
+    from evalward.metrics.aggregate import summarize_run
+
+    ordered = sorted(cases, key=lambda c: c.key)
+    summary = summarize_run(ordered, repetitions=run.repetitions, pass_rule=run.pass_rule)
+    return run.model_copy(
+        update={
+            "cases": ordered,
+            "summary": summary.summary,
+            "case_summaries": summary.case_summaries,
+            "passed": summary.passed and status == "complete" and bool(ordered),
+            "status": status,
+            "finished_at": datetime.now(UTC),
+        }
+    )
+
+
+ProgressCallback = Callable[[int, int], None]
+
+
+async def run_prepared(
+    prepared: PreparedRun,
+    *,
+    store: Store | None = None,
+    resume_run_id: str | None = None,
+    progress: ProgressCallback | None = None,
+    agent: Agent | None = None,
+) -> RunResult:
+    """Run the agent on every planned case, scoring and storing each result as it completes.
+
+    With `resume_run_id`, only the case × repetitions the stored run lacks are run, and the result is the
+    whole run (stored plus new). A KeyboardInterrupt/cancel ends the run as `cancelled`, keeping what finished.
+    """
+    from evalward.runners import make_agent
+    from evalward.runners.base import AgentStartError
+    from evalward.runners.executor import ExecutorOptions, execute, plan_work
+
+    options = prepared.options
+    if prepared.judges is None:
+        prepared.judges = validate_criteria(prepared.sets, options.judge)
+    if agent is None:
+        agent = make_agent(
+            options.agent,
+            cwd=options.agent_cwd,
+            processes=options.agent_processes,
+            openai_options=options.agent_options,
+        )
+    infos = with_judge_identities([eval_set_info(s) for s in prepared.sets], prepared.judges)
+    target = agent.target
+    fingerprint = fingerprint_for(prepared, agent)
+    items = plan_work(prepared.sets, options.repeat, options.shard)
+
+    existing: list[CaseResult] = []
+    if resume_run_id is not None:
+        if store is None:
+            raise UsageError("--resume needs the history database")
+        stored = store.load_run(resume_run_id)
+        if stored.fingerprint != fingerprint:
+            raise UsageError(
+                f"run {resume_run_id} was made with other eval files, criteria or agent "
+                "(its fingerprint differs), so it cannot be resumed with these"
+            )
+        missing = set(store.missing_items(resume_run_id))
+        existing = list(stored.cases)
+        items = [i for i in items if (i.eval_set.eval_set_id, i.case.case_id, i.repetition) in missing]
+        run = stored.model_copy(update={"status": "running", "warnings": list(prepared.warnings)})
+    else:
+        run = RunResult(
+            run_id=options.run_id or new_run_id(),
+            status="running",
+            passed=False,
+            pass_rule=options.pass_rule,
+            repetitions=options.repeat,
+            started_at=datetime.now(UTC),
+            agent=target,
+            eval_sets=infos,
+            context=options.context.model_copy(
+                update={
+                    "shard_index": options.shard[0] if options.shard else None,
+                    "shard_count": options.shard[1] if options.shard else None,
+                }
+            ),
+            evalward_version=__version__,
+            fingerprint=fingerprint,
+            warnings=list(prepared.warnings),
+        )
+    # Judged criteria: the judge must answer before anything runs or is stored (never a silent pass).
+    judging = await start_judging(prepared, store)
+    if judging is not None:
+        run.warnings.extend(w for w in judging.warnings if w not in run.warnings)
+    if resume_run_id is None and store is not None:
+        store.begin_run(run, [(i.eval_set.eval_set_id, i.case.case_id, i.repetition) for i in items])
+
+    results: list[CaseResult] = list(existing)
+    by_key = {(i.eval_set.eval_set_id, i.case.case_id, i.repetition): i for i in items}
+    # History writes: one writer thread takes whatever results have finished since its last write and stores
+    # them in one transaction. Agents never wait for the database, writes from one process never contend for
+    # its lock, and a batch is milliseconds of results (a kill -9 loses at most that; --resume reruns it).
+    writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evalward-store")
+    to_write: asyncio.Queue[CaseResult | None] = asyncio.Queue()
+    write_task = asyncio.create_task(_write_results(store, run.run_id, to_write, writer)) if store else None
+
+    async def on_case_done(case_run: CaseRun) -> None:
+        item = case_run.item
+        planned = by_key[(item.eval_set.eval_set_id, item.case.case_id, item.repetition)]
+        result = build_case_result(planned, case_run)
+        result = await score_outside(result, planned, case_run, agent, judging, options)
+        if write_task is not None:
+            if write_task.done() and write_task.exception() is not None:
+                raise write_task.exception()  # type: ignore[misc]  # the database failed: stop the run
+            await to_write.put(result)
+        results.append(result)
+
+    try:
+        await agent.start()
+    except AgentStartError as exc:
+        if judging is not None:
+            await judging.aclose()
+        if store is not None:
+            store.finish_run(finalize(run, results, status="failed"))
+        raise InfrastructureError(f"the agent could not start: {exc}") from exc
+
+    warm_up_metrics(prepared.sets)
+    executor_options = ExecutorOptions(
+        concurrency=options.concurrency,
+        repeat=options.repeat,
+        timeout_s=options.timeout_s,
+        rate_limit_per_s=options.rate_limit_per_s,
+        max_retries=options.max_retries,
+    )
+    status = "complete"
+    try:
+        summary = await execute(items, agent, executor_options, on_case_done=on_case_done, on_progress=progress)
+        if summary.cancelled:
+            status = "cancelled"
+    except asyncio.CancelledError:
+        # Ctrl-C: what finished is kept (and already stored); the caller sees status "cancelled".
+        status = "cancelled"
+    except BaseException:
+        status = "failed"
+        raise
+    finally:
+        if judging is not None:
+            prepared.judge_usage = judging.usage
+            await judging.aclose()
+        if write_task is not None:
+            await to_write.put(None)
+            await write_task
+        writer.shutdown(wait=True)
+        run = finalize(run, results, status=status)
+        if store is not None:
+            store.finish_run(run)
+    return run
+
+
+async def start_judging(prepared: PreparedRun, store: Store | None) -> Judging | None:
+    """The run's judges, probed (InfrastructureError when unreachable); None when nothing is judged.
+
+    Replies are cached in the history database's judge_cache table, or without one in a SQLite file
+    (`JudgeConfig.cache_url`, default `.evalward/judge_cache.db`).
+    """
+    if not prepared.judges:
+        return None
+    from evalward.judging.cache import JudgeCache, SqlJudgeCache
+    from evalward.judging.config import FALLBACK_CACHE_URL, JudgeConfig
+    from evalward.judging.scoring import Judging
+
+    config = prepared.options.judge or JudgeConfig()
+    cache: JudgeCache = (
+        SqlJudgeCache(store.engine) if store is not None else SqlJudgeCache.open(config.cache_url or FALLBACK_CACHE_URL)
+    )
+    judging = Judging(config, cache=cache)
+    try:
+        judging.warnings = await judging.probe(prepared.judges)
+    except BaseException:
+        await judging.aclose()
+        raise
+    return judging
+
+
+async def score_outside(
+    result: CaseResult, item: WorkItem, case_run: CaseRun, agent: Agent, judging: Judging | None, options: RunOptions
+) -> CaseResult:
+    """Add what `score_case` cannot compute from the outputs alone: teacher-forced step metrics (more agent
+    calls) and judged metrics (judge calls), then recompute the case status (`judging.merge`)."""
+    from evalward.judging.merge import merge_metric_results
+    from evalward.judging.scoring import apply_judges
+
+    stepwise = await score_stepwise(item, case_run, agent, options)
+    if stepwise is not None:
+        result = merge_metric_results(result, stepwise[0], stepwise[1])
+    if judging is not None:
+        specs = item.eval_set.metrics_for(item.case)
+        result = await apply_judges(result, item.case, specs, case_run.outputs, judging)
+    return result
+
+
+async def score_stepwise(
+    item: WorkItem, case_run: CaseRun, agent: Agent, options: RunOptions
+) -> tuple[list[MetricResult], dict[int, list[MetricResult]]] | None:
+    """Teacher forcing for every answered turn with `reference_messages` (METRICS.md §6, `metrics.stepwise`).
+
+    Each such turn's steps go to the agent with `next_action_only` (runners/stepwise.py), the earlier turns
+    in its history as the normal run had them; the normal run's output gives the free-running survival.
+    None when step-by-step evaluation does not apply to the case (mode `auto` without references, or `off`).
+    """
+    from evalward.metrics import stepwise as sw
+    from evalward.metrics.registry import is_stepwise
+    from evalward.model import AgentRequest, Message
+    from evalward.runners.executor import history_messages
+    from evalward.runners.stepwise import teacher_forced_steps
+
+    case = item.case
+    specs = item.eval_set.metrics_for(case)
+    named = {s.name: s for s in specs if is_stepwise(s.name)}
+    answered = list(zip(case.turns, case_run.outputs, strict=False))
+    has_reference = any(turn.reference_messages is not None for turn, _ in answered)
+    if options.stepwise == "off" or (options.stepwise == "auto" and not has_reference and not named):
+        return sw.metric_results({}, named) if named else None
+    session_id = f"{item.eval_set.eval_set_id}/{case.case_id}/r{item.repetition}/teacher-forcing"
+    session_state = dict(case.session_input.state) if case.session_input is not None else {}
+    history: list[Message] = []
+    per_turn: dict[int, dict[str, Any]] = {}
+    for index, (turn, output) in enumerate(answered):
+        request = AgentRequest(
+            case_id=case.case_id,
+            turn=index,
+            query=turn.query,
+            inputs=turn.inputs,
+            history=list(history),
+            session_id=session_id,
+            session_state=session_state,
+            repetition=item.repetition,
+        )
+        if turn.reference_messages is not None:
+            reference = sw.parse_reference(turn.reference_messages)
+            lead = list(reference.lead) or [Message(role="user", content=turn.query)]
+            prefixes = [reference.prefix(j) for j in range(1, reference.m + 2)]
+            attempts = await teacher_forced_steps(
+                agent, request, lead, prefixes, timeout_s=options.timeout_s, max_retries=options.max_retries
+            )
+            final_check = sw.final_check_for(case, index, specs, reference)
+            credits: list[float] = []
+            notes: list[str] = []
+            for attempt in attempts:
+                size = len(reference.steps[attempt.step - 1].calls) if attempt.step <= reference.m else 1
+                action = (
+                    sw.NextAction(error=attempt.error)
+                    if attempt.output is None
+                    else sw.first_step(attempt.output, size)
+                )
+                credit, note = sw.step_credit(attempt.step, reference, action, final_check)
+                credits.append(credit)
+                notes.append(note)
+            per_turn[index] = sw.stepwise_scores(credits, notes, sw.free_run(output, reference))
+        history.extend(history_messages(request, output))
+    return sw.metric_results(per_turn, named)
+
+
+ROUGE_METRICS = frozenset({"response_match_score", "response_rouge1"})
+
+
+def warm_up_metrics(sets: Sequence[EvalSet]) -> None:
+    """Import what scoring needs before agents start: a first-use import of nltk (~0.5 s) on the event loop
+    would stall running turns and inflate their measured latency."""
+    names = {spec.name for s in sets for case in s.cases for spec in s.metrics_for(case)}
+    if names & ROUGE_METRICS:
+        from evalward.metrics.rouge import stem
+
+        stem("warming")
+
+
+def run_blocking(prepared: PreparedRun, **kwargs: Any) -> RunResult:
+    """`run_prepared` from synchronous code.
+
+    The coroutine hands its result back through a holder instead of returning it: on Python 3.11,
+    `asyncio.run` formats the main task's repr (result included) while restoring the SIGINT handler, which
+    for a large RunResult costs a noticeable fraction of a second.
+    """
+    holder: list[RunResult] = []
+
+    async def main() -> None:
+        holder.append(await run_prepared(prepared, **kwargs))
+
+    asyncio.run(main())
+    return holder[0]
+
+
+def new_run_id() -> str:
+    """Sortable, unique: UTC timestamp plus random suffix, e.g. `20261122T061500-3fa9c1`."""
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
+
+
+def describe_sets(sets: Sequence[EvalSet]) -> list[dict[str, Any]]:
+    """One line per set for `validate` and logs: id, format, file, cases, criteria."""
+    return [
+        {
+            "eval_set_id": s.eval_set_id,
+            "format": s.format,
+            "path": s.path,
+            "cases": len(s.cases),
+            "turns": sum(len(c.turns) for c in s.cases),
+            "criteria": [m.describe() for m in s.criteria.metrics],
+            "criteria_origin": s.criteria.origin,
+        }
+        for s in sets
+    ]

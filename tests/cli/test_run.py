@@ -1,0 +1,107 @@
+"""`evalward run` and `evalward validate` through click's runner: exit codes and exact messages."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DICE = ROOT / "examples" / "dice_agent"
+
+
+def run_cli(args: list[str], tmp_path: Path) -> tuple[int, str, str]:
+    completed = subprocess.run(
+        [sys.executable, "-m", "evalward", *args],
+        cwd=ROOT,
+        env={**os.environ, "EVALWARD_DB": f"sqlite:///{tmp_path}/h.db"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return completed.returncode, completed.stdout, completed.stderr
+
+
+def test_dice_example_passes_and_writes_reports(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    code, stdout, stderr = run_cli(
+        [
+            "run",
+            str(DICE),
+            "--agent",
+            f"{DICE}/agent.py:root_agent",
+            "--json",
+            str(out / "run.json"),
+            "--junit",
+            str(out / "junit.xml"),
+            "--markdown",
+            str(out / "comment.md"),
+        ],
+        tmp_path,
+    )
+    assert code == 0, stdout + stderr
+    run = json.loads((out / "run.json").read_text())
+    assert run["schema_version"] == 1
+    assert {c["eval_set"] for c in run["cases"]} == {"dice", "dice_basic"}
+    assert run["passed"] is True
+    # 2 eval sets: the legacy test file (1 case) and the current eval set (2 cases).
+    assert sorted(c["case_id"] for c in run["cases"]) == sorted(
+        [
+            str(DICE / "dice.test.json"),
+            "roll_16_sided_dice_and_then_check_if_6151953_is_prime",
+            "roll_17_sided_dice_twice",
+        ]
+    )
+    assert set(run["summary"]) >= {"tool_trajectory_avg_score", "response_match_score"}
+    assert run["summary"]["tool_trajectory_avg_score"]["mean"] == 1.0
+    assert "<testsuite" in (out / "junit.xml").read_text()
+    assert (out / "comment.md").read_text().strip()
+
+
+def test_wrong_agent_fails_with_exit_1(tmp_path: Path) -> None:
+    agent = tmp_path / "lazy_agent.py"
+    agent.write_text("def run(request):\n    return {'response': 'no idea'}\n")
+    code, stdout, stderr = run_cli(["run", str(DICE / "dice.evalset.json"), "--agent", f"{agent}:run"], tmp_path)
+    assert code == 1, stdout + stderr
+
+
+def test_agent_that_cannot_start_is_infrastructure_exit_3(tmp_path: Path) -> None:
+    code, _, stderr = run_cli(["run", str(DICE), "--agent", "no_such_module_xyz:run"], tmp_path)
+    assert code == 3
+    assert "no_such_module_xyz" in stderr
+
+
+def test_bad_input_is_exit_2_with_location(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.test.json"
+    bad.write_text('[{"query": "hi",\n  "expected_tool_use": [}\n]')
+    code, _, stderr = run_cli(["validate", str(bad)], tmp_path)
+    assert code == 2
+    assert f"{bad}:2:" in stderr
+
+
+def test_judge_criteria_stop_before_running(tmp_path: Path) -> None:
+    (tmp_path / "evals").mkdir()
+    (tmp_path / "evals" / "a.test.json").write_text((DICE / "dice.test.json").read_text())
+    (tmp_path / "evals" / "test_config.json").write_text(
+        json.dumps({"criteria": {"final_response_match_v2": {"threshold": 0.8}}})
+    )
+    code, _, stderr = run_cli(["run", str(tmp_path / "evals"), "--agent", f"{DICE}/agent.py:root_agent"], tmp_path)
+    assert code == 3
+    assert "final_response_match_v2 need a judge model" in stderr
+
+
+def test_validate_lists_sets(tmp_path: Path) -> None:
+    code, stdout, _ = run_cli(["validate", str(DICE)], tmp_path)
+    assert code == 0
+    assert "[adk_legacy_test]" in stdout and "[adk_evalset]" in stdout
+
+
+@pytest.mark.parametrize("shard", ["0/2", "3/2", "x"])
+def test_bad_shard_is_usage_error(shard: str, tmp_path: Path) -> None:
+    code, _, stderr = run_cli(["run", str(DICE), "--agent", f"{DICE}/agent.py:root_agent", "--shard", shard], tmp_path)
+    assert code == 2
+    assert "expected I/N" in stderr
