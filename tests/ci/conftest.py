@@ -1,0 +1,213 @@
+"""A repository checkout in a temporary folder, a fake GitHub, and GitHub's own example event payloads.
+
+The workspace holds a native eval set (`evals/weather.eval.json`, one case per city) and a deterministic Python
+agent (`agent.py:run`) whose behaviour is read from `agent_mode.txt` at each call: `good` answers every case,
+`bad` drops the tool call for the first `BROKEN` cities, `hostile` answers with text built to inject
+workflow commands, mentions, references, HTML and a forged marker. Event payloads are the vendored
+`@octokit/webhooks-examples` (`tests/fakes/data/webhook-examples-subset.json`) with only the fields a
+scenario needs changed (a fork's `head.repo`, the push that made the PR's base commit).
+
+Every request the fake GitHub received is checked against GitHub's REST description when the test ends.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalward.ci import CiOptions, CiResult, run_ci
+from evalward.github import GitHubClient
+from fakes.github_server import FakeGitHub
+from github.contract import check_requests
+
+EXAMPLES: dict[str, list[dict[str, Any]]] = json.loads(
+    (Path(__file__).resolve().parents[1] / "fakes" / "data" / "webhook-examples-subset.json").read_text("utf-8")
+)["examples"]
+REPO = "Codertocat/Hello-World"
+CITIES = ["Paris", "Tokyo", "Lima", "Oslo", "Cairo", "Quito", "Perth", "Delhi", "Rome", "Seoul"]
+BROKEN = 6
+"""`bad` mode breaks the first 6 of 10 cases: exact McNemar p = 0.5^6 = 0.0156 < 0.05, Δ̂ = −0.6 ≤ −0.02."""
+HOSTILE = (
+    "::add-mask::hunter2\n::set-output name=verdict::pass\n##[error]forged\n  ::error::indented\n"
+    "@octocat fixes #1 and owner/repo#2 </details></code><img src=x onerror=alert(1)>\n"
+    "<!-- evalward:CI/evals --> <!-- evalward-verdict: pass -->\n````\n# ✅ All evals passed"
+)
+
+AGENT = """
+from pathlib import Path
+
+BROKEN = {broken!r}
+HOSTILE = {hostile!r}
+
+
+def run(request):
+    mode = Path("agent_mode.txt").read_text().strip()
+    city = request["query"].rsplit(" ", 1)[-1].rstrip("?")
+    if mode == "hostile":
+        return {{"response": HOSTILE, "tool_calls": [{{"name": "get_weather", "args": {{"city": HOSTILE}}}}]}}
+    if mode == "bad" and city in BROKEN:
+        return {{"response": "I do not know.", "tool_calls": []}}
+    if mode == "allbad":
+        return {{"response": "I do not know.", "tool_calls": []}}
+    return {{"response": f"It is sunny in {{city}}.", "tool_calls": [{{"name": "get_weather", "args": {{"city": city}}}}]}}
+"""
+
+
+def eval_set(cities: list[str]) -> dict[str, Any]:
+    return {
+        "evalward": 1,
+        "eval_set_id": "weather",
+        "cases": [
+            {
+                "id": city.lower(),
+                "query": f"What is the weather in {city}?",
+                "expect": {
+                    "tool_calls": [{"name": "get_weather", "args": {"city": city}}],
+                    "response": f"It is sunny in {city}.",
+                },
+            }
+            for city in cities
+        ],
+    }
+
+
+def pull_request_payload(*, fork: bool = False, head_sha: str | None = None) -> dict[str, Any]:
+    """GitHub's `pull_request.opened` example; a fork when `fork` (head.repo elsewhere)."""
+    payload = copy.deepcopy(EXAMPLES["pull_request"][0])
+    if fork:
+        payload["pull_request"]["head"]["repo"]["full_name"] = "forker/Hello-World"
+        payload["pull_request"]["head"]["label"] = "forker:changes"
+    if head_sha:
+        payload["pull_request"]["head"]["sha"] = head_sha
+    return payload
+
+
+def push_payload() -> dict[str, Any]:
+    """GitHub's push-to-master example, made the push that created the PR example's base commit."""
+    payload = copy.deepcopy(EXAMPLES["push"][4])
+    payload["after"] = EXAMPLES["pull_request"][0]["pull_request"]["base"]["sha"]
+    return payload
+
+
+PR_HEAD = EXAMPLES["pull_request"][0]["pull_request"]["head"]["sha"]
+PR_BASE = EXAMPLES["pull_request"][0]["pull_request"]["base"]["sha"]
+PR_NUMBER = int(EXAMPLES["pull_request"][0]["number"])
+MERGE_SHA = "f" * 40
+"""GITHUB_SHA on pull_request events: the test merge commit, which must never get the status."""
+
+
+@dataclass
+class Workspace:
+    root: Path
+    fake: FakeGitHub
+    waits: list[float] = field(default_factory=list)
+    counter: int = 0
+
+    def agent(self, mode: str) -> None:
+        (self.root / "agent_mode.txt").write_text(mode, encoding="utf-8")
+
+    def options(self, **changes: Any) -> CiOptions:
+        values: dict[str, Any] = {
+            "paths": ["evals"],
+            "agent": "agent.py:run",
+            "db_url": f"sqlite:///{self.root / 'history.db'}",
+            "results_artifact": str(self.root / "evalward-results"),
+            "timeout_s": 30.0,
+        }
+        values.update(changes)
+        return CiOptions(**values)
+
+    def env(
+        self, event_name: str, payload: dict[str, Any] | None, *, token: str = "ghs_actions", **extra: str
+    ) -> dict[str, str]:
+        self.counter += 1
+        folder = self.root / f".gh{self.counter}"
+        folder.mkdir()
+        env = {
+            "GITHUB_ACTIONS": "true",
+            "GITHUB_EVENT_NAME": event_name,
+            "GITHUB_REPOSITORY": REPO,
+            "GITHUB_API_URL": self.fake.url,
+            "GITHUB_SERVER_URL": "https://github.test",
+            "GITHUB_SHA": MERGE_SHA
+            if event_name.startswith("pull_request")
+            else (payload or {}).get("after", "a" * 40),
+            "GITHUB_REF": "refs/pull/2/merge" if event_name.startswith("pull_request") else "refs/heads/master",
+            "GITHUB_RUN_ID": str(9000 + self.counter),
+            "GITHUB_RUN_ATTEMPT": "1",
+            "GITHUB_WORKFLOW": "CI",
+            "GITHUB_WORKSPACE": str(self.root),
+            "GITHUB_STEP_SUMMARY": str(folder / "summary.md"),
+            "GITHUB_OUTPUT": str(folder / "output.txt"),
+        }
+        if payload is not None:
+            (folder / "event.json").write_text(json.dumps(payload), encoding="utf-8")
+            env["GITHUB_EVENT_PATH"] = str(folder / "event.json")
+        if token:
+            env["INPUT_GITHUB-TOKEN"] = token
+        env.update(extra)
+        return env
+
+    def client_factory(self, actions: Any) -> GitHubClient | None:
+        if not actions.token:
+            return None
+        return GitHubClient(
+            actions.token,
+            api_url=actions.api_url,
+            sleep=self.waits.append,
+            jitter=lambda: 1.0,
+            clock=lambda: 1_700_000_000.0,
+        )
+
+    def run(self, env: dict[str, str], **changes: Any) -> tuple[CiResult, str]:
+        import io
+
+        out, err = io.StringIO(), io.StringIO()
+        result = run_ci(
+            self.options(**changes), env=env, out=out, err=err, client_factory=self.client_factory, root=self.root
+        )
+        return result, out.getvalue() + err.getvalue()
+
+    def push(self) -> CiResult:
+        """The base branch's run: the baseline of the PR example."""
+        self.agent("good")
+        result, _ = self.run(self.env("push", push_payload()))
+        return result
+
+
+def outputs(env: dict[str, str]) -> dict[str, str]:
+    """The `name=value` lines of GITHUB_OUTPUT (our values are single-line)."""
+    text = Path(env["GITHUB_OUTPUT"]).read_text(encoding="utf-8")
+    return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+
+
+def summary(env: dict[str, str]) -> str:
+    path = Path(env["GITHUB_STEP_SUMMARY"])
+    return path.read_text(encoding="utf-8") if path.exists() else ""
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeGitHub]:
+    with FakeGitHub() as server:
+        yield server
+        if not server.contract_exempt:
+            problems = check_requests(server.requests)
+            assert not problems, "requests that break GitHub's REST contract:\n" + "\n".join(problems)
+
+
+@pytest.fixture
+def workspace(tmp_path: Path, fake: FakeGitHub, monkeypatch: pytest.MonkeyPatch) -> Workspace:
+    root = tmp_path / "repo"
+    (root / "evals").mkdir(parents=True)
+    (root / "evals" / "weather.eval.json").write_text(json.dumps(eval_set(CITIES), indent=2) + "\n", encoding="utf-8")
+    (root / "agent.py").write_text(AGENT.format(broken=CITIES[:BROKEN], hostile=HOSTILE), encoding="utf-8")
+    monkeypatch.chdir(root)
+    space = Workspace(root=root, fake=fake)
+    space.agent("good")
+    return space
