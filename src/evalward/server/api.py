@@ -1,0 +1,326 @@
+"""The JSON API under `/api/v1` and its OpenAPI document (`/openapi.json`).
+
+| method, path | auth | answer |
+| --- | --- | --- |
+| `POST /api/v1/runs` | upload token of the run's repository | 201 `{run_id, url}`; 409 when the run id exists (append-only) |
+| `GET /api/v1/repos/{owner}/{repo}/runs` | read | run rows, newest first (`branch`, `status`, `limit`) |
+| `GET /api/v1/runs/{run_id}` | read | the stored `RunResult` |
+| `GET /api/v1/runs/{run_id}/compare` | read | the `Verdict` against `baseline` (auto, none, RUN_ID, commit:SHA, branch:NAME) |
+| `GET /api/v1/repos/{owner}/{repo}/cases/{case_id}/history` | read | per run and metric: the case's mean score |
+| `GET /api/v1/jobs` | read | jobs, newest first (`status`, `repo`, `limit`) |
+
+Read endpoints need `Authorization: Bearer <read token>` (or the dashboard's cookie) unless the server
+is configured `public_read`. Tokens are compared by hash (`tokens.py`). Every error is
+`{"error": {"status", "message"}}` with the matching status code.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from evalward.errors import EvalFileError, EvalwardError, GateInputError, InfrastructureError, UsageError
+from evalward.server.tokens import bearer_token, token_matches
+
+READ_COOKIE = "evalward_read"
+MAX_UPLOAD_BYTES = 64 * 1024 * 1024
+MAX_LIMIT = 500
+
+
+def _state(request: Request) -> Any:
+    return request.app.state.server
+
+
+def can_read(request: Request) -> bool:
+    settings = _state(request).settings
+    if settings.public_read:
+        return True
+    token = bearer_token(request.headers.get("authorization")) or request.cookies.get(READ_COOKIE)
+    return token_matches(token, settings.read_token_hashes)
+
+
+def require_read(request: Request) -> None:
+    if not can_read(request):
+        raise HTTPException(401, "a read token is required: send `Authorization: Bearer <token>`")
+
+
+def _limit(request: Request, default: int = 50) -> int:
+    raw = request.query_params.get("limit")
+    if raw is None:
+        return default
+    if not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
+        raise HTTPException(400, f"limit must be an integer from 1 to {MAX_LIMIT}, found {raw!r}")
+    return int(raw)
+
+
+def _repo(request: Request) -> str:
+    return f"{request.path_params['owner']}/{request.path_params['repo']}"
+
+
+async def upload_run(request: Request) -> Response:
+    from evalward.report.json_report import load_run_json
+    from evalward.server.app import PayloadTooLarge, read_body_capped
+
+    state = _state(request)
+    token = bearer_token(request.headers.get("authorization"))
+    if token is None:
+        raise HTTPException(401, "an upload token is required: send `Authorization: Bearer <token>`")
+    try:
+        body = await read_body_capped(request, MAX_UPLOAD_BYTES)
+    except PayloadTooLarge:
+        raise HTTPException(413, f"the run is larger than {MAX_UPLOAD_BYTES:,} bytes") from None
+    try:
+        run = load_run_json(body.decode("utf-8"), source="request body")
+    except UnicodeDecodeError:
+        raise HTTPException(400, "the body is not UTF-8 text") from None
+    except (EvalFileError, GateInputError, UsageError) as exc:
+        raise HTTPException(422, str(exc)) from None
+    repo = run.context.repository
+    if not repo:
+        raise HTTPException(422, "the run has no context.repository (owner/name); run with --repo or in Actions")
+    if not token_matches(token, state.settings.upload_token_hashes.get(repo, [])):
+        raise HTTPException(403, f"this token may not upload runs of {repo}")
+
+    def store_it() -> bool:
+        if state.store.has_run(run.run_id):
+            return False
+        state.store.import_run(run)
+        return True
+
+    if not await run_in_threadpool(store_it):
+        raise HTTPException(409, f"run {run.run_id!r} is already stored; runs are append-only")
+    return JSONResponse({"run_id": run.run_id, "url": f"/api/v1/runs/{run.run_id}"}, status_code=201)
+
+
+async def list_repo_runs(request: Request) -> Response:
+    require_read(request)
+    state = _state(request)
+    limit = _limit(request)
+    rows = await run_in_threadpool(
+        state.store.list_runs,
+        repository=_repo(request),
+        branch=request.query_params.get("branch"),
+        status=request.query_params.get("status"),
+        limit=limit,
+    )
+    return JSONResponse({"repository": _repo(request), "runs": [r.model_dump(mode="json") for r in rows]})
+
+
+def _load_run(request: Request) -> Any:
+    state = _state(request)
+    run_id = request.path_params["run_id"]
+    if not state.store.has_run(run_id):
+        raise HTTPException(404, f"run {run_id!r} is not stored")
+    return state.store.load_run(run_id)
+
+
+async def get_run(request: Request) -> Response:
+    require_read(request)
+    run = await run_in_threadpool(_load_run, request)
+    return JSONResponse(run.model_dump(mode="json"))
+
+
+def compare_runs(request: Request) -> dict[str, Any]:
+    from evalward.gate import GatePolicy
+    from evalward.gating import gate_run
+
+    state = _state(request)
+    current = _load_run(request)
+    spec = request.query_params.get("baseline", "auto")
+    allow = request.query_params.get("allow_mismatch", "").lower() in ("1", "true", "yes")
+    if spec not in ("auto", "none") and not spec.startswith(("commit:", "branch:")) and not state.store.has_run(spec):
+        raise HTTPException(404, f"baseline run {spec!r} is not stored")
+    with tempfile.TemporaryDirectory(prefix="evalward-compare-") as empty:
+        # No checkout here: the merge-base must come from the run's context (git finds nothing in `empty`).
+        outcome = gate_run(
+            state.store, current, GatePolicy(), baseline_spec=spec, allow_mismatch=allow, repo_dir=Path(empty)
+        )
+    return {
+        "run_id": current.run_id,
+        "baseline_run_id": outcome.baseline.run_id if outcome.baseline else None,
+        "searched": list(outcome.search.searched),
+        "verdict": outcome.verdict.model_dump(mode="json"),
+    }
+
+
+async def compare(request: Request) -> Response:
+    require_read(request)
+    return JSONResponse(await run_in_threadpool(compare_runs, request))
+
+
+async def case_history(request: Request) -> Response:
+    from evalward.server import history
+
+    require_read(request)
+    state = _state(request)
+    points = await run_in_threadpool(
+        history.case_history,
+        state.store,
+        _repo(request),
+        request.path_params["case_id"],
+        metric=request.query_params.get("metric"),
+        branch=request.query_params.get("branch"),
+        limit=_limit(request),
+    )
+    return JSONResponse(
+        {
+            "repository": _repo(request),
+            "case_id": request.path_params["case_id"],
+            "points": [p.model_dump(mode="json") for p in points],
+        }
+    )
+
+
+async def list_jobs(request: Request) -> Response:
+    require_read(request)
+    state = _state(request)
+    jobs = await run_in_threadpool(
+        state.queue.list_jobs,
+        status=request.query_params.get("status"),
+        repo=request.query_params.get("repo"),
+        limit=_limit(request),
+    )
+    return JSONResponse({"jobs": [j.model_dump(mode="json") for j in jobs]})
+
+
+async def openapi(request: Request) -> Response:
+    return JSONResponse(openapi_document())
+
+
+async def evalward_error_handler(request: Request, exc: Exception) -> Response:
+    """User-facing errors raised below the API: bad input 422, unknown runs 404, infrastructure 503."""
+    from evalward.server.app import error_response
+
+    assert isinstance(exc, EvalwardError)
+    status = 503 if isinstance(exc, InfrastructureError) else 422
+    if isinstance(exc, GateInputError) and "is not in the history database" in str(exc):
+        status = 404
+    return error_response(status, str(exc))
+
+
+def api_routes() -> list[Route]:
+    return [
+        Route("/openapi.json", openapi, methods=["GET"]),
+        Route("/api/v1/runs", upload_run, methods=["POST"]),
+        Route("/api/v1/repos/{owner}/{repo}/runs", list_repo_runs, methods=["GET"]),
+        Route("/api/v1/runs/{run_id}", get_run, methods=["GET"]),
+        Route("/api/v1/runs/{run_id}/compare", compare, methods=["GET"]),
+        Route("/api/v1/repos/{owner}/{repo}/cases/{case_id:path}/history", case_history, methods=["GET"]),
+        Route("/api/v1/jobs", list_jobs, methods=["GET"]),
+    ]
+
+
+# -- OpenAPI -------------------------------------------------------------------------------------------
+
+_ERROR = {"$ref": "#/components/schemas/Error"}
+
+
+def _responses(ok: str, *errors: int, ok_status: str = "200") -> dict[str, Any]:
+    names = {400: "Bad request", 401: "No or wrong token", 403: "Token not allowed", 404: "Not found",
+             409: "Already stored", 413: "Too large", 422: "Invalid content"}  # fmt: skip
+    out: dict[str, Any] = {
+        ok_status: {"description": ok, "content": {"application/json": {"schema": {"type": "object"}}}}
+    }
+    for status in errors:
+        out[str(status)] = {"description": names[status], "content": {"application/json": {"schema": _ERROR}}}
+    return out
+
+
+def _param(name: str, where: str = "query", *, required: bool = False, description: str = "") -> dict[str, Any]:
+    return {"name": name, "in": where, "required": required or where == "path", "schema": {"type": "string"},
+            "description": description}  # fmt: skip
+
+
+def openapi_document() -> dict[str, Any]:
+    """The OpenAPI 3.1 description of the API (hand-written next to the routes it describes)."""
+    from evalward import __version__
+
+    read: list[dict[str, list[str]]] = [{"readToken": []}]
+    owner_repo = [_param("owner", "path"), _param("repo", "path")]
+    limit = _param("limit", description=f"1..{MAX_LIMIT}, default 50")
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "evalward server API", "version": __version__},
+        "components": {
+            "securitySchemes": {
+                "readToken": {"type": "http", "scheme": "bearer", "description": "read token (unless public)"},
+                "uploadToken": {"type": "http", "scheme": "bearer", "description": "per-repository upload token"},
+            },
+            "schemas": {
+                "Error": {
+                    "type": "object",
+                    "required": ["error"],
+                    "properties": {
+                        "error": {
+                            "type": "object",
+                            "required": ["status", "message"],
+                            "properties": {"status": {"type": "integer"}, "message": {"type": "string"}},
+                        }
+                    },
+                }
+            },
+        },
+        "paths": {
+            "/api/v1/runs": {
+                "post": {
+                    "operationId": "uploadRun",
+                    "summary": "Upload a run (the JSON `evalward run --json` writes); append-only.",
+                    "security": [{"uploadToken": []}],
+                    "requestBody": {"required": True, "content": {"application/json": {"schema": {"type": "object"}}}},
+                    "responses": _responses("Stored", 400, 401, 403, 409, 413, 422, ok_status="201"),
+                }
+            },
+            "/api/v1/repos/{owner}/{repo}/runs": {
+                "get": {
+                    "operationId": "listRuns",
+                    "summary": "Runs of a repository, newest first.",
+                    "security": read,
+                    "parameters": [*owner_repo, _param("branch"), _param("status"), limit],
+                    "responses": _responses("Run rows", 400, 401),
+                }
+            },
+            "/api/v1/runs/{run_id}": {
+                "get": {
+                    "operationId": "getRun",
+                    "summary": "One stored run with every case result.",
+                    "security": read,
+                    "parameters": [_param("run_id", "path")],
+                    "responses": _responses("The run", 401, 404),
+                }
+            },
+            "/api/v1/runs/{run_id}/compare": {
+                "get": {
+                    "operationId": "compareRun",
+                    "summary": "Gate a run against a baseline: auto, none, RUN_ID, commit:SHA or branch:NAME.",
+                    "security": read,
+                    "parameters": [_param("run_id", "path"), _param("baseline"), _param("allow_mismatch")],
+                    "responses": _responses("The verdict", 401, 404, 422),
+                }
+            },
+            "/api/v1/repos/{owner}/{repo}/cases/{case_id}/history": {
+                "get": {
+                    "operationId": "caseHistory",
+                    "summary": "One case's mean score per metric in each complete run, oldest first.",
+                    "security": read,
+                    "parameters": [*owner_repo, _param("case_id", "path"), _param("metric"), _param("branch"), limit],
+                    "responses": _responses("History points", 400, 401),
+                }
+            },
+            "/api/v1/jobs": {
+                "get": {
+                    "operationId": "listJobs",
+                    "summary": "Daemon jobs, newest first.",
+                    "security": read,
+                    "parameters": [_param("status"), _param("repo"), limit],
+                    "responses": _responses("Jobs", 400, 401),
+                }
+            },
+        },
+    }

@@ -1,0 +1,441 @@
+"""The daemon's durable job queue: rows of the `jobs` table (store migration 0002), nothing else.
+
+Life of a job (`status`):
+
+    held ──(label / re-request)──▶ queued ──claim──▶ running ──▶ done | failed | cancelled
+                                      ▲                 │
+                                      └── lease expired, released on shutdown, or a retryable failure
+
+- **Enqueue is idempotent.** `dedupe_key` is UNIQUE (`evaluate:{repo}:{head_sha}:{suite}` for PR runs), so
+  a redelivered webhook or a double send finds the existing row and creates nothing. Enqueuing a trusted
+  job over a `held` one releases it instead.
+- **Claim** takes the oldest claimable row — `queued`, or `running` whose lease has expired (its worker
+  died) — in one write transaction. On PostgreSQL the candidates are read `FOR UPDATE SKIP LOCKED`, so
+  workers on several hosts never wait for or take the same row; on SQLite the transaction's write lock
+  (`BEGIN IMMEDIATE`) serialises claimers, so run one worker process there.
+- **At most N running jobs per repository.** Before claiming a job of repository R the claimer counts R's
+  running jobs with a live lease. On PostgreSQL it first takes `pg_try_advisory_xact_lock` on R, so two
+  claimers cannot both see N−1 and both claim; a claimer that cannot get the lock skips R this time.
+- **Fencing.** A claim increments `attempts`; heartbeats and the final update match `(id, attempts,
+  status='running')`. A worker whose lease expired and whose job was re-claimed (or cancelled) updates
+  no row, learns it lost the job, and stops without reporting — so a job is reported once.
+- After `max_attempts` claims a job whose lease expires again is marked `failed`.
+
+Times come from the database's clock on PostgreSQL (`now()`), so hosts with skewed clocks agree on
+leases; SQLite (one host) uses this process's UTC clock.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel
+
+from evalward.store.engine import read_transaction, write_transaction
+from evalward.store.schema import jobs_table
+
+if TYPE_CHECKING:
+    from sqlalchemy import Connection, Engine
+
+JobStatus = Literal["held", "queued", "running", "done", "failed", "cancelled"]
+OPEN_STATUSES: tuple[str, ...] = ("held", "queued", "running")
+FINAL_STATUSES: tuple[str, ...] = ("done", "failed", "cancelled")
+_CANDIDATES = 32
+"""Rows looked at per claim; enough to skip past repositories that are at their limit."""
+ERROR_MAX_CHARS = 4000
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """A job to enqueue."""
+
+    kind: str
+    dedupe_key: str
+    payload: dict[str, Any]
+    repo: str | None = None
+    head_sha: str | None = None
+    status: JobStatus = "queued"
+
+
+@dataclass(frozen=True)
+class Enqueued:
+    """What enqueue did: `created` False means the key existed (a redelivery); `released` a held job went queued."""
+
+    job_id: int
+    created: bool
+    status: str
+    released: bool = False
+    cancelled: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ClaimedJob:
+    """A job a worker holds; `attempt` is its fencing token."""
+
+    id: int
+    kind: str
+    payload: dict[str, Any]
+    repo: str | None
+    head_sha: str | None
+    attempt: int
+    dedupe_key: str
+    lease_until: datetime = field(compare=False)
+
+
+class JobView(BaseModel):
+    """A job as the API and dashboard show it."""
+
+    id: int
+    kind: str
+    status: str
+    repo: str | None
+    head_sha: str | None
+    attempts: int
+    dedupe_key: str
+    created_at: datetime
+    updated_at: datetime
+    lease_until: datetime | None
+    last_error: str | None
+    pr_number: int | None = None
+    event: str | None = None
+    run_id: str | None = None
+    conclusion: str | None = None
+
+
+def _pg(conn: Connection) -> bool:
+    return conn.dialect.name == "postgresql"
+
+
+def _now(conn: Connection) -> datetime:
+    if _pg(conn):
+        from sqlalchemy import text
+
+        value: datetime = conn.execute(text("SELECT now()")).scalar_one()
+        return value.astimezone(UTC)
+    return datetime.now(UTC)
+
+
+def _repo_lock_key(repo: str) -> int:
+    """A stable signed 64-bit advisory-lock key per repository (first 8 bytes of SHA-256)."""
+    return int.from_bytes(hashlib.sha256(b"evalward-job-repo:" + repo.encode()).digest()[:8], "big", signed=True)
+
+
+def _view(row: Any) -> JobView:
+    payload = row.payload or {}
+    result = payload.get("result") or {}
+    return JobView(
+        id=row.id,
+        kind=row.kind,
+        status=row.status,
+        repo=row.repo,
+        head_sha=row.head_sha,
+        attempts=row.attempts,
+        dedupe_key=row.dedupe_key,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        lease_until=row.lease_until,
+        last_error=row.last_error,
+        pr_number=payload.get("pr_number"),
+        event=payload.get("event"),
+        run_id=result.get("run_id"),
+        conclusion=result.get("conclusion"),
+    )
+
+
+class JobQueue:
+    """Every read and write of the jobs table. Thread-safe; several processes and hosts may share it."""
+
+    def __init__(self, engine: Engine, *, max_attempts: int = 3) -> None:
+        self.engine = engine
+        self.max_attempts = max_attempts
+
+    # -- producing ------------------------------------------------------------------------------
+
+    def enqueue(self, spec: JobSpec, *, supersede: tuple[int, str] | None = None) -> Enqueued:
+        """Insert the job unless its dedupe key exists; see the module docstring.
+
+        With `supersede=(pr_number, reason)`, a newly inserted job cancels, in the same transaction, the
+        open `evaluate` jobs of that PR in its repository at another head (`Enqueued.cancelled`).
+        """
+        from sqlalchemy import insert, select, update
+        from sqlalchemy.exc import IntegrityError
+
+        j = jobs_table.c
+        for _ in range(2):
+            try:
+                with write_transaction(self.engine) as conn:
+                    existing = conn.execute(select(j.id, j.status).where(j.dedupe_key == spec.dedupe_key)).one_or_none()
+                    now = _now(conn)
+                    if existing is not None:
+                        if existing.status == "held" and spec.status == "queued":
+                            conn.execute(
+                                update(jobs_table)
+                                .where(j.id == existing.id, j.status == "held")
+                                .values(status="queued", updated_at=now)
+                            )
+                            return Enqueued(existing.id, created=False, status="queued", released=True)
+                        return Enqueued(existing.id, created=False, status=existing.status)
+                    job_id = conn.execute(
+                        insert(jobs_table)
+                        .values(
+                            kind=spec.kind,
+                            payload=spec.payload,
+                            status=spec.status,
+                            lease_until=None,
+                            attempts=0,
+                            repo=spec.repo,
+                            head_sha=spec.head_sha,
+                            dedupe_key=spec.dedupe_key,
+                            last_error=None,
+                            created_at=now,
+                            updated_at=now,
+                        )
+                        .returning(j.id)
+                    ).scalar_one()
+                    cancelled: list[int] = []
+                    if supersede is not None and spec.repo is not None:
+                        cancelled = self._cancel(conn, spec.repo, supersede[0], spec.head_sha, supersede[1], now)
+                    return Enqueued(int(job_id), created=True, status=spec.status, cancelled=cancelled)
+            except IntegrityError:
+                # Two deliveries raced on PostgreSQL; the other insert won. Read it on the next pass.
+                continue
+        raise RuntimeError(f"could not enqueue or find job {spec.dedupe_key!r}")  # pragma: no cover
+
+    def release_held(self, repo: str, head_sha: str) -> list[int]:
+        """`held` → `queued` for the repository's jobs at `head_sha` (a maintainer approved); their ids."""
+        from sqlalchemy import select, update
+
+        j = jobs_table.c
+        with write_transaction(self.engine) as conn:
+            ids = list(
+                conn.execute(select(j.id).where(j.repo == repo, j.head_sha == head_sha, j.status == "held")).scalars()
+            )
+            if ids:
+                conn.execute(update(jobs_table).where(j.id.in_(ids)).values(status="queued", updated_at=_now(conn)))
+        return ids
+
+    def cancel_pr_jobs(self, repo: str, pr_number: int, *, keep_head_sha: str | None, reason: str) -> list[int]:
+        """Cancel the open `evaluate` jobs of PR `pr_number` whose head is not `keep_head_sha`; their ids.
+
+        A running one is cancelled too: its worker's next heartbeat fails and it stops without reporting.
+        """
+        with write_transaction(self.engine) as conn:
+            return self._cancel(conn, repo, pr_number, keep_head_sha, reason, _now(conn))
+
+    @staticmethod
+    def _cancel(
+        conn: Connection, repo: str, pr_number: int, keep_head_sha: str | None, reason: str, now: datetime
+    ) -> list[int]:
+        from sqlalchemy import select, update
+
+        j = jobs_table.c
+        rows = conn.execute(
+            select(j.id, j.head_sha, j.payload).where(j.repo == repo, j.kind == "evaluate", j.status.in_(OPEN_STATUSES))
+        ).all()
+        ids = [
+            r.id
+            for r in rows
+            if (r.payload or {}).get("pr_number") == pr_number
+            and (keep_head_sha is None or r.head_sha != keep_head_sha)
+        ]
+        if ids:
+            conn.execute(
+                update(jobs_table)
+                .where(j.id.in_(ids), j.status.in_(OPEN_STATUSES))
+                .values(status="cancelled", lease_until=None, last_error=reason, updated_at=now)
+            )
+        return ids
+
+    # -- consuming ------------------------------------------------------------------------------
+
+    def claim(
+        self, *, lease_s: float, max_per_repo: int | None = None, kinds: Sequence[str] | None = None
+    ) -> ClaimedJob | None:
+        """Claim the oldest claimable job (see the module docstring), or None when there is none."""
+        from sqlalchemy import and_, func, or_, select, text, update
+
+        j = jobs_table.c
+        with write_transaction(self.engine) as conn:
+            now = _now(conn)
+            query = select(jobs_table).where(
+                or_(j.status == "queued", and_(j.status == "running", j.lease_until < now))
+            )
+            if kinds is not None:
+                query = query.where(j.kind.in_(list(kinds)))
+            query = query.order_by(j.id).limit(_CANDIDATES)
+            if _pg(conn):
+                query = query.with_for_update(skip_locked=True)
+            skipped: set[str] = set()
+            for row in conn.execute(query).all():
+                if row.status == "running" and row.attempts >= self.max_attempts:
+                    conn.execute(
+                        update(jobs_table)
+                        .where(j.id == row.id)
+                        .values(
+                            status="failed",
+                            lease_until=None,
+                            updated_at=now,
+                            last_error=f"its worker stopped heartbeating {row.attempts} times (lease expired)",
+                        )
+                    )
+                    continue
+                if row.repo is not None and max_per_repo is not None:
+                    if row.repo in skipped:
+                        continue
+                    if (
+                        _pg(conn)
+                        and not conn.execute(
+                            text("SELECT pg_try_advisory_xact_lock(:key)"), {"key": _repo_lock_key(row.repo)}
+                        ).scalar_one()
+                    ):
+                        skipped.add(row.repo)
+                        continue
+                    running = conn.execute(
+                        select(func.count()).where(
+                            j.repo == row.repo, j.status == "running", j.lease_until >= now, j.id != row.id
+                        )
+                    ).scalar_one()
+                    if running >= max_per_repo:
+                        skipped.add(row.repo)
+                        continue
+                lease_until = now + timedelta(seconds=lease_s)
+                attempt = row.attempts + 1
+                conn.execute(
+                    update(jobs_table)
+                    .where(j.id == row.id)
+                    .values(status="running", attempts=attempt, lease_until=lease_until, updated_at=now)
+                )
+                return ClaimedJob(
+                    id=row.id,
+                    kind=row.kind,
+                    payload=dict(row.payload or {}),
+                    repo=row.repo,
+                    head_sha=row.head_sha,
+                    attempt=attempt,
+                    dedupe_key=row.dedupe_key,
+                    lease_until=lease_until,
+                )
+        return None
+
+    def _fenced(self, conn: Connection, job: ClaimedJob) -> Any:
+        j = jobs_table.c
+        return (j.id == job.id) & (j.attempts == job.attempt) & (j.status == "running")
+
+    def heartbeat(self, job: ClaimedJob, *, lease_s: float) -> bool:
+        """Extend the lease; False when the job is no longer ours (re-claimed or cancelled)."""
+        from sqlalchemy import update
+
+        with write_transaction(self.engine) as conn:
+            now = _now(conn)
+            result = conn.execute(
+                update(jobs_table)
+                .where(self._fenced(conn, job))
+                .values(lease_until=now + timedelta(seconds=lease_s), updated_at=now)
+            )
+            return bool(result.rowcount)
+
+    def complete(self, job: ClaimedJob, *, result: Mapping[str, Any] | None = None) -> bool:
+        """Mark the job done (storing `result` in its payload); False when it was no longer ours."""
+        return self._finish(job, status="done", result=result, error=None)
+
+    def fail(self, job: ClaimedJob, error: str, *, retry: bool) -> bool:
+        """Record a failure: back to `queued` when `retry` and attempts remain, else `failed`."""
+        status = "queued" if retry and job.attempt < self.max_attempts else "failed"
+        return self._finish(job, status=status, result=None, error=error)
+
+    def release(self, job: ClaimedJob) -> bool:
+        """Give the job back unfinished (shutdown): `queued`, and this claim does not count as an attempt."""
+        from sqlalchemy import update
+
+        with write_transaction(self.engine) as conn:
+            result = conn.execute(
+                update(jobs_table)
+                .where(self._fenced(conn, job))
+                .values(status="queued", lease_until=None, attempts=job.attempt - 1, updated_at=_now(conn))
+            )
+            return bool(result.rowcount)
+
+    def _finish(self, job: ClaimedJob, *, status: str, result: Mapping[str, Any] | None, error: str | None) -> bool:
+        from sqlalchemy import select, update
+
+        j = jobs_table.c
+        with write_transaction(self.engine) as conn:
+            values: dict[str, Any] = {"status": status, "lease_until": None, "updated_at": _now(conn)}
+            if error is not None:
+                values["last_error"] = error[:ERROR_MAX_CHARS]
+            if result is not None:
+                payload = conn.execute(select(j.payload).where(self._fenced(conn, job))).scalar_one_or_none()
+                if payload is None:
+                    return False
+                values["payload"] = {**payload, "result": dict(result)}
+            changed = conn.execute(update(jobs_table).where(self._fenced(conn, job)).values(**values))
+            return bool(changed.rowcount)
+
+    # -- reading ----------------------------------------------------------------------------------
+
+    def get(self, job_id: int) -> JobView | None:
+        from sqlalchemy import select
+
+        with read_transaction(self.engine) as conn:
+            row = conn.execute(select(jobs_table).where(jobs_table.c.id == job_id)).one_or_none()
+        return _view(row) if row is not None else None
+
+    def list_jobs(
+        self,
+        *,
+        status: str | None = None,
+        repo: str | None = None,
+        kinds: Iterable[str] | None = None,
+        limit: int = 50,
+    ) -> list[JobView]:
+        """Jobs, newest first."""
+        from sqlalchemy import select
+
+        j = jobs_table.c
+        query = select(jobs_table)
+        if status is not None:
+            query = query.where(j.status == status)
+        if repo is not None:
+            query = query.where(j.repo == repo)
+        if kinds is not None:
+            query = query.where(j.kind.in_(list(kinds)))
+        with read_transaction(self.engine) as conn:
+            rows = conn.execute(query.order_by(j.id.desc()).limit(limit)).all()
+        return [_view(r) for r in rows]
+
+    def context_for(self, repo: str, head_sha: str) -> dict[str, Any] | None:
+        """The payload of the newest `evaluate` job at (repo, head_sha): the PR facts a re-run reuses."""
+        from sqlalchemy import select
+
+        j = jobs_table.c
+        with read_transaction(self.engine) as conn:
+            rows = conn.execute(
+                select(j.payload)
+                .where(j.repo == repo, j.head_sha == head_sha, j.kind == "evaluate")
+                .order_by(j.id.desc())
+                .limit(10)
+            ).scalars()
+            for payload in rows:
+                if payload and payload.get("pr_number") is not None:
+                    return dict(payload)
+        return None
+
+    def counts(self) -> dict[tuple[str, str], int]:
+        """{(kind, status): number of jobs}, for /metrics."""
+        from sqlalchemy import func, select
+
+        j = jobs_table.c
+        with read_transaction(self.engine) as conn:
+            rows = conn.execute(select(j.kind, j.status, func.count()).group_by(j.kind, j.status)).all()
+        return {(r[0], r[1]): int(r[2]) for r in rows}
+
+    def repositories(self) -> list[str]:
+        from sqlalchemy import select
+
+        j = jobs_table.c
+        with read_transaction(self.engine) as conn:
+            return sorted(r for r in conn.execute(select(j.repo).distinct()).scalars() if r)

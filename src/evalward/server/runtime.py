@@ -1,0 +1,42 @@
+"""Assembling a running daemon from settings: the store (migrated) and the worker pool with its handlers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from evalward.server.settings import ServerSettings
+
+if TYPE_CHECKING:
+    from evalward.server.metrics import ServerMetrics
+    from evalward.server.worker import WorkerPool
+    from evalward.store import Store
+
+
+def build_store(settings: ServerSettings) -> Store:
+    from evalward.store import open_store
+
+    return open_store(settings.db)
+
+
+def build_pool(
+    settings: ServerSettings,
+    store: Store,
+    *,
+    metrics: ServerMetrics | None = None,
+    transport_factory: Callable[[], Any] | None = None,
+) -> WorkerPool:
+    """`settings.workers` worker threads running the production handlers."""
+    from evalward.server.evaluate import GitHubAccess, Handlers
+    from evalward.server.queue import JobQueue
+    from evalward.server.worker import WorkerOptions, WorkerPool
+
+    queue = JobQueue(store.engine, max_attempts=settings.max_attempts)
+    handlers = Handlers(settings, store, queue, GitHubAccess(settings, transport_factory=transport_factory))
+    options = WorkerOptions(
+        lease_s=settings.lease_s,
+        heartbeat_s=settings.heartbeat_s,
+        poll_s=settings.poll_s,
+        max_per_repo=settings.max_jobs_per_repo,
+    )
+    return WorkerPool(queue, handlers.table(), options, size=settings.workers, metrics=metrics)

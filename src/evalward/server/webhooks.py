@@ -1,0 +1,264 @@
+"""GitHub webhooks (GITHUB.md §10): signature check, then a plan of what to enqueue — no I/O here.
+
+Signature: `X-Hub-Signature-256: sha256=<hex>` where hex = HMAC-SHA256(secret, raw body bytes); compared
+in constant time against every configured secret (several during a rotation). Checked before the body is
+parsed, so an unsigned or forged request costs one HMAC.
+
+What each event becomes (dispatch on `X-GitHub-Event` + `action`; anything else is ignored with 202):
+
+| event / action | plan |
+| --- | --- |
+| `pull_request` opened, synchronize, reopened, ready_for_review | `evaluate` job keyed `evaluate:{repo}:{head_sha}:{suite}`; other open jobs of the PR with another head are cancelled. Drafts wait for ready_for_review. |
+| … from a fork or an author without write access | the same job `held`, plus a `notice` job that posts a check run saying a maintainer must approve |
+| `pull_request` labeled with the run label | the job, trusted (releases a held one) |
+| `pull_request` closed | the PR's open jobs are cancelled |
+| `push` to the default branch (or a configured base branch) | `evaluate` job in baseline mode keyed `baseline:{repo}:{sha}:{suite}` |
+| `check_run` / `check_suite` rerequested | held jobs at the head are released; if none, a `rerun` job keyed by delivery |
+| `installation`, `installation_repositories` | an `installation` record (a job born `done`) keyed by delivery |
+| `ping` | nothing (200) |
+
+"Write access" is read from `author_association` (OWNER, MEMBER, COLLABORATOR), which the payload carries;
+the PR author of a fork is never trusted, whatever their association, because the code is not in the repo.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from evalward.github.events import (
+    CheckRerequestEvent,
+    InstallationEvent,
+    PullRequestEvent,
+    PushEvent,
+    parse_event,
+)
+from evalward.server.queue import JobSpec
+
+SIGNATURE_PREFIX = "sha256="
+PR_ACTIONS = frozenset({"opened", "synchronize", "reopened", "ready_for_review"})
+TRUSTED_ASSOCIATIONS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
+DEFAULT_SUITE = "default"
+_NULL_SHA = "0" * 40
+
+
+def signature(secret: str, body: bytes) -> str:
+    """`sha256=` + hex HMAC-SHA256(secret, body): what GitHub puts in `X-Hub-Signature-256`."""
+    return SIGNATURE_PREFIX + hmac.new(secret.encode("utf-8"), body, hashlib.sha256).hexdigest()
+
+
+def verify_signature(secrets: Iterable[str], body: bytes, header: str | None) -> bool:
+    """True when `header` is `sha256=<hex>` of `body` under one of `secrets` (constant-time compare)."""
+    if not header or not header.startswith(SIGNATURE_PREFIX):
+        return False
+    presented = header.strip().encode("ascii", errors="replace")
+    matched = False
+    for secret in secrets:
+        matched |= hmac.compare_digest(presented, signature(secret, body).encode("ascii"))
+    return matched
+
+
+@dataclass
+class WebhookPlan:
+    """What one delivery asks for; carried out by the app in one or two short transactions."""
+
+    note: str
+    jobs: list[JobSpec] = field(default_factory=list)
+    cancel_pr: tuple[str, int, str | None] | None = None
+    """(repo, pr_number, keep_head_sha): cancel that PR's other open jobs, only when the job is new."""
+    release: tuple[str, str] | None = None
+    """(repo, head_sha): release held jobs; `jobs` are enqueued only when nothing was held."""
+
+
+def _job_key(prefix: str, repo: str, sha: str, suite: str = DEFAULT_SUITE) -> str:
+    return f"{prefix}:{repo}:{sha}:{suite}"
+
+
+def _pull_request(pr: PullRequestEvent, payload: Mapping[str, Any], delivery: str, *, run_label: str) -> WebhookPlan:
+    repo = pr.base_repo or pr.repository
+    if not repo:
+        return WebhookPlan(note="ignored: pull_request without a repository")
+    if pr.action == "closed":
+        return WebhookPlan(note=f"closed: cancel open jobs of #{pr.number}", cancel_pr=(repo, pr.number, None))
+    labeled = pr.action == "labeled" and (_label_name(payload) == run_label)
+    if pr.action not in PR_ACTIONS and not labeled:
+        return WebhookPlan(note=f"ignored: pull_request action {pr.action!r}")
+    if pr.draft and not labeled:
+        return WebhookPlan(note=f"ignored: #{pr.number} is a draft (runs when marked ready for review)")
+    trusted = labeled or run_label in pr.labels or (not pr.is_fork and pr.author_association in TRUSTED_ASSOCIATIONS)
+    job_payload: dict[str, Any] = {
+        "event": "pull_request",
+        "action": pr.action,
+        "delivery": delivery,
+        "mode": "pull_request",
+        "installation_id": pr.installation_id,
+        "repo": repo,
+        "pr_number": pr.number,
+        "head_sha": pr.head_sha,
+        "head_ref": pr.head_ref,
+        "head_repo": pr.head_repo,
+        "base_ref": pr.base_ref,
+        "base_sha": pr.base_sha,
+        "is_fork": pr.is_fork,
+        "author": pr.author_login,
+        "author_association": pr.author_association,
+        "suite": DEFAULT_SUITE,
+    }
+    evaluate = JobSpec(
+        kind="evaluate",
+        dedupe_key=_job_key("evaluate", repo, pr.head_sha),
+        payload=job_payload,
+        repo=repo,
+        head_sha=pr.head_sha,
+        status="queued" if trusted else "held",
+    )
+    plan = WebhookPlan(note="", jobs=[evaluate], cancel_pr=(repo, pr.number, pr.head_sha))
+    if trusted:
+        plan.note = f"evaluate #{pr.number} at {pr.head_sha[:12]}"
+    else:
+        why = "comes from a fork" if pr.is_fork else f"author association is {pr.author_association or 'unknown'}"
+        plan.note = f"held #{pr.number} at {pr.head_sha[:12]}: {why}; waiting for label {run_label!r} or a re-run"
+        plan.jobs.append(
+            JobSpec(
+                kind="notice",
+                dedupe_key=_job_key("notice", repo, pr.head_sha),
+                payload={**job_payload, "reason": why, "run_label": run_label},
+                repo=repo,
+                head_sha=pr.head_sha,
+            )
+        )
+    return plan
+
+
+def _label_name(payload: Mapping[str, Any]) -> str | None:
+    label = payload.get("label")
+    name = label.get("name") if isinstance(label, Mapping) else None
+    return name if isinstance(name, str) else None
+
+
+def _push(push: PushEvent, payload: Mapping[str, Any], delivery: str, *, base_branches: Iterable[str]) -> WebhookPlan:
+    repo = push.repository
+    branch = push.branch
+    if not repo or branch is None:
+        return WebhookPlan(note=f"ignored: push to {push.ref!r} (not a branch)")
+    if push.deleted or push.after == _NULL_SHA:
+        return WebhookPlan(note=f"ignored: branch {branch!r} deleted")
+    repository = payload.get("repository")
+    default_branch = repository.get("default_branch") if isinstance(repository, Mapping) else None
+    bases = set(base_branches) | ({default_branch} if isinstance(default_branch, str) else set())
+    if branch not in bases:
+        return WebhookPlan(
+            note=f"ignored: push to {branch!r}, not a base branch ({', '.join(sorted(bases)) or 'none'})"
+        )
+    return WebhookPlan(
+        note=f"baseline run of {branch} at {push.after[:12]}",
+        jobs=[
+            JobSpec(
+                kind="evaluate",
+                dedupe_key=_job_key("baseline", repo, push.after),
+                payload={
+                    "event": "push",
+                    "delivery": delivery,
+                    "mode": "baseline",
+                    "installation_id": push.installation_id,
+                    "repo": repo,
+                    "head_sha": push.after,
+                    "head_ref": branch,
+                    "base_ref": branch,
+                    "suite": DEFAULT_SUITE,
+                },
+                repo=repo,
+                head_sha=push.after,
+            )
+        ],
+    )
+
+
+def _rerequest(
+    check: CheckRerequestEvent, payload: Mapping[str, Any], delivery: str, *, check_name: str
+) -> WebhookPlan:
+    repo = check.repository
+    if not repo:
+        return WebhookPlan(note=f"ignored: {check.kind} without a repository")
+    if check.action != "rerequested":
+        return WebhookPlan(note=f"ignored: {check.kind} action {check.action!r}")
+    if check.kind == "check_run":
+        run = payload.get("check_run")
+        name = run.get("name") if isinstance(run, Mapping) else None
+        if isinstance(name, str) and name != check_name:
+            return WebhookPlan(note=f"ignored: re-run of another check ({name!r})")
+    job_payload: dict[str, Any] = {
+        "event": check.kind,
+        "action": check.action,
+        "delivery": delivery,
+        "mode": "pull_request" if check.pull_requests else "rerun",
+        "installation_id": check.installation_id,
+        "repo": repo,
+        "head_sha": check.head_sha,
+        "head_ref": check.head_branch,
+        "pr_number": check.pull_requests[0] if check.pull_requests else None,
+        "suite": DEFAULT_SUITE,
+    }
+    return WebhookPlan(
+        note=f"re-run at {check.head_sha[:12]}",
+        release=(repo, check.head_sha),
+        jobs=[
+            JobSpec(
+                kind="evaluate",
+                dedupe_key=f"rerun:{repo}:{check.head_sha}:{DEFAULT_SUITE}:{delivery}",
+                payload=job_payload,
+                repo=repo,
+                head_sha=check.head_sha,
+            )
+        ],
+    )
+
+
+def _installation(event: InstallationEvent, delivery: str) -> WebhookPlan:
+    return WebhookPlan(
+        note=f"{event.kind} {event.action} (installation {event.installation_id})",
+        jobs=[
+            JobSpec(
+                kind="installation",
+                dedupe_key=f"installation:{delivery}",
+                payload={
+                    "event": event.kind,
+                    "action": event.action,
+                    "delivery": delivery,
+                    "installation_id": event.installation_id,
+                    "account": event.account_login,
+                    "repositories": list(event.repositories),
+                    "repositories_added": list(event.repositories_added),
+                    "repositories_removed": list(event.repositories_removed),
+                },
+                status="done",
+            )
+        ],
+    )
+
+
+def plan_delivery(
+    event: str,
+    delivery: str,
+    payload: Mapping[str, Any],
+    *,
+    run_label: str = "evalward:run",
+    check_name: str = "evalward",
+    base_branches: Iterable[str] = (),
+) -> WebhookPlan:
+    """The plan for one verified delivery. Raises `EventPayloadError` when a field we need is missing."""
+    if event == "ping":
+        return WebhookPlan(note="pong")
+    parsed = parse_event(event, payload)
+    if isinstance(parsed, PullRequestEvent):
+        return _pull_request(parsed, payload, delivery, run_label=run_label)
+    if isinstance(parsed, PushEvent):
+        return _push(parsed, payload, delivery, base_branches=base_branches)
+    if isinstance(parsed, CheckRerequestEvent):
+        return _rerequest(parsed, payload, delivery, check_name=check_name)
+    if isinstance(parsed, InstallationEvent):
+        return _installation(parsed, delivery)
+    return WebhookPlan(note=f"ignored: event {event!r}")

@@ -1,0 +1,169 @@
+"""The dashboard: server-rendered pages in-process (content, escaping, auth), then the same pages in a real
+headless Chromium (Debian's `chromium` + `chromium-driver`, driven by Selenium) over a real socket, with
+screenshots saved under test-artifacts/server/."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from tests.server.conftest import make_settings
+from tests.server.live import LiveServer
+from tests.server.runs import dice_run, t
+
+from evalward.server.app import create_app
+from evalward.server.tokens import hash_token
+from evalward.store import open_store
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "server"
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+EVIL = '<script>alert("x")</script>'
+
+
+@pytest.fixture(scope="module")
+def history_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Three base-branch runs, one flaky case, and a PR run that regresses."""
+    root = tmp_path_factory.mktemp("dash")
+    url = f"sqlite:///{root / 'server.db'}"
+    with open_store(url) as store:
+        dice_run(store, root, run_id="main-1", commit="1" * 40, started=t(0))
+        dice_run(store, root, run_id="main-2", commit="2" * 40, broken=True, started=t(10))
+        dice_run(store, root, run_id="main-3", commit="3" * 40, started=t(20))
+        dice_run(store, root, run_id="pr-7", commit="4" * 40, branch="feature", pr_number=7, broken=True, started=t(30))
+    yield url
+
+
+@pytest.fixture
+async def dash(history_db: str) -> AsyncIterator[httpx.AsyncClient]:
+    with open_store(history_db) as store:
+        app = create_app(make_settings(history_db, public_read=True), store)
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as http:
+            yield http
+
+
+async def test_home_lists_repositories(dash: httpx.AsyncClient) -> None:
+    page = await dash.get("/")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert '<a href="/repos/acme/dice">acme/dice</a>' in page.text
+    assert "<script" not in page.text
+
+
+async def test_repo_page_has_a_trend_chart_per_metric_and_flip_rates(dash: httpx.AsyncClient) -> None:
+    page = (await dash.get("/repos/acme/dice")).text
+    assert page.count("<svg class=chart") == 2  # tool_trajectory_avg_score and response_match_score
+    assert 'data-metric="tool_trajectory_avg_score"' in page and "<polygon class=band" in page
+    assert "3 runs on main" in page
+    # Hand calculation: each case passed, failed, passed on main → 2 flips / 2 pairs = 1.000.
+    assert "<td>roll_17_sided_dice_twice</td><td class=num>1.000</td><td class=num>3</td>" in page
+
+
+async def test_run_page_shows_verdict_metrics_and_the_trajectory_diff(dash: httpx.AsyncClient) -> None:
+    page = (await dash.get("/runs/pr-7")).text
+    assert '<div class="verdict' in page
+    assert "<th>95% interval</th>" in page
+    assert '<pre class=diff><span class="mark">! first divergence at expected call 1</span>' in page
+    assert '<span class="del">- roll_die(sides=17)</span>' in page
+    assert '<span class="add">+ roll_die(sides=20)</span>' in page
+
+
+async def test_unknown_pages_are_404_html(dash: httpx.AsyncClient) -> None:
+    page = await dash.get("/runs/nope", headers={"Accept": "text/html"})
+    assert page.status_code == 404 and "run &#x27;nope&#x27; is not stored" in page.text
+
+
+async def test_untrusted_ids_are_escaped(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'evil.db'}"
+    with open_store(url) as store:
+        run = dice_run(store, tmp_path, run_id="evil-run", commit="5" * 40, repository="acme/evil")
+        cases = [c.model_copy(update={"case_id": EVIL}) for c in run.cases[:1]]
+        store.import_run(run.model_copy(update={"run_id": "evil-2", "cases": cases}))
+        app = create_app(make_settings(url, public_read=True), store)
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as http:
+            page = (await http.get("/runs/evil-2")).text
+    assert EVIL not in page
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in page
+
+
+async def test_private_dashboard_redirects_to_login_and_the_cookie_opens_it(history_db: str) -> None:
+    token = "ewt_reader"
+    with open_store(history_db) as store:
+        app = create_app(make_settings(history_db, read_token_hashes=[hash_token(token)]), store)
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as http:
+            redirect = await http.get("/repos/acme/dice")
+            assert (redirect.status_code, redirect.headers["location"]) == (303, "/login?next=/repos/acme/dice")
+            wrong = await http.post("/login?next=/repos/acme/dice", data={"token": "ewt_wrong"})
+            assert wrong.status_code == 401
+            signed_in = await http.post("/login?next=/repos/acme/dice", data={"token": token})
+            assert (signed_in.status_code, signed_in.headers["location"]) == (303, "/repos/acme/dice")
+            assert (await http.get("/repos/acme/dice")).status_code == 200  # the cookie is sent now
+            evil_next = await http.post("/login?next=//evil.example", data={"token": token})
+            assert evil_next.headers["location"] == "/"
+
+
+# -- a real browser ---------------------------------------------------------------------------------------------
+
+
+def browser_or_skip() -> object:
+    missing = [p for p in (CHROMIUM, CHROMEDRIVER) if not Path(p).exists()]
+    if missing:
+        reason = f"{', '.join(missing)} missing: apt-get install chromium chromium-driver"
+        if os.environ.get("CI", "").lower() == "true" and os.environ.get("EVALWARD_REQUIRE_BROWSER") == "1":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (the test extra has it)")
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    options = Options()
+    options.binary_location = CHROMIUM
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1280,1400",
+    ):
+        options.add_argument(flag)
+    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+
+
+@pytest.mark.slow
+def test_pages_render_in_headless_chromium(history_db: str) -> None:
+    from selenium.webdriver.common.by import By
+
+    driver = browser_or_skip()
+    if ARTIFACTS.exists():
+        shutil.rmtree(ARTIFACTS)
+    ARTIFACTS.mkdir(parents=True)
+    try:
+        with open_store(history_db) as store:
+            app = create_app(make_settings(history_db, public_read=True), store)
+            with LiveServer(app) as server:
+                driver.get(server.url + "/")  # type: ignore[attr-defined]
+                assert driver.title == "Repositories · evalward"  # type: ignore[attr-defined]
+                driver.save_screenshot(str(ARTIFACTS / "home.png"))  # type: ignore[attr-defined]
+
+                driver.find_element(By.LINK_TEXT, "acme/dice").click()  # type: ignore[attr-defined]
+                charts = driver.find_elements(By.CSS_SELECTOR, "svg.chart")  # type: ignore[attr-defined]
+                assert len(charts) == 2
+                line = charts[0].find_element(By.CSS_SELECTOR, "polyline.line")
+                assert line.size["width"] > 100  # drawn across the chart by the browser, not just present
+                band = charts[0].find_element(By.CSS_SELECTOR, "polygon.band")
+                assert band.is_displayed()
+                # The stylesheet loaded: the band is filled translucent blue.
+                assert band.value_of_css_property("fill-opacity") == "0.15"
+                driver.save_screenshot(str(ARTIFACTS / "repo.png"))  # type: ignore[attr-defined]
+
+                driver.get(server.url + "/runs/pr-7")  # type: ignore[attr-defined]
+                diff = driver.find_element(By.CSS_SELECTOR, "details.case pre.diff")  # type: ignore[attr-defined]
+                assert diff.is_displayed()
+                assert "+ roll_die(sides=20)" in diff.text
+                driver.save_screenshot(str(ARTIFACTS / "run.png"))  # type: ignore[attr-defined]
+    finally:
+        driver.quit()  # type: ignore[attr-defined]
+    assert sorted(p.name for p in ARTIFACTS.glob("*.png")) == ["home.png", "repo.png", "run.png"]

@@ -1,0 +1,159 @@
+"""End to end on real sockets: a local bare git repository with the dice agent and its eval set, the App
+served by uvicorn with one worker, the fake GitHub server. A push to main makes the baseline; a PR that
+breaks the agent is cloned, run, gated and reported: one failing check run and exactly one comment, even
+when GitHub redelivers the webhook."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from tests.fakes.github_server import FakeGitHub
+from tests.server.conftest import delivery_headers, example, make_settings
+from tests.server.live import LiveServer
+from tests.server.runs import dice_project
+
+from evalward.server.app import create_app
+from evalward.server.queue import JobQueue
+from evalward.server.runtime import build_pool
+from evalward.store import open_store
+
+REPO = "acme/dice"
+INSTALLATION = 4242
+
+
+def git(cwd: Path, *args: str) -> str:
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@e",
+           "HOME": str(cwd), "PATH": "/usr/bin:/bin"}  # fmt: skip
+    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def make_bare_repo(root: Path) -> tuple[str, str]:
+    """origin at root/git/acme/dice.git: main (the dice agent) and feature (the broken agent); their SHAs."""
+    work = root / "work"
+    dice_project(work)
+    (work / "evalward.toml").write_text('paths = ["evals"]\nagent = "agent.py:root_agent"\nbase_branch = "main"\n')
+    git(work, "init", "-q", "-b", "main")
+    git(work, "add", ".")
+    git(work, "commit", "-q", "-m", "dice agent")
+    main_sha = git(work, "rev-parse", "HEAD")
+    git(work, "checkout", "-q", "-b", "feature")
+    dice_project(work, broken=True)
+    git(work, "commit", "-q", "-am", "always roll a d20")
+    feature_sha = git(work, "rev-parse", "HEAD")
+    bare = root / "git" / "acme" / "dice.git"
+    bare.parent.mkdir(parents=True)
+    git(root, "clone", "-q", "--bare", str(work), str(bare))
+    return main_sha, feature_sha
+
+
+@pytest.fixture
+def app_key() -> tuple[str, str]:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    private = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    public = key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    return private.decode(), public.decode()
+
+
+def push_payload(sha: str) -> dict[str, Any]:
+    payload = example("push.event.2")
+    payload.update({"ref": "refs/heads/main", "after": sha, "installation": {"id": INSTALLATION}})
+    payload["repository"].update({"full_name": REPO, "default_branch": "main"})
+    return payload
+
+
+def pr_payload(head: str, base: str) -> dict[str, Any]:
+    payload = example("pull_request.opened.2")
+    payload["installation"] = {"id": INSTALLATION}
+    payload["repository"]["full_name"] = REPO
+    pr = payload["pull_request"]
+    pr["head"].update({"sha": head, "ref": "feature"})
+    pr["head"]["repo"]["full_name"] = REPO
+    pr["base"].update({"sha": base, "ref": "main"})
+    pr["base"]["repo"]["full_name"] = REPO
+    return payload
+
+
+def wait_done(queue: JobQueue, job_id: int, timeout_s: float = 120) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        job = queue.get(job_id)
+        if job is not None and job.status in ("done", "failed", "cancelled"):
+            return job
+        time.sleep(0.1)
+    raise AssertionError(f"job {job_id} did not finish: {queue.get(job_id)}")
+
+
+@pytest.mark.slow
+def test_a_pr_webhook_is_cloned_run_gated_and_reported_once(tmp_path: Path, app_key: tuple[str, str]) -> None:
+    private, public = app_key
+    main_sha, feature_sha = make_bare_repo(tmp_path)
+    db = f"sqlite:///{tmp_path / 'server.db'}"
+    with FakeGitHub(app_public_key=public) as github, open_store(db) as store:
+        settings = make_settings(
+            db,
+            role="all",
+            workers=1,
+            github_app_id=github.app_id,
+            github_private_key=private,
+            github_api_url=github.url,
+            clone_url_template=f"file://{tmp_path}/git/{{repo}}.git",
+            work_dir=str(tmp_path / "jobs"),
+            poll_s=0.1,
+            heartbeat_s=1.0,
+            job_timeout_s=120,
+        )
+        app = create_app(settings, store, pool_factory=lambda state: build_pool(settings, store, metrics=state.metrics))
+        queue = JobQueue(store.engine)
+        with LiveServer(app) as server, httpx.Client(base_url=server.url, timeout=30) as http:
+
+            def deliver(event: str, payload: dict[str, Any], delivery: str) -> dict[str, Any]:
+                body = json.dumps(payload).encode()
+                response = http.post(
+                    "/webhooks/github", content=body, headers=delivery_headers(event, body, delivery=delivery)
+                )
+                assert response.status_code == 202, response.text
+                answer: dict[str, Any] = response.json()
+                return answer
+
+            baseline = deliver("push", push_payload(main_sha), "d-push")
+            base_job = wait_done(queue, baseline["jobs"][0]["id"])
+            assert base_job.status == "done", base_job.last_error
+            assert base_job.conclusion == "success"
+
+            opened = deliver("pull_request", pr_payload(feature_sha, main_sha), "d-pr")
+            pr_job = wait_done(queue, opened["jobs"][0]["id"])
+            assert pr_job.status == "done", pr_job.last_error
+            # GitHub redelivers the same delivery: no second job, so no second comment.
+            again = deliver("pull_request", pr_payload(feature_sha, main_sha), "d-pr")
+            assert again["duplicate"] is True and again["jobs"][0]["id"] == pr_job.id
+
+            runs = http.get("/api/v1/jobs", headers={"Authorization": "Bearer none"})
+            assert runs.status_code == 401
+
+        checks = sorted(github.check_runs.values(), key=lambda c: int(c["id"]))
+        assert [(c["head_sha"], c["name"], c["conclusion"]) for c in checks] == [
+            (main_sha, "evalward", "success"),
+            (feature_sha, "evalward", "failure"),
+        ]
+        comments = github.comments_on(REPO, 2)
+        assert len(comments) == 1
+        assert comments[0]["body"].startswith("<!-- evalward:evalward/default -->")
+        assert comments[0]["user"]["login"] == "evalward-test[bot]"
+        stored = store.load_run(str(pr_job.run_id))
+        assert (stored.context.commit, stored.context.pr_number, stored.passed) == (feature_sha, 2, False)
+        # No token in any request path or the job rows.
+        tokens = list(github.installation_tokens)
+        assert tokens and not any(
+            t in json.dumps([j.model_dump(mode="json") for j in queue.list_jobs()]) for t in tokens
+        )
