@@ -1,0 +1,114 @@
+"""Executor overhead: evalward's wall time over the ideal `cases × latency / concurrency`.
+
+A synthetic agent answers every turn after exactly 50 ms (asyncio sleep); 1000 single-turn cases run at
+concurrency 50, so the ideal wall time is 1000 × 0.05 / 50 = 1.0 s. The ratio includes everything a
+real run does per case: request building, the agent call, scoring (trajectory + ROUGE), and — in the
+second measurement — writing each result to a SQLite history database as it completes.
+
+Goal: ratio ≤ 1.05 without history. Run: `python benchmarks/overhead.py [--cases N] [--latency S] [-j N]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from evalward.model import AgentOutput, AgentRequest, AgentTarget
+from evalward.pipeline import RunOptions, prepare, run_blocking
+
+
+class SleepyAgent:
+    """Answers every turn with the expected call after a fixed delay."""
+
+    def __init__(self, latency_s: float) -> None:
+        self.latency_s = latency_s
+
+    @property
+    def target(self) -> AgentTarget:
+        return AgentTarget(kind="python", target="benchmarks.overhead:SleepyAgent", config_hash="")
+
+    async def start(self) -> None:
+        return None
+
+    async def run_turn(self, request: AgentRequest) -> AgentOutput:
+        await asyncio.sleep(self.latency_s)
+        return AgentOutput(
+            response=f"Looked up order {request.case_id} and it has shipped.",
+            tool_calls=[{"name": "lookup_order", "args": {"order_id": request.case_id}}],  # type: ignore[list-item]
+        )
+
+    async def aclose(self) -> None:
+        return None
+
+
+def write_eval_set(folder: Path, cases: int) -> Path:
+    conversation = [
+        {
+            "eval_id": f"case-{i:05d}",
+            "conversation": [
+                {
+                    "user_content": {"parts": [{"text": f"Where is order case-{i:05d}?"}]},
+                    "final_response": {"parts": [{"text": f"Order case-{i:05d} has shipped."}]},
+                    "intermediate_data": {
+                        "tool_uses": [{"name": "lookup_order", "args": {"order_id": f"case-{i:05d}"}}]
+                    },
+                }
+            ],
+        }
+        for i in range(cases)
+    ]
+    path = folder / "bench.evalset.json"
+    path.write_text(json.dumps({"eval_set_id": "bench", "eval_cases": conversation}), encoding="utf-8")
+    return path
+
+
+def measure(path: Path, *, latency: float, concurrency: int, store: Any) -> float:
+    prepared = prepare(RunOptions(paths=[str(path)], agent="-", concurrency=concurrency, timeout_s=30))
+    agent = SleepyAgent(latency)
+    started = time.perf_counter()
+    run = run_blocking(prepared, store=store, agent=agent)
+    elapsed = time.perf_counter() - started
+    assert len(run.cases) == len(prepared.sets[0].cases), "every case must have a result"
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", type=int, default=1000)
+    parser.add_argument("--latency", type=float, default=0.05)
+    parser.add_argument("-j", "--concurrency", type=int, default=50)
+    parser.add_argument("--rounds", type=int, default=3, help="measurements per setting (median reported)")
+    args = parser.parse_args()
+    ideal = args.cases * args.latency / args.concurrency
+    with tempfile.TemporaryDirectory() as tmp:
+        path = write_eval_set(Path(tmp), args.cases)
+        measure(path, latency=0.0, concurrency=args.concurrency, store=None)  # warm imports (nltk, rouge)
+        plain = [
+            measure(path, latency=args.latency, concurrency=args.concurrency, store=None) for _ in range(args.rounds)
+        ]
+        from evalward.store import open_store
+
+        store = open_store(f"sqlite:///{tmp}/history.db")
+        stored = [
+            measure(path, latency=args.latency, concurrency=args.concurrency, store=store) for _ in range(args.rounds)
+        ]
+    print(
+        f"cases={args.cases} latency={args.latency}s concurrency={args.concurrency} ideal={ideal:.3f}s, {args.rounds} rounds"
+    )
+    for label, walls in (("without history", plain), ("with SQLite history", stored)):
+        median = statistics.median(walls)
+        print(
+            f"{label}: median wall={median:.3f}s ratio={median / ideal:.3f} "
+            f"(min {min(walls) / ideal:.3f}, max {max(walls) / ideal:.3f})"
+            + (" (goal <= 1.05)" if label == "without history" else "")
+        )
+
+
+if __name__ == "__main__":
+    main()
