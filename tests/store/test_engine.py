@@ -63,11 +63,11 @@ def test_an_unreachable_database_is_an_infrastructure_error_without_the_password
 
 
 def test_first_use_of_a_sqlite_file_waits_for_the_setup_lock_held_by_another_process(tmp_path: Path) -> None:
-    # Another process (here: a child holding flock on the sidecar) is setting the file up; opening waits for
-    # it instead of racing it, then succeeds.
+    # Another process (a child holding flock on the sidecar) is setting the file up; opening waits for it
+    # instead of racing it, and succeeds once the child lets go.
     import subprocess
     import sys
-    import time
+    import threading
 
     from evalward.store import open_store
 
@@ -76,21 +76,28 @@ def test_first_use_of_a_sqlite_file_waits_for_the_setup_lock_held_by_another_pro
         [
             sys.executable,
             "-c",
-            "import fcntl, sys, time\n"
+            "import fcntl, sys\n"
             f"f = open({str(db) + '.lock'!r}, 'a+b'); fcntl.flock(f, fcntl.LOCK_EX)\n"
-            "print('held', flush=True); time.sleep(0.6)",
+            "print('held', flush=True); sys.stdin.readline()",
         ],
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
     )
     assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-    started = time.monotonic()
-    with open_store(f"sqlite:///{db}") as store:
-        waited = time.monotonic() - started
-        with store.engine.connect() as conn:
-            assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
-    holder.communicate(timeout=10)
-    assert waited >= 0.3  # it did wait for the holder (which held the lock ~0.6 s after saying so)
+    modes: list[str] = []
+
+    def open_and_read_journal_mode() -> None:
+        with open_store(f"sqlite:///{db}") as store, store.engine.connect() as conn:
+            modes.append(str(conn.exec_driver_sql("PRAGMA journal_mode").scalar()))
+
+    opener = threading.Thread(target=open_and_read_journal_mode)
+    opener.start()
+    opener.join(timeout=0.5)
+    assert opener.is_alive() and modes == []  # still waiting for the holder
+    holder.communicate("release\n", timeout=10)
+    opener.join(timeout=30)
+    assert modes == ["wal"]
 
 
 def test_open_store_retries_a_locked_database_then_reports_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
