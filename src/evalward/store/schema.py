@@ -6,6 +6,7 @@ case_results    one row per (run, eval set, case, repetition) that finished; UNI
                 retried writer can never store a second copy; holds the case JSON for re-rendering
 metric_scores   one row per (case result, metric): the queryable scores history and the gate read
 jobs            work items of the `evalward serve` daemon (claimed with row locks)
+webhook_deliveries  GUIDs of the webhook deliveries the daemon accepted, so start-up redelivery skips them
 judge_cache     LLM-judge replies by sha256 of (model, prompt messages, parameters), so a re-run makes no calls
 
 The migrations in `migrations/versions/` create exactly these tables; a test compares the two.
@@ -210,6 +211,20 @@ class JobTable(Base):
     __table_args__ = (Index(None, "status", "lease_until"),)
 
 
+class WebhookDeliveryTable(Base):
+    """A webhook delivery the daemon verified and acted on, by its `X-GitHub-Delivery` GUID (kept for days)."""
+
+    __tablename__ = "webhook_deliveries"
+
+    guid: Mapped[str] = mapped_column(String(), primary_key=True)
+    event: Mapped[str] = mapped_column(String(64))
+    action: Mapped[str | None] = mapped_column(String(64))
+    outcome: Mapped[str] = mapped_column(String(32))
+    received_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+    __table_args__ = (Index(None, "received_at"),)
+
+
 class JudgeCacheTable(Base):
     """One judge reply, keyed by sha256 of (model, full prompt messages, parameters incl. sample index)."""
 
@@ -230,3 +245,4 @@ cases_table = cast(Table, CaseTable.__table__)
 scores_table = cast(Table, ScoreTable.__table__)
 jobs_table = cast(Table, JobTable.__table__)
 judge_cache_table = cast(Table, JudgeCacheTable.__table__)
+webhook_deliveries_table = cast(Table, WebhookDeliveryTable.__table__)
