@@ -7,8 +7,9 @@ plugin and the daemon all call `prepare` + `run_prepared` so a run behaves the s
 from __future__ import annotations
 
 import asyncio
+import gc
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -21,6 +22,7 @@ from evalward.model import (
     AgentOutput,
     CaseError,
     CaseResult,
+    CaseSummary,
     Criteria,
     EvalSet,
     EvalSetInfo,
@@ -85,6 +87,14 @@ class PreparedRun:
     """Every judged criterion bound to its model and endpoint (None: not resolved yet)."""
     judge_usage: Any = None
     """The judges' `JudgeUsage` once the run finished (None when nothing was judged)."""
+    _infos: list[EvalSetInfo] | None = field(default=None, repr=False)
+
+    def set_infos(self) -> list[EvalSetInfo]:
+        """What the run records about each eval set (content hashes included), computed once: hashing a
+        thousand cases takes milliseconds, and both the resume check and the run need it."""
+        if self._infos is None:
+            self._infos = [eval_set_info(s) for s in self.sets]
+        return self._infos
 
 
 def parse_metric_option(text: str) -> MetricSpec:
@@ -203,7 +213,9 @@ def prepare(options: RunOptions) -> PreparedRun:
     else:
         apply_metric_overrides(loaded.sets, options.metric_overrides, options.metrics_mode)
     judges = validate_criteria(loaded.sets, options.judge)
-    return PreparedRun(options=options, sets=loaded.sets, warnings=list(loaded.warnings), judges=judges)
+    prepared = PreparedRun(options=options, sets=loaded.sets, warnings=list(loaded.warnings), judges=judges)
+    prepared.set_infos()  # content hashes are part of loading: the fingerprint of what was read
+    return prepared
 
 
 def eval_set_info(eval_set: EvalSet) -> EvalSetInfo:
@@ -292,19 +304,30 @@ async def _write_results(
 def fingerprint_for(prepared: PreparedRun, agent: Agent) -> str:
     """The comparability fingerprint of running `agent` on the prepared eval sets."""
     target = agent.target
-    infos = [eval_set_info(s) for s in prepared.sets]
+    infos = prepared.set_infos()
     judges = [j.identity() for j in prepared.judges or []]
     return run_fingerprint(infos, target.kind, target.target, target.config_hash, judges)
 
 
 def build_case_result(item: WorkItem, case_run: CaseRun) -> CaseResult:
-    """Score one finished case × repetition and assemble its result (pure apart from the metrics)."""
-    from evalward.metrics.registry import is_stepwise, requires_judge
+    """Score one finished case × repetition and assemble its result (pure apart from the metrics).
+
+    ADK-format sets are also scored by ADK's informational efficiency metrics, as ADK appends them to
+    every eval (`metrics.usage.with_adk_efficiency`)."""
+    from evalward.loaders.load import ADK_FORMATS
+    from evalward.metrics.registry import is_custom, is_stepwise, requires_judge
     from evalward.metrics.scoring import score_case
+    from evalward.metrics.usage import with_adk_efficiency
 
     eval_set, case = item.eval_set, item.case
-    # Judged and stepwise metrics need more calls; `score_outside` adds them once the case has run.
-    specs = [s for s in eval_set.metrics_for(case) if not requires_judge(s.name) and not is_stepwise(s.name)]
+    # Judged, stepwise and custom metrics need more calls (or may be async); `score_outside` adds them.
+    specs = [
+        s
+        for s in eval_set.metrics_for(case)
+        if not requires_judge(s.name) and not is_stepwise(s.name) and not is_custom(s)
+    ]
+    if eval_set.format in ADK_FORMATS:
+        specs = with_adk_efficiency(specs)
     outputs: list[AgentOutput] = list(case_run.outputs)
     initial_state = case.session_input.state if case.session_input else {}
     scored = score_case(
@@ -315,6 +338,7 @@ def build_case_result(item: WorkItem, case_run: CaseRun) -> CaseResult:
         final_state=case_run.final_state,
         latency_s=case_run.latency_s,
         usage=case_run.usage,
+        turn_latencies_s=list(case_run.turn_latencies_s),
     )
     invocations: list[InvocationResult] = []
     for index, turn in enumerate(case.turns):
@@ -359,12 +383,21 @@ def build_case_result(item: WorkItem, case_run: CaseRun) -> CaseResult:
     )
 
 
-def finalize(run: RunResult, cases: Sequence[CaseResult], *, status: str) -> RunResult:
-    """Fold case results into the run's summary and verdict under its pass rule."""
+def finalize(
+    run: RunResult,
+    cases: Sequence[CaseResult],
+    *,
+    status: str,
+    known_case_summaries: Mapping[tuple[str, str], CaseSummary] | None = None,
+) -> RunResult:
+    """Fold case results into the run's summary and verdict under its pass rule (`known_case_summaries`: see
+    `summarize_run`)."""
     from evalward.metrics.aggregate import summarize_run
 
     ordered = sorted(cases, key=lambda c: c.key)
-    summary = summarize_run(ordered, repetitions=run.repetitions, pass_rule=run.pass_rule)
+    summary = summarize_run(
+        ordered, repetitions=run.repetitions, pass_rule=run.pass_rule, known_case_summaries=known_case_summaries
+    )
     return run.model_copy(
         update={
             "cases": ordered,
@@ -393,6 +426,7 @@ async def run_prepared(
     With `resume_run_id`, only the case × repetitions the stored run lacks are run, and the result is the
     whole run (stored plus new). A KeyboardInterrupt/cancel ends the run as `cancelled`, keeping what finished.
     """
+    from evalward.metrics.aggregate import summarize_case
     from evalward.runners import make_agent
     from evalward.runners.base import AgentStartError
     from evalward.runners.executor import ExecutorOptions, execute, plan_work
@@ -407,7 +441,7 @@ async def run_prepared(
             processes=options.agent_processes,
             openai_options=options.agent_options,
         )
-    infos = with_judge_identities([eval_set_info(s) for s in prepared.sets], prepared.judges)
+    infos = with_judge_identities(prepared.set_infos(), prepared.judges)
     target = agent.target
     fingerprint = fingerprint_for(prepared, agent)
     items = plan_work(prepared.sets, options.repeat, options.shard)
@@ -454,6 +488,12 @@ async def run_prepared(
         store.begin_run(run, [(i.eval_set.eval_set_id, i.case.case_id, i.repetition) for i in items])
 
     results: list[CaseResult] = list(existing)
+    # A case's summary is computed as soon as its last repetition is in, while other agents are still running,
+    # instead of all of them after the last case (that tail is pure waiting for the user).
+    by_case: dict[tuple[str, str], list[CaseResult]] = {}
+    for done in existing:
+        by_case.setdefault((done.eval_set_id, done.case_id), []).append(done)
+    case_summaries: dict[tuple[str, str], CaseSummary] = {}
     by_key = {(i.eval_set.eval_set_id, i.case.case_id, i.repetition): i for i in items}
     # History writes: one writer thread takes whatever results have finished since its last write and stores
     # them in one transaction. Agents never wait for the database, writes from one process never contend for
@@ -472,6 +512,12 @@ async def run_prepared(
                 raise write_task.exception()  # type: ignore[misc]  # the database failed: stop the run
             await to_write.put(result)
         results.append(result)
+        group = by_case.setdefault((result.eval_set_id, result.case_id), [])
+        group.append(result)
+        if len(group) == run.repetitions:
+            case_summaries[(result.eval_set_id, result.case_id)] = summarize_case(
+                sorted(group, key=lambda c: c.key), repetitions=run.repetitions, pass_rule=run.pass_rule
+            )
 
     try:
         await agent.start()
@@ -509,7 +555,7 @@ async def run_prepared(
             await to_write.put(None)
             await write_task
         writer.shutdown(wait=True)
-        run = finalize(run, results, status=status)
+        run = finalize(run, results, status=status, known_case_summaries=case_summaries)
         if store is not None:
             store.finish_run(run)
     return run
@@ -544,13 +590,22 @@ async def score_outside(
     result: CaseResult, item: WorkItem, case_run: CaseRun, agent: Agent, judging: Judging | None, options: RunOptions
 ) -> CaseResult:
     """Add what `score_case` cannot compute from the outputs alone: teacher-forced step metrics (more agent
-    calls) and judged metrics (judge calls), then recompute the case status (`judging.merge`)."""
+    calls), ADK custom metrics (user functions, possibly async) and judged metrics (judge calls), then
+    recompute the case status (`judging.merge`)."""
     from evalward.judging.merge import merge_metric_results
     from evalward.judging.scoring import apply_judges
+    from evalward.metrics.custom import is_custom, score_custom
 
     stepwise = await score_stepwise(item, case_run, agent, options)
     if stepwise is not None:
         result = merge_metric_results(result, stepwise[0], stepwise[1])
+    custom = [s for s in item.eval_set.metrics_for(item.case) if is_custom(s)]
+    if custom and case_run.outputs:
+        for spec in custom:
+            case_level, turn_level = await score_custom(
+                spec, item.case, case_run.outputs, list(case_run.turn_latencies_s)
+            )
+            result = merge_metric_results(result, [case_level], {t: [r] for t, r in turn_level.items()})
     if judging is not None:
         specs = item.eval_set.metrics_for(item.case)
         result = await apply_judges(result, item.case, specs, case_run.outputs, judging)
@@ -644,7 +699,14 @@ def run_blocking(prepared: PreparedRun, **kwargs: Any) -> RunResult:
     async def main() -> None:
         holder.append(await run_prepared(prepared, **kwargs))
 
-    asyncio.run(main())
+    # Everything loaded so far (modules, eval sets, the agent) lives for the whole run: freezing it keeps the
+    # cyclic GC from re-scanning it on every full collection, which otherwise stalls the event loop for tens
+    # of milliseconds at a time once a run holds thousands of results (measured by benchmarks/overhead.py).
+    gc.freeze()
+    try:
+        asyncio.run(main())
+    finally:
+        gc.unfreeze()
     return holder[0]
 
 

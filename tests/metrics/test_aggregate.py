@@ -157,3 +157,22 @@ def test_missing_repetitions_cap_k_and_an_empty_run_does_not_pass() -> None:
     summary = summarize_run(runs, repetitions=3, pass_rule="per_run").case_summaries[0]
     assert (summary.pass_hat_k, summary.pass_at_k) == (1.0, 1.0)
     assert summarize_run([], repetitions=1, pass_rule="per_run").passed is False
+
+
+def test_case_summaries_computed_during_the_run_are_reused_only_when_they_cover_every_repetition() -> None:
+    runs = [
+        case("a", 0, "passed", metric(1.0, "passed")),
+        case("a", 1, "failed", metric(0.2, "failed")),
+        case("b", 0, "passed", metric(0.9, "passed")),
+    ]
+    fresh = summarize_run(runs, repetitions=2, pass_rule="per_run")
+    a_summary, b_summary = fresh.case_summaries
+    # A summary built early from the same results is used as it is (marked, to see that it was not rebuilt).
+    early_a = a_summary.model_copy(update={"metric_means": {"m": 0.123}})
+    reused = summarize_run(runs, repetitions=2, pass_rule="per_run", known_case_summaries={("s", "a"): early_a})
+    assert reused.case_summaries[0].metric_means == {"m": 0.123}
+    assert reused.case_summaries[1] == b_summary
+    # One built before the last repetition arrived (1 of 2 repetitions) is stale: recomputed from the results.
+    stale = summarize_run(runs[:1], repetitions=2, pass_rule="per_run").case_summaries[0]
+    recomputed = summarize_run(runs, repetitions=2, pass_rule="per_run", known_case_summaries={("s", "a"): stale})
+    assert recomputed.case_summaries == fresh.case_summaries

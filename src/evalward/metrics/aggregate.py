@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -242,8 +242,18 @@ def summarize_metric(
     )
 
 
-def summarize_run(cases: Sequence[CaseResult], *, repetitions: int, pass_rule: PassRule) -> RunSummary:
-    """Per-metric summaries, per-case summaries and the run verdict under `pass_rule`."""
+def summarize_run(
+    cases: Sequence[CaseResult],
+    *,
+    repetitions: int,
+    pass_rule: PassRule,
+    known_case_summaries: Mapping[tuple[str, str], CaseSummary] | None = None,
+) -> RunSummary:
+    """Per-metric summaries, per-case summaries and the run verdict under `pass_rule`.
+
+    `known_case_summaries` are summaries already computed from exactly these results (the pipeline builds
+    each as the case's last repetition finishes, while agents are still busy); they are reused when their
+    repetition count still matches, and every other case is summarised here."""
     groups = _group_by_case(cases)
     names: list[str] = []
     for case in cases:
@@ -255,6 +265,12 @@ def summarize_run(cases: Sequence[CaseResult], *, repetitions: int, pass_rule: P
         metric_summary = summarize_metric(name, groups, pass_rule=pass_rule)
         if metric_summary is not None:
             summary[name] = metric_summary
-    case_summaries = [summarize_case(runs, repetitions=repetitions, pass_rule=pass_rule) for runs in groups.values()]
+    known = known_case_summaries or {}
+    case_summaries: list[CaseSummary] = []
+    for key, runs in groups.items():
+        ready = known.get(key)
+        if ready is None or ready.repetitions != len(runs):
+            ready = summarize_case(runs, repetitions=repetitions, pass_rule=pass_rule)
+        case_summaries.append(ready)
     passed = bool(case_summaries) and all(c.passed for c in case_summaries)
     return RunSummary(summary=summary, case_summaries=case_summaries, passed=passed)
