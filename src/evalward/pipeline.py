@@ -378,6 +378,7 @@ def build_case_result(item: WorkItem, case_run: CaseRun) -> CaseResult:
         final_state=case_run.final_state,
         content_hash=case.content_hash,
         must_pass=case.must_pass,
+        cluster=case.cluster,
         started_at=case_run.started_at,
         finished_at=case_run.finished_at,
     )

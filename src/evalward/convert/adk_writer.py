@@ -18,7 +18,7 @@ match_type, ignore_args}}`); ADK's always-on efficiency metrics are implied.
 Everything else cannot be expressed in ADK and is listed, one line per item with its case and turn:
 turns that leave tool calls unchecked (ADK always checks them and would expect none), structured
 `inputs`, step trajectories, expected agents and per-agent tools, other expected outputs, reference
-messages, per-case metrics, `must_pass`, tags, non-object expected states, and non-ADK criteria.
+messages, per-case metrics, `must_pass`, tags, cluster labels, non-object expected states, and non-ADK criteria.
 """
 
 from __future__ import annotations
@@ -126,6 +126,8 @@ def _case(eval_set: EvalSet, case: EvalCase, lost: list[str]) -> dict[str, Any]:
         lost.append(f"{_where(case)}: must_pass")
     if case.tags:
         lost.append(f"{_where(case)}: tags {case.tags}")
+    if case.cluster is not None:
+        lost.append(f"{_where(case)}: cluster {case.cluster!r}")
     return written
 
 

@@ -97,6 +97,8 @@ def _case(case: EvalCase, lost: list[str]) -> dict[str, Any]:
         written["must_pass"] = True
     if case.tags:
         written["tags"] = list(case.tags)
+    if case.cluster is not None:
+        written["cluster"] = case.cluster
     if case.session_input is not None:
         written["session_state"] = dict(case.session_input.state)
         dropped = [k for k in ("app_name", "user_id", "session_id") if getattr(case.session_input, k)]

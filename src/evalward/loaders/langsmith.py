@@ -6,7 +6,9 @@ Each example is a one-turn case:
 - `outputs.response` → `expected_response`; `outputs.trajectory` (step names) → `expected_trajectory`;
   every other `outputs` key → `expected_outputs` (e.g. `{"route": "refund_agent"}`);
 - `case_id` = `id` (or `example_id`) when given, else `"ex-"` + the first 12 hex digits of the sha256 of
-  the canonical `inputs`, so ids survive reordering.
+  the canonical `inputs`, so ids survive reordering;
+- `metadata.cluster` (a non-empty string, or an integer taken as its decimal text) → the case's cluster
+  label, which the gate uses to analyse correlated cases (same template, same document) as one unit.
 
 Default criteria (origin `format_defaults`): `trajectory_subsequence` ≥ 1.0 when any example has a
 trajectory; `output_match` with `{"key": K}` ≥ 1.0 for each other expected output key K (in order of first
@@ -20,7 +22,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from evalward.loaders.positions import PathKey
-from evalward.loaders.problems import Problems
+from evalward.loaders.problems import Problems, describe_value
 from evalward.model import Criteria, EvalCase, EvalSet, Invocation, MetricSpec, canonical_hash
 
 _QUERY_KEYS = ("question", "query", "input", "text")
@@ -80,6 +82,26 @@ def _message_text(content: Any) -> str:
     return ""
 
 
+def _cluster(problems: Problems, metadata: dict[str, Any] | None, at: PathKey, case_id: str) -> tuple[bool, str | None]:
+    """(usable, label) from `metadata.cluster`: (True, None) when absent; (False, None) after recording a
+    problem when it is neither a non-empty string nor an integer."""
+    if metadata is None or metadata.get("cluster") is None:
+        return True, None
+    value = metadata["cluster"]
+    if isinstance(value, int) and not isinstance(value, bool):
+        return True, str(value)
+    if isinstance(value, str) and value:
+        return True, value
+    problems.add(
+        "a cluster label must be a non-empty string",
+        (*at, "metadata", "cluster"),
+        case_id=case_id,
+        expected="a non-empty string (or an integer)",
+        found=describe_value(value),
+    )
+    return False, None
+
+
 def load_langsmith(problems: Problems, default_id: str) -> EvalSet | None:
     cases: list[EvalCase] = []
     failed = False
@@ -106,7 +128,11 @@ def load_langsmith(problems: Problems, default_id: str) -> EvalSet | None:
             expected_outputs=others,
             source=problems.source(at),
         )
-        cases.append(EvalCase(case_id=case_id, turns=[turn], source=problems.source(at)))
+        usable, cluster = _cluster(problems, example.metadata, at, case_id)
+        if not usable:
+            failed = True
+            continue
+        cases.append(EvalCase(case_id=case_id, turns=[turn], cluster=cluster, source=problems.source(at)))
     if failed:
         return None
     metrics: list[MetricSpec] = []

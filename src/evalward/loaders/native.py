@@ -14,6 +14,8 @@ cases:
     description: ...
     must_pass: true                 # hard gate: must pass on every repetition
     tags: [refund]
+    cluster: invoice-237            # optional: cases sharing a label (same template, same document) are
+                                    #   resampled and sign-flipped together by the gate
     session_state: {customer_id: 7}
     expected_state: {refunded: [237]}
     metrics: [...]                  # per-case additions, replacing set metrics of the same name
@@ -159,6 +161,12 @@ class NativeCase(BaseModel):
     description: str | None = None
     must_pass: bool = Field(default=False, description="Hard gate: must pass on every repetition.")
     tags: list[str] = Field(default_factory=list)
+    cluster: str | None = Field(
+        default=None,
+        min_length=1,
+        description="Cluster label (same template, same document): the gate treats cases sharing it as one "
+        "correlated unit (clustered standard error, one sign flip per cluster, whole-cluster bootstrap).",
+    )
     session_state: dict[str, Any] | None = Field(default=None, description="Initial session state.")
     expected_state: Any = Field(default=None, description="Expected state after the run.")
     metrics: list[MetricEntry] = Field(default_factory=list, description="Per-case metrics.")
@@ -347,6 +355,7 @@ def _case(
         metrics=metrics,
         must_pass=parsed.must_pass,
         tags=parsed.tags,
+        cluster=parsed.cluster,
         source=problems.source(at),
     )
 

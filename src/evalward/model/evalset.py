@@ -141,15 +141,22 @@ class EvalCase(BaseModel):
     )
     must_pass: bool = Field(default=False, description="Hard gate: must pass on every repetition.")
     tags: list[str] = Field(default_factory=list)
+    cluster: str | None = Field(
+        default=None,
+        description="Cluster label g(i): cases that share it (same template, same document) are correlated, so "
+        "the gate resamples and sign-flips them as one unit. None = a cluster of its own.",
+    )
     source: SourceLocation | None = Field(default=None, description="Where this case was read from.")
 
     @computed_field(  # type: ignore[prop-decorator]
-        description="sha256 of the case's canonical content (excluding where it was read from)."
+        description="sha256 of the case's canonical content (excluding where it was read from and its cluster)."
     )
     @cached_property
     def content_hash(self) -> str:
         # Cached: a case's content is fixed once loaded, and the hash is read for every result and report.
-        payload = self.model_dump(mode="json", exclude={"source", "content_hash"})
+        # The cluster label is how the gate groups cases, not what the case asks: relabelling must not turn
+        # every case into a "changed" one that can no longer be compared with its baseline.
+        payload = self.model_dump(mode="json", exclude={"source", "content_hash", "cluster"})
         for turn in payload["turns"]:
             turn.pop("source", None)
         return canonical_hash(payload)

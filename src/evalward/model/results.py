@@ -104,6 +104,9 @@ class CaseResult(BaseModel):
     final_state: Any = None
     content_hash: str = Field(default="", description="The eval case's content hash (comparability).")
     must_pass: bool = False
+    cluster: str | None = Field(
+        default=None, description="The eval case's cluster label (the gate's clustered analysis); None = unlabelled."
+    )
     started_at: datetime | None = None
     finished_at: datetime | None = None
 
