@@ -30,7 +30,13 @@ The method and its defaults are GATE.md's. The policy, evaluated in this order:
    `fail`/`count_as_failure` and is left out under `ignore`. Test of record: exact McNemar for a
    binary metric with one repetition per case on both sides, else the paired sign-flip test (exact for
    ≤ `exact_enumeration_max_n` non-zero d_i, Monte Carlo otherwise). Holm across the gated metrics
-   (all of them, or only the primary one). Percentile paired bootstrap for L and U. Verdict: REGRESSED if
+   (all of them, or only the primary one). Percentile paired bootstrap for L and U.
+   Clustered analysis, when at least one paired case carries a cluster label g(i) (unlabelled cases are
+   clusters of one; labels are read from the current run, else the baseline): with D_g = Σ_{i∈g} d_i over
+   G clusters, the sign-flip test flips one sign per cluster, T(σ) = Σ_g σ_g D_g (exact while ≤
+   `exact_enumeration_max_n` D_g are non-zero; McNemar is not used, its pairs would not be independent),
+   the bootstrap resamples whole clusters, and the standard error behind the MDE and the sample-size
+   advice is SE_cl = (1/n)·√(G/(G−1)·Σ_g(D_g − n_g·Δ̂)²). Verdict: REGRESSED if
    p_adj < α and Δ̂ ≤ −δ_block (blocking `regression`); else PASS if L ≥ −δ_ni or Δ̂ ≥ 0; else INCONCLUSIVE
    (warning `inconclusive` with the minimum detectable effect and the cases needed to detect δ_block).
    Metrics other than the primary one are reported with warnings/info only.
@@ -43,6 +49,10 @@ The method and its defaults are GATE.md's. The policy, evaluated in this order:
    `regression` finding ("likely regressed", not gating), or an info `flaky` finding when it is known to
    flip. Quarantined cases (entry not expired on `today`) get a `quarantined` finding and are left out of
    steps 1, 2, 5 and 6 (their errors still count in step 0); expired entries give a warning.
+   Per-case tests (GATE.md §8): every compared case with ≥ 5 repetitions on both sides gets a one-sided
+   Fisher exact test of its baseline passes against its current passes (an errored repetition is not a
+   pass); Benjamini–Hochberg q across those cases; q < 0.1 labels it "regressed (per-case test)" with an
+   info `regression` finding. Diagnostic only: never blocking.
 
 Outcome: `fail` if any finding is blocking; else `inconclusive` if a gated metric is inconclusive, there is
 no baseline (neutral policy) or nothing was comparable; else `pass`. With `strict`, inconclusive fails.
@@ -53,7 +63,7 @@ from __future__ import annotations
 import hashlib
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from typing import Literal
@@ -69,6 +79,7 @@ from evalward.model.verdict import (
     FindingKind,
     MetricComparison,
     MetricVerdict,
+    PerCaseTests,
     Severity,
     TestName,
     Verdict,
@@ -80,6 +91,12 @@ CaseKey = tuple[str, str]
 
 LIKELY_REGRESSED_DROP = 0.5
 """b_i − c_i at or above this marks a case "likely regressed" (GATE.md §8)."""
+
+PER_CASE_MIN_RUNS = 5
+"""Repetitions a case needs on both sides for its own Fisher test: with 3, even 3/3 → 0/3 gives p = 0.05."""
+
+PER_CASE_Q = 0.1
+"""Benjamini–Hochberg q below which a tested case is "regressed (per-case test)" (GATE.md §8)."""
 
 _FLOAT_SLACK = 1e-12
 """Comparisons of Δ̂ with margins tolerate float rounding (e.g. 0.9 − 0.88 vs 0.02)."""
@@ -184,6 +201,13 @@ class _PairedMetric:
     k_current: int
     binary: bool
     """Every score is 0 or 1 and every case has exactly one scored repetition on both sides."""
+    groups: list[Hashable] | None = None
+    """The cluster of each case (its label, or the case itself when unlabelled); None when no paired case has
+    a label, i.e. the analysis is unclustered."""
+
+    def clusters(self, diffs: Sequence[float]) -> stats.Clusters | None:
+        """D_g and n_g of the oriented differences, or None when unclustered."""
+        return stats.group_by_cluster(diffs, self.groups) if self.groups is not None else None
 
 
 # ------------------------------------------------------------------------------------------------ gate
@@ -218,6 +242,7 @@ class _Gate:
         self.higher_is_better: dict[str, bool] = {}
         self.paired: dict[str, _PairedMetric] = {}
         self.gated_count = 0
+        self.per_case: PerCaseTests | None = None
 
     def add(
         self,
@@ -528,7 +553,25 @@ class _Gate:
             k_b, k_c = max(k_b, len(before)), max(k_c, len(after))
             binary = binary and len(before) == 1 and len(after) == 1
             binary = binary and all(s in (0.0, 1.0) for s in (*before, *after))
-        return _PairedMetric(keys=keys, b=b, c=c, k_baseline=k_b, k_current=k_c, binary=binary and bool(keys))
+        labels = [self._cluster_label(key) for key in keys]
+        groups: list[Hashable] | None = None
+        if any(label is not None for label in labels):
+            # Tagged tuples: an unlabelled case never shares a cluster with a label that happens to equal its id.
+            groups = [
+                ("label", label) if label is not None else ("case", *key)
+                for key, label in zip(keys, labels, strict=True)
+            ]
+        return _PairedMetric(
+            keys=keys, b=b, c=c, k_baseline=k_b, k_current=k_c, binary=binary and bool(keys), groups=groups
+        )
+
+    def _cluster_label(self, key: CaseKey) -> str | None:
+        """The case's cluster label: the current run's (the eval set under review), else the baseline's."""
+        for results in (self.cur.get(key, ()), self.base.get(key, ())):
+            for result in results:
+                if result.cluster is not None:
+                    return result.cluster
+        return None
 
     def compare_metrics(self) -> list[MetricComparison]:
         names = self.gated_metric_names()
@@ -557,6 +600,9 @@ class _Gate:
     def _test(self, name: str, paired: _PairedMetric) -> tuple[float, TestName, str]:
         """(p, test, arithmetic) for H0: Δ ≥ 0 vs H1: Δ < 0 on the oriented differences."""
         diffs = self._oriented(name, paired)
+        clusters = paired.clusters(diffs)
+        if clusters is not None:
+            return self._clustered_test(name, clusters, len(diffs))
         if paired.binary:
             n10 = sum(d < 0 for d in diffs)
             n01 = sum(d > 0 for d in diffs)
@@ -584,6 +630,28 @@ class _Gate:
         else:
             how = (
                 f"Monte Carlo sign-flip, S={result.draws} over {result.nonzero} non-zero d_i: "
+                f"p = (1 + {result.at_least_as_extreme})/(1 + {result.draws}) = {_p(result.p_value)}"
+            )
+        return result.p_value, result.test, how
+
+    def _clustered_test(self, name: str, clusters: stats.Clusters, n: int) -> tuple[float, TestName, str]:
+        """The sign-flip test on the cluster sums D_g: one sign per cluster, T(σ) = Σ_g σ_g D_g ≤ Σ_g D_g."""
+        result = stats.sign_flip_test(
+            clusters.sums,
+            seed=_sub_seed(self.seed, f"sign_flip:{name}"),
+            resamples=self.policy.resamples,
+            exact_max_n=self.policy.exact_enumeration_max_n,
+        )
+        head = f"clustered sign-flip (one sign per cluster sum D_g, G={clusters.count} clusters of n={n} cases)"
+        if result.test == "sign_flip_exact":
+            how = (
+                f"{head}: exact over the 2^{result.nonzero} = {result.draws} sign vectors of the {result.nonzero} "
+                f"non-zero D_g: {result.at_least_as_extreme} with Σσ_gD_g ≤ ΣD_g → "
+                f"p = {result.at_least_as_extreme}/{result.draws} = {_p(result.p_value)}"
+            )
+        else:
+            how = (
+                f"{head}: Monte Carlo, S={result.draws} over {result.nonzero} non-zero D_g: "
                 f"p = (1 + {result.at_least_as_extreme})/(1 + {result.draws}) = {_p(result.p_value)}"
             )
         return result.p_value, result.test, how
@@ -624,9 +692,16 @@ class _Gate:
         p, test_name, how = test
         diffs = self._oriented(name, paired)
         delta_oriented = statistics.fmean(diffs)
-        low_o, high_o = stats.bootstrap_mean_bounds(
-            diffs, alpha=policy.alpha, seed=_sub_seed(self.seed, f"bootstrap:{name}"), resamples=policy.resamples
-        )
+        clusters = paired.clusters(diffs)
+        boot_seed = _sub_seed(self.seed, f"bootstrap:{name}")
+        if clusters is not None:
+            low_o, high_o = stats.bootstrap_cluster_mean_bounds(
+                clusters.sums, clusters.sizes, alpha=policy.alpha, seed=boot_seed, resamples=policy.resamples
+            )
+        else:
+            low_o, high_o = stats.bootstrap_mean_bounds(
+                diffs, alpha=policy.alpha, seed=boot_seed, resamples=policy.resamples
+            )
         base_mean, cur_mean = statistics.fmean(paired.b), statistics.fmean(paired.c)
         delta = cur_mean - base_mean
         ci_low, ci_high = (low_o, high_o) if higher else (-high_o, -low_o)
@@ -642,6 +717,12 @@ class _Gate:
         else:
             verdict = "inconclusive"
         sd = stats.paired_sd(diffs)
+        se = sd / math.sqrt(n) if sd is not None else None
+        if paired.groups is not None:
+            # The planning formulas take a per-case SD; SE_cl·√n is the one that reproduces SE_cl, so the MDE is
+            # (z_{1−α} + z_power)·SE_cl and the advice assumes more cases come in clusters like these.
+            se = stats.clustered_se(diffs, paired.groups)
+            sd = se * math.sqrt(n) if se is not None else None
         mde = stats.minimum_detectable_effect(sd, n, alpha=policy.alpha, power=policy.power) if sd is not None else None
         n_needed = (
             stats.cases_needed(sd, delta_block, alpha=policy.alpha, power=policy.power) if sd is not None else None
@@ -652,13 +733,15 @@ class _Gate:
             p_text = f"Holm over {self.gated_count} gated metric(s): p_adj = {_p(p_adjusted)}"
         else:
             p_text = f"p = {_p(p_used)}"
+        in_clusters = f" in G={clusters.count} clusters" if clusters is not None else ""
+        resampled = "whole clusters, " if clusters is not None else ""
         steps = [
-            f"{name} ({role}){worse}: n={n} paired cases, k={paired.k_baseline}/{paired.k_current} "
+            f"{name} ({role}){worse}: n={n} paired cases{in_clusters}, k={paired.k_baseline}/{paired.k_current} "
             f"(baseline/current); mean {_num(base_mean)} → {_num(cur_mean)}, Δ̂ = {_signed(delta)}",
             how,
             f"{p_text} {'<' if significant else '≥'} α = {policy.alpha:g}",
-            f"paired bootstrap (S={policy.resamples}, percentile): L = {_signed(ci_low)}, U = {_signed(ci_high)} "
-            f"(one-sided {level}% bounds)",
+            f"paired bootstrap (S={policy.resamples}, {resampled}percentile): L = {_signed(ci_low)}, "
+            f"U = {_signed(ci_high)} (one-sided {level}% bounds)",
         ]
         if verdict == "regressed":
             steps.append(f"significant and Δ̂ ≤ −δ_block = {-delta_block:+.3f} → REGRESSED")
@@ -670,7 +753,13 @@ class _Gate:
                 f"not a significant drop of ≥ δ_block and L < −δ_ni = {-delta_ni:+.3f}, so non-inferiority is "
                 "not shown → INCONCLUSIVE"
             )
-        if mde is not None:
+        if mde is not None and clusters is not None and se is not None:
+            steps.append(
+                f"SE_cl = (1/n)·√(G/(G−1)·Σ_g(D_g − n_g·Δ̂)²) = {se:.3f}; minimum detectable effect {mde:.3f}; "
+                f"≈{n_needed} cases (clustered alike) to detect a {delta_block:g} drop at "
+                f"{round(policy.power * 100)}% power"
+            )
+        elif mde is not None:
             steps.append(
                 f"s_d = {sd:.3f}; minimum detectable effect {mde:.3f}; ≈{n_needed} cases to detect a "
                 f"{delta_block:g} drop at {round(policy.power * 100)}% power"
@@ -689,6 +778,8 @@ class _Gate:
             p_adjusted=p_adjusted,
             test=test_name,
             n_cases=n,
+            n_clusters=clusters.count if clusters is not None else None,
+            se=se,
             k_baseline=paired.k_baseline,
             k_current=paired.k_current,
             delta_block=delta_block,
@@ -810,9 +901,45 @@ class _Gate:
 
     # -- step 7 -------------------------------------------------------------------------------------
 
+    def per_case_tests(self) -> dict[CaseKey, tuple[float, float]]:
+        """{case: (Fisher p, BH q)} for the compared cases with ≥ PER_CASE_MIN_RUNS repetitions on both sides.
+
+        Passes are repetitions with status `passed` (an errored one is not a pass, GATE.md §2), the same
+        counts the case's diagnostic shows. Also records the summary in `self.per_case`.
+        """
+        if self.baseline is None or not self.compared:
+            return {}
+        tested: list[CaseKey] = []
+        p_values: list[float] = []
+        for key in self.compared:
+            before, after = self.base[key], self.cur[key]
+            if len(before) < PER_CASE_MIN_RUNS or len(after) < PER_CASE_MIN_RUNS:
+                continue
+            tested.append(key)
+            p_values.append(
+                stats.fisher_one_sided_p(
+                    sum(r.status == "passed" for r in before),
+                    len(before),
+                    sum(r.status == "passed" for r in after),
+                    len(after),
+                )
+            )
+        q_values = stats.benjamini_hochberg(p_values)
+        self.per_case = PerCaseTests(
+            min_runs=PER_CASE_MIN_RUNS,
+            q_threshold=PER_CASE_Q,
+            tested=len(tested),
+            untested=len(self.compared) - len(tested),
+            flagged=sum(q < PER_CASE_Q for q in q_values),
+            k_baseline=min(len(self.base[key]) for key in self.compared),
+            k_current=min(len(self.cur[key]) for key in self.compared),
+        )
+        return {key: (p, q) for key, p, q in zip(tested, p_values, q_values, strict=True)}
+
     def diagnose_cases(self) -> list[CaseDiagnostic]:
         compared = set(self.compared)
         changed = {(f.eval_set_id, f.case_id) for f in self.findings if f.kind == "changed_case"}
+        fisher = self.per_case_tests()
         diagnostics: list[CaseDiagnostic] = []
         for key in sorted(set(self.cur) | set(self.base)):
             before, after = self.base.get(key), self.cur.get(key)
@@ -825,6 +952,7 @@ class _Gate:
                 if key in compared and self._drop(name, b_scores[name], c_scores[name]) >= LIKELY_REGRESSED_DROP
             )
             label = self._label(key, before, after, flip, compared, changed)
+            tested = fisher.get(key)
             diagnostics.append(
                 CaseDiagnostic(
                     eval_set_id=key[0],
@@ -839,10 +967,14 @@ class _Gate:
                     likely_regressed_metrics=likely,
                     flip_rate=flip,
                     quarantined=key in self.quarantined,
+                    cluster=self._cluster_label(key),
+                    fisher_p=tested[0] if tested else None,
+                    fisher_q=tested[1] if tested else None,
+                    per_case_regressed=tested is not None and tested[1] < PER_CASE_Q,
                 )
             )
-            if likely or label == "regressed":
-                self._case_finding(key, likely, flip, b_scores, c_scores)
+            if likely or label == "regressed" or (tested is not None and tested[1] < PER_CASE_Q):
+                self._case_finding(key, likely, flip, b_scores, c_scores, tested)
         return diagnostics
 
     def _mean(self, paired: _PairedMetric, key: CaseKey, side: Literal["b", "c"]) -> float | None:
@@ -896,6 +1028,7 @@ class _Gate:
         flip: float | None,
         b_scores: dict[str, float | None],
         c_scores: dict[str, float | None],
+        tested: tuple[float, float] | None = None,
     ) -> None:
         metric = likely[0] if likely else None
         b = b_scores.get(metric) if metric else None
@@ -914,6 +1047,8 @@ class _Gate:
             )
         elif key in self.quarantined:
             return
+        elif tested is not None:
+            self._tested_case_finding(key, likely, values, metric, b, c, tested)
         else:
             self.add(
                 "regression",
@@ -925,6 +1060,46 @@ class _Gate:
                 baseline_value=b,
                 current_value=c,
             )
+
+    def _tested_case_finding(
+        self,
+        key: CaseKey,
+        likely: list[str],
+        values: str,
+        metric: str | None,
+        b: float | None,
+        c: float | None,
+        tested: tuple[float, float],
+    ) -> None:
+        p, q = tested
+        before, after = self.base[key], self.cur[key]
+        passes = (
+            f"passes {sum(r.status == 'passed' for r in before)}/{len(before)} → "
+            f"{sum(r.status == 'passed' for r in after)}/{len(after)}"
+        )
+        assert self.per_case is not None
+        test = f"one-sided Fisher exact p = {_p(p)}, Benjamini–Hochberg q = {_p(q)}"
+        across = f"across {_plural(self.per_case.tested, 'tested case')}"
+        if q < PER_CASE_Q:
+            head = f"Case {_case(key)} regressed (per-case test): {passes}, {test} < {PER_CASE_Q:g} {across}"
+            if likely:
+                head += f"; {values}"
+        else:
+            head = (
+                f"Case {_case(key)} likely regressed: {values} (drop ≥ {LIKELY_REGRESSED_DROP}), but its per-case "
+                f"test is not significant ({passes}, {test} ≥ {PER_CASE_Q:g} {across})"
+            )
+        self.add(
+            "regression",
+            "info",
+            head + "; shown for review, not gated.",
+            key=key,
+            metric=metric,
+            baseline_value=b,
+            current_value=c,
+            p_value=q,
+            test="fisher_exact",
+        )
 
     # -- outcome ------------------------------------------------------------------------------------
 
@@ -984,6 +1159,7 @@ class _Gate:
                 errored=errored,
                 quarantined=len(self.quarantined),
             ),
+            per_case_tests=self.per_case,
             alpha=self.policy.alpha,
             seed=self.seed,
             policy_digest=self.policy.digest(),

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from statistics import NormalDist
@@ -174,6 +174,92 @@ def bootstrap_mean_bounds(
     return float(means[rank - 1]), float(means[resamples - rank])
 
 
+def bootstrap_cluster_mean_bounds(
+    sums: Sequence[float], sizes: Sequence[int], *, alpha: float, seed: int, resamples: int = 10_000
+) -> tuple[float, float]:
+    """Percentile bootstrap bounds (L, U) of Δ̂ = Σ_i d_i / n, resampling whole clusters.
+
+    `sums[g]` = D_g = Σ_{i∈g} d_i and `sizes[g]` = n_g over the G clusters. Each resample draws G clusters
+    with replacement (g*_1 … g*_G) and takes Δ̂* = Σ_j D_{g*_j} / Σ_j n_{g*_j}, the mean difference over the
+    cases of the drawn clusters, so correlated cases stay together. L and U are ranked as in
+    `bootstrap_mean_bounds`; with every n_g = 1 the draws and the bounds are exactly that function's.
+    """
+    if not sums:
+        raise ValueError("bootstrap needs at least one cluster")
+    if len(sums) != len(sizes):
+        raise ValueError("sums and sizes must have one entry per cluster")
+    if any(size < 1 for size in sizes):
+        raise ValueError("every cluster needs at least one case")
+    if not 0.0 < alpha < 0.5:
+        raise ValueError(f"alpha must be in (0, 0.5), got {alpha}")
+    totals = np.asarray(sums, dtype=np.float64)
+    counts = np.asarray(sizes, dtype=np.float64)
+    clusters = int(totals.size)
+    rng = _generator(seed)
+    means = np.empty(resamples, dtype=np.float64)
+    for start in range(0, resamples, _ROWS_PER_CHUNK):
+        rows = min(_ROWS_PER_CHUNK, resamples - start)
+        drawn = _random_indices(rng, rows, clusters)
+        means[start : start + rows] = totals[drawn].sum(axis=1) / counts[drawn].sum(axis=1)
+    means.sort()
+    rank = max(1, int(alpha * resamples + 1e-9))
+    return float(means[rank - 1]), float(means[resamples - rank])
+
+
+# -------------------------------------------------------------------------------------------- clusters
+
+
+@dataclass(frozen=True)
+class Clusters:
+    """The paired differences grouped by cluster label (GATE.md §1: same template, same document)."""
+
+    sums: list[float]
+    """D_g = Σ_{i∈g} d_i, clusters in order of first appearance."""
+    sizes: list[int]
+    """n_g, the number of cases in cluster g."""
+
+    @property
+    def count(self) -> int:
+        """G, the number of clusters."""
+        return len(self.sums)
+
+
+def group_by_cluster(diffs: Sequence[float], labels: Sequence[Hashable]) -> Clusters:
+    """D_g and n_g for each distinct label, in order of first appearance (so the result is deterministic)."""
+    if len(diffs) != len(labels):
+        raise ValueError("diffs and labels must be paired (same length)")
+    index: dict[Hashable, int] = {}
+    sums: list[float] = []
+    sizes: list[int] = []
+    for d, label in zip(diffs, labels, strict=True):
+        g = index.setdefault(label, len(sums))
+        if g == len(sums):
+            sums.append(0.0)
+            sizes.append(0)
+        sums[g] += d
+        sizes[g] += 1
+    return Clusters(sums=sums, sizes=sizes)
+
+
+def clustered_se(diffs: Sequence[float], labels: Sequence[Hashable]) -> float | None:
+    """Cluster-robust standard error of Δ̂ (GATE.md §3), None when there are fewer than 2 clusters.
+
+    SE_cl = (1/n) · √( G/(G−1) · Σ_g (Σ_{i∈g} (d_i − Δ̂))² ), with Δ̂ = (1/n) Σ d_i over the n cases and G
+    clusters; Σ_{i∈g} (d_i − Δ̂) = D_g − n_g·Δ̂. G/(G−1) is the finite-cluster correction (as in Inspect's
+    clustered stderr). With every case its own cluster (G = n) this is s_d/√n exactly.
+
+    Example: d = (−1, −1 | −1, 0 | 0, 0) in clusters A, B, C: Δ̂ = −0.5; residual sums A: −1, B: 0, C: +1;
+    SE_cl = (1/6)·√(3/2 · 2) = √3/6 ≈ 0.289 (unclustered s_d/√n = √(1.5/5)/√6 ≈ 0.224).
+    """
+    grouped = group_by_cluster(diffs, labels)
+    clusters, n = grouped.count, len(diffs)
+    if clusters < 2:
+        return None
+    mean = math.fsum(diffs) / n
+    squares = math.fsum((total - size * mean) ** 2 for total, size in zip(grouped.sums, grouped.sizes, strict=True))
+    return math.sqrt(clusters / (clusters - 1) * squares) / n
+
+
 # ------------------------------------------------------------------------------------------ multiplicity
 
 
@@ -204,6 +290,54 @@ def holm_reject(p_values: Sequence[float], alpha: float) -> list[bool]:
             break
         rejected[index] = True
     return rejected
+
+
+def benjamini_hochberg(p_values: Sequence[float]) -> list[float]:
+    """Benjamini–Hochberg adjusted p-values (q-values), in the input order.
+
+    Sort ascending p₍₁₎ ≤ … ≤ p₍M₎ (ties keep input order); q₍j₎ = min_{l ≥ j} min(1, M · p₍l₎ / l). Calling
+    every hypothesis with q < Q a discovery keeps the expected share of false discoveries at or below Q
+    (independent or positively dependent tests). Example: p = 0.01, 0.04, 0.03, 0.2 (M = 4) → sorted 0.01,
+    0.03, 0.04, 0.2 give M·p/j = 0.04, 0.06, 0.0533, 0.2; the running minimum from the top makes the 0.03
+    one 0.0533 → q = 0.04, 0.0533, 0.0533, 0.2 in input order.
+    """
+    count = len(p_values)
+    order = sorted(range(count), key=lambda i: (p_values[i], i))
+    adjusted = [0.0] * count
+    running = 1.0
+    for rank in range(count, 0, -1):
+        index = order[rank - 1]
+        running = min(running, count * p_values[index] / rank)
+        adjusted[index] = running
+    return adjusted
+
+
+# ---------------------------------------------------------------------------------------- Fisher exact
+
+
+def fisher_one_sided_p(baseline_passes: int, baseline_runs: int, current_passes: int, current_runs: int) -> float:
+    """One-sided Fisher exact p for "the candidate passes less often than the baseline" (one case).
+
+    The 2×2 table (baseline a passes of k_B runs, candidate c of k_C) is taken conditional on its margins:
+    with m = a + c passes in N = k_B + k_C runs, the baseline's count A is hypergeometric under H0 (same pass
+    probability), P[A = x] = C(k_B, x) · C(k_C, m − x) / C(N, m), and
+    p = P[A ≥ a] = Σ_{x=a}^{min(k_B, m)} C(k_B, x) · C(k_C, m − x) / C(N, m), computed in exact integers.
+
+    Examples: 5/5 → 0/5: p = C(5,5)·C(5,0)/C(10,5) = 1/252 ≈ 0.00397. 3/3 → 0/3: 1/C(6,3) = 1/20 = 0.05,
+    which is why per-case tests need k ≥ 5 (GATE.md §8).
+    """
+    for passes, runs, side in ((baseline_passes, baseline_runs, "baseline"), (current_passes, current_runs, "current")):
+        if not 0 <= passes <= runs:
+            raise ValueError(f"need 0 <= passes <= runs on the {side} side, got {passes}/{runs}")
+    total = baseline_passes + current_passes
+    runs = baseline_runs + current_runs
+    if runs == 0:
+        return 1.0
+    top = min(baseline_runs, total)
+    tail = sum(
+        math.comb(baseline_runs, x) * math.comb(current_runs, total - x) for x in range(baseline_passes, top + 1)
+    )
+    return float(Fraction(tail, math.comb(runs, total)))
 
 
 # -------------------------------------------------------------------------------------- rates, pass^k

@@ -42,6 +42,7 @@ from evalward.model.verdict import (
     CaseDiagnostic,
     Finding,
     MetricComparison,
+    PerCaseTests,
     Verdict,
     VerdictCounts,
 )
@@ -74,6 +75,7 @@ __all__ = [
     "MetricSpec",
     "MetricStatus",
     "MetricSummary",
+    "PerCaseTests",
     "RunContext",
     "RunResult",
     "SessionInput",

@@ -97,6 +97,17 @@ class MetricComparison(BaseModel):
     p_adjusted: float | None = Field(default=None, description="Holm-adjusted p across the gated metrics.")
     test: TestName | None = Field(default=None, description="The test of record.")
     n_cases: int = Field(description="Number of paired comparable cases with a score on both sides.")
+    n_clusters: int | None = Field(
+        default=None,
+        description="G when the analysis was clustered (some compared case carries a cluster label; unlabelled "
+        "cases count as clusters of one): the sign-flip test flips one sign per cluster sum, the bootstrap "
+        "resamples whole clusters and `se` is SE_cl. None: unclustered.",
+    )
+    se: float | None = Field(
+        default=None,
+        description="Standard error of Δ̂: s_d/√n, or SE_cl = (1/n)·√(G/(G−1)·Σ_g(Σ_{i∈g}(d_i − Δ̂))²) when "
+        "clustered; None when it is undefined (n < 2, or G < 2).",
+    )
     k_baseline: int = Field(description="Largest number of scored repetitions of one case in the baseline.")
     k_current: int = Field(description="Largest number of scored repetitions of one case in the current run.")
     delta_block: float = Field(description="δ_block: smallest drop worth blocking.")
@@ -136,6 +147,40 @@ class CaseDiagnostic(BaseModel):
     )
     flip_rate: float | None = Field(default=None, description="The case's flip rate on the base branch, if known.")
     quarantined: bool = Field(default=False, description="Excluded from gating by an active quarantine entry.")
+    cluster: str | None = Field(default=None, description="The case's cluster label, if it has one.")
+    fisher_p: float | None = Field(
+        default=None,
+        description="Per-case test (GATE.md §8): one-sided Fisher exact p for fewer passes now than in the "
+        "baseline; None when the case was not tested (fewer than k = 5 runs on a side, or not compared).",
+    )
+    fisher_q: float | None = Field(
+        default=None, description="Benjamini–Hochberg q of `fisher_p` across the tested cases of this verdict."
+    )
+    per_case_regressed: bool = Field(
+        default=False,
+        description="Regressed (per-case test): fisher_q below the verdict's `per_case_tests.q_threshold`. "
+        "Diagnostic, never gating.",
+    )
+
+
+class PerCaseTests(BaseModel):
+    """The per-case diagnostic tests of a verdict (GATE.md §8): shown, never gating.
+
+    A compared case with at least `min_runs` repetitions on both sides gets a one-sided Fisher exact test of
+    its baseline passes against its current passes; the p-values are Benjamini–Hochberg adjusted across the
+    tested cases, and q < `q_threshold` labels the case "regressed (per-case test)". Fewer runs cannot reach
+    significance on one case: with k = 3 even 3/3 → 0/3 gives p = 1/C(6,3) = 0.05.
+    """
+
+    model_config = ConfigDict(extra="ignore")
+
+    min_runs: int = Field(description="Repetitions a case needs on both sides to be tested (k ≥ 5).")
+    q_threshold: float = Field(description="BH q below this flags a case (0.1).")
+    tested: int = Field(description="Compared cases with enough runs on both sides, each tested once.")
+    untested: int = Field(description="Compared cases with fewer than `min_runs` runs on a side: not tested.")
+    flagged: int = Field(description="Tested cases with q < q_threshold.")
+    k_baseline: int = Field(description="Fewest repetitions of a compared case in the baseline.")
+    k_current: int = Field(description="Fewest repetitions of a compared case in the current run.")
 
 
 class BaselineInfo(BaseModel):
@@ -180,6 +225,9 @@ class Verdict(BaseModel):
     cases: list[CaseDiagnostic] = Field(default_factory=list, description="One per case on either side.")
     baseline: BaselineInfo | None = Field(default=None, description="Filled by the caller who chose the baseline.")
     counts: VerdictCounts = Field(default_factory=VerdictCounts)
+    per_case_tests: PerCaseTests | None = Field(
+        default=None, description="The per-case Fisher + BH diagnostics; None when nothing was compared."
+    )
     alpha: float = Field(default=0.05, description="Significance level used.")
     seed: int = Field(default=0, description="Seed of the resampling, so the numbers can be reproduced.")
     policy_digest: str = Field(default="", description="sha256 of the policy's canonical JSON.")
