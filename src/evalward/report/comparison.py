@@ -3,10 +3,13 @@
 Layout, by priority (GITHUB.md §14, GATE.md §6 and §8):
 1. head, always kept: the outcome (✅ pass / ❌ fail / ⚠️ inconclusive) with the gate's reason; the
    baseline (run, commit, branch, age, how it was chosen) or what having none means; the summary table
-   (metric | baseline | this PR | Δ | interval | p (test) | verdict); blocking findings, then warnings;
-   the case counts; for inconclusive metrics the minimum detectable effect and the cases needed;
-2. one collapsed `<details>` section per flagged case — must-pass failures, then errors, then regressed
-   or likely regressed cases, then threshold misses — with the pass counts over repetitions, b_i → c_i per
+   (metric | baseline | this PR | Δ | interval | p (test) | verdict); when the analysis was clustered,
+   which metrics and G; blocking findings, then warnings; the case counts; the per-case tests (Fisher +
+   Benjamini–Hochberg, diagnostic) or why none ran (k < 5); for inconclusive metrics the minimum
+   detectable effect and the cases needed;
+2. one collapsed `<details>` section per flagged case — must-pass failures, then errors, then regressed,
+   likely regressed or per-case-test regressed cases, then threshold misses — with the pass counts over
+   repetitions, the per-case test when one ran, b_i → c_i per
    gated metric, and, from the first repetition of this PR that did not pass (against the baseline's
    first passing repetition), the first divergence, the tool-call diff with argument differences, the
    step diff, the responses and the call/token/cost/latency deltas;
@@ -27,10 +30,11 @@ Every untrusted string (case ids, metric names, messages that quote them, agent 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from math import comb
 from typing import TYPE_CHECKING, Literal
 
 from evalward.model import CaseResult, InvocationResult, MetricResult, RunResult
-from evalward.model.verdict import CaseDiagnostic, Finding, MetricComparison, Outcome, Verdict
+from evalward.model.verdict import CaseDiagnostic, Finding, MetricComparison, Outcome, PerCaseTests, Verdict
 from evalward.report import formatting as fmt
 from evalward.report.diff import TrajectoryDiff, diff_text, steps_diff, trajectory_diff
 from evalward.report.escape import html_inline, md_code_block, md_code_span, md_inline
@@ -64,6 +68,7 @@ TEST_LABELS = {
     "sign_flip_exact": "exact sign-flip",
     "sign_flip_mc": "Monte Carlo sign-flip",
     "log_ratio_bootstrap": "log-ratio bootstrap",
+    "fisher_exact": "one-sided Fisher exact, Benjamini–Hochberg q",
 }
 NO_BASELINE_TEXT = (
     "no baseline: there was no comparable run to compare with, so only the absolute checks (errors, "
@@ -112,7 +117,8 @@ def p_text(metric: MetricComparison) -> str:
     if metric.p_adjusted is not None and metric.p_adjusted != metric.p_value:
         text += f", Holm {P_FORMAT.format(metric.p_adjusted)}"
     if metric.test is not None:
-        text += f" ({TEST_LABELS.get(metric.test, metric.test)})"
+        clustered = f" over {metric.n_clusters} clusters" if metric.n_clusters is not None else ""
+        text += f" ({TEST_LABELS.get(metric.test, metric.test)}{clustered})"
     return text
 
 
@@ -135,6 +141,67 @@ def age_text(seconds: float) -> str:
 
 def passes_text(passes: int | None, k: int | None) -> str:
     return fmt.MISSING if passes is None or k is None else f"{passes}/{k}"
+
+
+def sample_text(metric: MetricComparison) -> str:
+    """`n=12, k=3/3`, or `n=12, G=4 clusters, k=3/3` when the analysis was clustered."""
+    clusters = f", G={metric.n_clusters} clusters" if metric.n_clusters is not None else ""
+    return f"n={metric.n_cases}{clusters}, k={metric.k_baseline}/{metric.k_current}"
+
+
+CLUSTERED_TEXT = (
+    "cases sharing a cluster label are analysed as one unit: one sign flip per cluster, whole clusters "
+    "resampled by the bootstrap, and the clustered standard error SE_cl; unlabelled cases are clusters of one"
+)
+
+
+def clustered_metrics(verdict: Verdict) -> list[MetricComparison]:
+    """The metrics whose comparison was clustered (each names its own G)."""
+    return [m for m in verdict.metrics if m.n_clusters is not None]
+
+
+def cluster_facts(metric: MetricComparison) -> str:
+    """`G = 4 clusters over n = 12 cases, SE_cl = 0.123` (plain text; the metric name is put in by the caller)."""
+    se = f", SE_cl = {fmt.score(metric.se)}" if metric.se is not None else ", SE_cl undefined (fewer than 2 clusters)"
+    return f"G = {metric.n_clusters} clusters over n = {metric.n_cases} cases{se}"
+
+
+def per_case_flagged(verdict: Verdict) -> list[CaseDiagnostic]:
+    """Cases the per-case tests flagged, smallest q first (stable: verdict order among ties)."""
+    flagged = [d for d in verdict.cases if d.per_case_regressed]
+    return sorted(flagged, key=lambda d: d.fisher_q if d.fisher_q is not None else 1.0)
+
+
+def per_case_heading(tests: PerCaseTests) -> str:
+    """What the per-case tests are, or why none ran (plain text)."""
+    if tests.tested == 0:
+        kb, kc = tests.k_baseline, tests.k_current
+        best = comb(kb + kc, kb)
+        return (
+            f"not run: a case needs k ≥ {tests.min_runs} runs on both sides to be tested on its own (here k = "
+            f"{kb}/{kc}, baseline/this PR; even {kb}/{kb} → 0/{kc} passes only reaches one-sided Fisher "
+            f"p = 1/C({kb + kc},{kb}) = {P_FORMAT.format(1 / best)})"
+        )
+    untested = (
+        f"; {_plural(tests.untested, 'compared case')} with fewer than {tests.min_runs} runs on a side "
+        f"{'was' if tests.untested == 1 else 'were'} not tested"
+        if tests.untested
+        else ""
+    )
+    found = f"{tests.flagged} regressed (per-case test)" if tests.flagged else "none regressed"
+    return (
+        f"diagnostic, not gating: one-sided Fisher exact test per case with ≥ {tests.min_runs} runs on both sides, "
+        f"Benjamini–Hochberg q < {tests.q_threshold:g} across the {_plural(tests.tested, 'tested case')}{untested}; "
+        f"{found}"
+    )
+
+
+def per_case_numbers(d: CaseDiagnostic) -> str:
+    """`5/5 → 0/5, p = 0.003968, q = 0.01190` (plain text; the case label is put in by the caller)."""
+    return (
+        f"{passes_text(d.baseline_passes, d.baseline_k)} → {passes_text(d.current_passes, d.current_k)}, "
+        f"p = {P_FORMAT.format(d.fisher_p)}, q = {P_FORMAT.format(d.fisher_q)}"
+    )
 
 
 def _plural(count: int, word: str) -> str:
@@ -207,6 +274,9 @@ def flagged_cases(verdict: Verdict) -> list[FlaggedCase]:
         if diagnostic.likely_regressed_metrics:
             names = ", ".join(diagnostic.likely_regressed_metrics)
             flag(diagnostic.eval_set_id, diagnostic.case_id, _RANK_REGRESSED, f"likely regressed on {names}")
+        if diagnostic.per_case_regressed:
+            q = P_FORMAT.format(diagnostic.fisher_q)
+            flag(diagnostic.eval_set_id, diagnostic.case_id, _RANK_REGRESSED, f"regressed (per-case test, q = {q})")
     for entry in flagged.values():
         entry.diagnostic = next(
             (d for d in verdict.cases if (d.eval_set_id, d.case_id) == (entry.eval_set_id, entry.case_id)), None
@@ -481,9 +551,11 @@ def render_verdict_markdown(
             _md_headline(verdict, title),
             _md_baseline(verdict, baseline),
             _md_table(verdict),
+            _md_clustered(verdict),
             _md_findings(verdict, "blocking", "Blocking", "❌"),
             _md_findings(verdict, "warning", "Warnings", "⚠️"),
             _md_counts(verdict),
+            _md_per_case(verdict),
             _md_inconclusive(verdict),
         )
         if part
@@ -576,11 +648,39 @@ def _md_table(verdict: Verdict) -> str:
     ]
     for m in verdict.metrics:
         rows.append(
-            f"| {md_inline(m.metric, max_len=80)} (n={m.n_cases}, k={m.k_baseline}/{m.k_current}) "
+            f"| {md_inline(m.metric, max_len=80)} ({sample_text(m)}) "
             f"| {fmt.score(m.baseline_mean)} | {fmt.score(m.current_mean)} | {delta_text(m)} "
             f"| {bounds_text(m.ci_low, m.ci_high)} | {p_text(m)} | {verdict_text(m)} |"
         )
     return "\n".join(rows)
+
+
+def _md_clustered(verdict: Verdict) -> str:
+    metrics = clustered_metrics(verdict)
+    if not metrics:
+        return ""
+    facts = "; ".join(f"{md_inline(m.metric, max_len=80)}: {cluster_facts(m)}" for m in metrics)
+    return f"**Clustered analysis**: {CLUSTERED_TEXT}. {facts}."
+
+
+MAX_PER_CASE_LISTED = 10
+"""Per-case-test regressions named in the head; all of them get a flagged-case section."""
+
+
+def _md_per_case(verdict: Verdict) -> str:
+    tests = verdict.per_case_tests
+    if tests is None:
+        return ""
+    text = f"**Per-case tests**: {per_case_heading(tests)}"
+    flagged = per_case_flagged(verdict)
+    if flagged:
+        items = [
+            f"{md_code_span(f'{d.eval_set_id}/{d.case_id}', max_len=120)} {per_case_numbers(d)}"
+            for d in flagged[:MAX_PER_CASE_LISTED]
+        ]
+        more = f", … and {len(flagged) - MAX_PER_CASE_LISTED} more" if len(flagged) > MAX_PER_CASE_LISTED else ""
+        text += ": " + "; ".join(items) + more
+    return text + "."
 
 
 def _md_finding(finding: Finding, mark: str = "") -> str:
@@ -641,6 +741,13 @@ def _md_case_section(case: FlaggedCase, current: RunResult, baseline: RunResult 
         f"{html_inline(why, max_len=200)} · passes {before} → {now}{extra}</summary>",
         f"**Passes over repetitions**: baseline {before} → now {now}",
     ]
+    d = case.diagnostic
+    if d is not None and d.fisher_p is not None:
+        outcome = "regressed (per-case test)" if d.per_case_regressed else "not significant on its own"
+        blocks.append(
+            f"**Per-case test**: one-sided Fisher exact p = {P_FORMAT.format(d.fisher_p)}, Benjamini–Hochberg "
+            f"q = {P_FORMAT.format(d.fisher_q)} → {outcome} (diagnostic, not gating)"
+        )
     table = _md_case_scores(case.diagnostic)
     if table:
         blocks.append(table)
@@ -846,7 +953,7 @@ def print_verdict(current: RunResult, verdict: Verdict, console: Console, *, bas
             table.add_column(header, justify=justify, overflow="fold")  # type: ignore[arg-type]
         verdict_style = {"regressed": "red", "pass": "green", "inconclusive": "yellow"}
         for m in verdict.metrics:
-            name = _label(m.metric, 80).append(f" (n={m.n_cases}, k={m.k_baseline}/{m.k_current})", style="dim")
+            name = _label(m.metric, 80).append(f" ({sample_text(m)})", style="dim")
             word = m.verdict.upper() + ("" if m.gated else " (reported)")
             table.add_row(
                 name,
@@ -858,6 +965,8 @@ def print_verdict(current: RunResult, verdict: Verdict, console: Console, *, bas
                 Text(word, style=verdict_style[m.verdict]),
             )
         out(table)
+    for m in clustered_metrics(verdict):
+        out(Text.assemble(("Clustered ", "bold"), _label(m.metric, 80), f": {cluster_facts(m)}; {CLUSTERED_TEXT}."))
     for severity, heading, mark, colour in (
         ("blocking", "Blocking:", "✗", "red"),
         ("warning", "Warnings:", "!", "yellow"),
@@ -881,6 +990,14 @@ def print_verdict(current: RunResult, verdict: Verdict, console: Console, *, bas
             f"{c.errored} errored, {c.quarantined} quarantined"
         )
     )
+    if verdict.per_case_tests is not None:
+        out(Text.assemble(("Per-case tests", "bold"), f": {per_case_heading(verdict.per_case_tests)}."))
+        for d in per_case_flagged(verdict)[:MAX_FINDINGS]:
+            out(
+                Text("  ✗ ", style="red")
+                .append_text(_label(f"{d.eval_set_id}/{d.case_id}"))
+                .append(f"  {per_case_numbers(d)}")
+            )
     for m in verdict.metrics:
         if m.verdict == "inconclusive":
             out(Text.assemble(("Inconclusive ", "yellow"), _label(m.metric, 80), f": {_inconclusive_line(m)}."))
@@ -955,6 +1072,14 @@ def _term_case(case: FlaggedCase, current: RunResult, baseline: RunResult | None
     head.append(f"  passes {before} → {now}")
     lines = [head]
     d = case.diagnostic
+    if d is not None and d.fisher_p is not None:
+        outcome = "regressed (per-case test)" if d.per_case_regressed else "not significant on its own"
+        lines.append(
+            Text(
+                f"      per-case test: one-sided Fisher exact p = {P_FORMAT.format(d.fisher_p)}, "
+                f"Benjamini–Hochberg q = {P_FORMAT.format(d.fisher_q)} → {outcome}"
+            )
+        )
     if d is not None:
         for name in dict.fromkeys([*d.baseline_scores, *d.current_scores]):
             b, c = d.baseline_scores.get(name), d.current_scores.get(name)

@@ -11,7 +11,9 @@ Sections, in order:
    a bar to the mean, the interval as a whisker, the threshold as a marker;
 3. the verdict (when given): outcome and reason, baseline, one row per compared metric with a plot of
    Δ̂ and its [L, U] against 0 and the margins −δ_block and −δ_ni (mirrored for lower-is-better
-   metrics), findings, counts, and the reproduce line;
+   metrics), whether and how the analysis was clustered (G per metric), findings, counts, the per-case
+   tests (Fisher + Benjamini–Hochberg, diagnostic; p and q per tested case in the case table) or why
+   none ran, and the reproduce line;
 4. a table of every case result: status and score per metric;
 5. per case result that did not pass: error, and per turn with differences the query, failing metrics,
    the tool-call and step diffs (against the expectation and, with a baseline, against the baseline's
@@ -24,9 +26,10 @@ escaped text in `<title>`.
 from __future__ import annotations
 
 from evalward.model import CaseResult, MetricComparison, MetricSummary, RunResult
-from evalward.model.verdict import Finding, Verdict
+from evalward.model.verdict import CaseDiagnostic, Finding, Verdict
 from evalward.report import formatting as fmt
 from evalward.report.comparison import (
+    CLUSTERED_TEXT,
     NO_BASELINE_TEXT,
     OUTCOME_MARKS,
     OUTCOME_WORDS,
@@ -34,10 +37,16 @@ from evalward.report.comparison import (
     baseline_facts,
     bounds_text,
     case_results,
+    cluster_facts,
+    clustered_metrics,
     delta_text,
     interval_label,
     p_text,
+    per_case_flagged,
+    per_case_heading,
+    per_case_numbers,
     resource_deltas,
+    sample_text,
     turn_evidence,
     verdict_text,
 )
@@ -276,7 +285,7 @@ def _verdict_section(verdict: Verdict, run: RunResult, baseline: RunResult | Non
         rows = []
         for m in verdict.metrics:
             rows.append(
-                f"<tr><td><code>{html_escape(m.metric)}</code> (n={m.n_cases}, k={m.k_baseline}/{m.k_current})</td>"
+                f"<tr><td><code>{html_escape(m.metric)}</code> ({sample_text(m)})</td>"
                 f"<td class=num>{fmt.score(m.baseline_mean)}</td><td class=num>{fmt.score(m.current_mean)}</td>"
                 f"<td class=num>{html_escape(delta_text(m))}</td>"
                 f"<td class=num>{bounds_text(m.ci_low, m.ci_high)}</td><td>{html_escape(p_text(m))}</td>"
@@ -292,6 +301,12 @@ def _verdict_section(verdict: Verdict, run: RunResult, baseline: RunResult | Non
             '<p class="muted">Plot: dot at Δ̂, whisker for the interval, grey line at 0, red dotted line at '
             "−δ_block, amber dashed line at −δ_ni.</p>"
         )
+        clustered = clustered_metrics(verdict)
+        if clustered:
+            facts = "; ".join(
+                f"<code>{html_escape(m.metric)}</code>: {html_escape(cluster_facts(m))}" for m in clustered
+            )
+            parts.append(f"<p><strong>Clustered analysis</strong>: {html_escape(CLUSTERED_TEXT)}. {facts}.</p>")
         inconclusive = [m for m in verdict.metrics if m.verdict == "inconclusive"]
         for m in inconclusive:
             mde = f"minimum detectable effect {fmt.score(m.mde)}" if m.mde is not None else ""
@@ -316,6 +331,18 @@ def _verdict_section(verdict: Verdict, run: RunResult, baseline: RunResult | Non
         f"<p><strong>Cases</strong>: {c.compared} compared · {c.added} added · {c.removed} removed · "
         f"{c.changed} changed · {c.errored} errored · {c.quarantined} quarantined</p>"
     )
+    tests = verdict.per_case_tests
+    if tests is not None:
+        flagged = per_case_flagged(verdict)
+        named = "; ".join(
+            f"<code>{html_escape(d.eval_set_id)}/{html_escape(d.case_id)}</code> {html_escape(per_case_numbers(d))}"
+            for d in flagged
+        )
+        parts.append(
+            f"<p><strong>Per-case tests</strong>: {html_escape(per_case_heading(tests))}"
+            f"{': ' + named if named else ''}.</p>"
+        )
+    tested = tests is not None and tests.tested > 0
     diagnostics = [d for d in verdict.cases if d.label not in ("stable_pass",)]
     if diagnostics:
         rows = [
@@ -324,14 +351,16 @@ def _verdict_section(verdict: Verdict, run: RunResult, baseline: RunResult | Non
             f"{' (quarantined)' if d.quarantined else ''}</td>"
             f"<td class=num>{_passes(d.baseline_passes, d.baseline_k)}</td>"
             f"<td class=num>{_passes(d.current_passes, d.current_k)}</td>"
-            f"<td>{html_escape(_scores(d.baseline_scores, d.current_scores))}</td></tr>"
+            f"<td>{html_escape(_scores(d.baseline_scores, d.current_scores))}</td>"
+            + (_per_case_cells(d) if tested else "")
+            + "</tr>"
             for d in diagnostics
         ]
+        test_headers = "<th>Fisher p</th><th>BH q</th>" if tested else ""
         parts.append(
             "<details><summary>Cases by label (stable passes left out)</summary>\n<table>\n"
-            "<tr><th>case</th><th>label</th><th>baseline passes</th><th>passes now</th><th>b_i → c_i</th></tr>\n"
-            + "\n".join(rows)
-            + "\n</table>\n</details>"
+            "<tr><th>case</th><th>label</th><th>baseline passes</th><th>passes now</th><th>b_i → c_i</th>"
+            f"{test_headers}</tr>\n" + "\n".join(rows) + "\n</table>\n</details>"
         )
     digest = html_escape(verdict.policy_digest) or "not recorded"
     parts.append(
@@ -339,6 +368,14 @@ def _verdict_section(verdict: Verdict, run: RunResult, baseline: RunResult | Non
         f"seed {verdict.seed}, α = {verdict.alpha:g}, policy sha256 <code>{digest}</code>.</p>\n</section>"
     )
     return "\n".join(parts)
+
+
+def _per_case_cells(d: CaseDiagnostic) -> str:
+    """Fisher p and BH q of a tested case (q in red when it flags the case); dashes when it was not tested."""
+    if d.fisher_p is None or d.fisher_q is None:
+        return f"<td class=num>{fmt.MISSING}</td><td class=num>{fmt.MISSING}</td>"
+    flagged = " regressed" if d.per_case_regressed else ""
+    return f"<td class=num>{d.fisher_p:.4g}</td><td class='num{flagged}'>{d.fisher_q:.4g}</td>"
 
 
 def _baseline_text(verdict: Verdict, baseline: RunResult | None) -> str:
