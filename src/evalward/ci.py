@@ -60,17 +60,18 @@ from evalward.errors import (
     EvalFileError,
     EvalwardError,
     FileProblem,
+    InfrastructureError,
     UsageError,
 )
 from evalward.github.actions import ActionsEnv, LogAnnotation, append_step_summary, read_inputs, write_outputs
 
 if TYPE_CHECKING:
-    from evalward.gating import GateOutcome
+    from evalward.gating import GateOutcome, RemoteSearch
     from evalward.github.client import GitHubClient
     from evalward.model import RunResult
     from evalward.model.verdict import Verdict
     from evalward.report.check_run import CaseAnnotation
-    from evalward.store import Store
+    from evalward.store import BaselineSearch, Store
 
 ACTION_INPUTS: dict[str, str] = {
     "eval-paths": "EVALWARD_PATHS",
@@ -787,27 +788,44 @@ def merge_shard_artifacts(store: Store, directory: str, *, run_id: str | None = 
     )
 
 
-def upload_to_server(url: str, token: str | None, run: RunResult) -> str | None:
-    """POST the run to an evalward server (`/api/v1/runs`); a problem is returned as a note, never raised."""
-    import httpx
+def _server_history(
+    options: CiOptions, env: Mapping[str, str], run: RunResult
+) -> tuple[RemoteSearch | None, list[str]]:
+    """With `server-url`: upload the run to the evalward server and gate against the server's history
+    (see `evalward.remote_history`). Returns the remote baseline search for `gate_run` and notes for the log;
+    (None, []) without a server. An upload failure leaves the gate without a baseline, saying why."""
+    from evalward.remote_history import BaselineQuery, RemoteHistory
 
-    from evalward.report.json_report import render_json
-
+    if not options.server_url:
+        return None, []
+    token = env.get("EVALWARD_SERVER_TOKEN")
     if not token:
-        return "server-url is set but server-token (EVALWARD_SERVER_TOKEN) is not: the run was not uploaded"
-    endpoint = url.rstrip("/") + "/api/v1/runs"
+        note = "server-url is set but server-token (EVALWARD_SERVER_TOKEN) is not: the run was not uploaded"
+        reason = InfrastructureError(note)
+
+        def refused(_query: BaselineQuery) -> tuple[BaselineSearch, dict[tuple[str, str], float]]:
+            raise reason
+
+        return refused, [note]
+    history = RemoteHistory(options.server_url, token)
     try:
-        response = httpx.post(
-            endpoint,
-            content=render_json(run).encode("utf-8"),
-            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
-            timeout=60.0,
-        )
-    except httpx.HTTPError as exc:
-        return f"could not upload the run to {endpoint}: {type(exc).__name__}"
-    if response.status_code in (201, 409):  # 409: already stored (a re-run); runs are append-only
-        return None
-    return f"could not upload the run to {endpoint}: HTTP {response.status_code}: {response.text[:200]}"
+        history.upload(run)
+    except InfrastructureError as exc:
+        history.close()
+        failure = exc
+
+        def unavailable(_query: BaselineQuery) -> tuple[BaselineSearch, dict[tuple[str, str], float]]:
+            raise failure
+
+        return unavailable, [str(exc)]
+
+    def search(query: BaselineQuery) -> tuple[BaselineSearch, dict[tuple[str, str], float]]:
+        try:
+            return history.search_baseline(run.run_id, query)
+        finally:
+            history.close()
+
+    return search, []
 
 
 @dataclass
@@ -938,6 +956,7 @@ def _run_ci(
 
         overrides = {"strict": True} if "inconclusive" in options.fail_on else {}
         policy = load_policy(options.gate_settings, config_path=options.config_path, overrides=overrides)
+        remote, server_notes = _server_history(options, env, run)
         outcome = gate_run(
             store,
             run,
@@ -945,6 +964,7 @@ def _run_ci(
             baseline_spec=options.baseline,
             base_branch=options.base_branch or run.context.base_branch,
             repo_dir=root,
+            remote=remote,
         )
     except EvalwardError as exc:
         return _report_error(exc, actions, options, target, factory, out, err)
@@ -980,10 +1000,7 @@ def _run_ci(
         finally:
             if client is not None:
                 client.close()
-    if options.server_url:
-        note = upload_to_server(options.server_url, env.get("EVALWARD_SERVER_TOKEN"), run)
-        if note:
-            posted.notes.append(note)
+    posted.notes.extend(server_notes)
     _finish_log(actions, rendered, posted.notes, out)
     out.write(f"evalward: gate {verdict.outcome}; run id {run.run_id}; exit {decision.exit_code}\n")
     _write_outputs(

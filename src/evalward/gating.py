@@ -7,6 +7,7 @@ first-parent ancestor with a comparable run, else none — reported as such.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,7 +21,11 @@ from evalward.model.verdict import BaselineInfo, Verdict
 
 if TYPE_CHECKING:
     from evalward.gate import GatePolicy
+    from evalward.remote_history import BaselineQuery
     from evalward.store import BaselineSearch, Store
+
+RemoteSearch = Callable[["BaselineQuery"], "tuple[BaselineSearch, dict[tuple[str, str], float]]"]
+"""Asks a server for the baseline search and the flip rates (`RemoteHistory.search_baseline` bound to a run)."""
 
 
 @dataclass
@@ -80,18 +85,36 @@ def gate_run(
     base_branch: str | None = None,
     allow_mismatch: bool = False,
     repo_dir: Path | None = None,
+    remote: RemoteSearch | None = None,
 ) -> GateOutcome:
-    """Select the baseline for `current` and decide. Mismatched explicit baselines are refused."""
+    """Select the baseline for `current` and decide. Mismatched explicit baselines are refused.
+
+    With `remote`, the baseline and the flip rates come from an evalward server's history (see
+    `evalward.remote_history`); a server that cannot be reached gives "no baseline" with the reason."""
+    from evalward.errors import InfrastructureError
     from evalward.gate import decide
-    from evalward.store import git_first_parent_ancestors, search_baseline
+    from evalward.remote_history import MAX_ANCESTORS, BaselineQuery
+    from evalward.store import BaselineSearch, git_first_parent_ancestors, search_baseline
 
     repo = repo_dir or Path.cwd()
     base_branch = base_branch or current.context.base_branch
     merge_base = resolve_merge_base(current, base_branch=base_branch, repo_dir=repo)
     ancestors = git_first_parent_ancestors(repo, merge_base) if merge_base else []
-    search = search_baseline(
-        store, baseline_spec, current=current, base_branch=base_branch, merge_base=merge_base, ancestors=ancestors
-    )
+    flip_rates: dict[tuple[str, str], float] | None = None
+    if remote is not None:
+        query = BaselineQuery(
+            spec=baseline_spec, base_branch=base_branch, merge_base=merge_base, ancestors=ancestors[:MAX_ANCESTORS]
+        )
+        try:
+            search, flip_rates = remote(query)
+        except InfrastructureError as exc:
+            search = BaselineSearch(choice=None, searched=[f"the history server could not be asked ({exc})"])
+    else:
+        search = search_baseline(
+            store, baseline_spec, current=current, base_branch=base_branch, merge_base=merge_base, ancestors=ancestors
+        )
+        if base_branch:
+            flip_rates = store.flip_rates(base_branch, fingerprint=current.fingerprint)
     choice = search.choice
     if choice is not None:
         blocking_notes = [n for n in choice.notes if n.startswith("not comparable")]
@@ -101,11 +124,8 @@ def gate_run(
                 + "; ".join(blocking_notes)
                 + " (pass --allow-mismatch to compare anyway)"
             )
-    flip_rates = None
-    if base_branch:
-        flip_rates = store.flip_rates(base_branch, fingerprint=current.fingerprint) or None
     baseline = choice.run if choice is not None else None
-    verdict = decide(current, baseline, policy, flip_rates=flip_rates)
+    verdict = decide(current, baseline, policy, flip_rates=flip_rates or None)
     if choice is not None:
         info = verdict.baseline or BaselineInfo(run_id=choice.run.run_id)
         created = choice.run.finished_at or choice.run.started_at

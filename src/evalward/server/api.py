@@ -5,6 +5,7 @@
 | `POST /api/v1/runs` | upload token of the run's repository | 201 `{run_id, url}`; 409 when the run id exists (append-only) |
 | `GET /api/v1/repos/{owner}/{repo}/runs` | read | run rows, newest first (`branch`, `status`, `limit`) |
 | `GET /api/v1/runs/{run_id}` | read | the stored `RunResult` |
+| `POST /api/v1/runs/{run_id}/baseline` | upload token of the run's repository, or read | the baseline search for a stored run, given the merge-base and ancestors the caller's checkout knows (see `evalward.remote_history`) |
 | `GET /api/v1/runs/{run_id}/compare` | read | the `Verdict` against `baseline` (auto, none, RUN_ID, commit:SHA, branch:NAME) |
 | `GET /api/v1/repos/{owner}/{repo}/cases/{case_id}/history` | read | per run and metric: the case's mean score |
 | `GET /api/v1/jobs` | read | jobs, newest first (`status`, `repo`, `limit`) |
@@ -97,6 +98,52 @@ async def upload_run(request: Request) -> Response:
     if not await run_in_threadpool(store_it):
         raise HTTPException(409, f"run {run.run_id!r} is already stored; runs are append-only")
     return JSONResponse({"run_id": run.run_id, "url": f"/api/v1/runs/{run.run_id}"}, status_code=201)
+
+
+async def baseline_for_run(request: Request) -> Response:
+    """Select the baseline of a stored run as `evalward gate` would, with the git facts sent by the caller."""
+    from pydantic import ValidationError
+
+    from evalward.remote_history import BaselineAnswer, BaselineQuery, flip_rate_rows
+    from evalward.server.app import PayloadTooLarge, read_body_capped
+    from evalward.store import search_baseline
+
+    state = _state(request)
+    run_id = request.path_params["run_id"]
+    token = bearer_token(request.headers.get("authorization"))
+    if token is None and not can_read(request):
+        raise HTTPException(401, "a read token or the run's upload token is required: send `Authorization: Bearer`")
+    try:
+        body = await read_body_capped(request, 1024 * 1024)
+    except PayloadTooLarge:
+        raise HTTPException(413, "the baseline query is larger than 1 MiB") from None
+    try:
+        query = BaselineQuery.model_validate_json(body or b"{}")
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "body"
+        raise HTTPException(422, f"invalid baseline query at {where}: {first['msg']}") from None
+
+    def search() -> BaselineAnswer:
+        if not state.store.has_run(run_id):
+            raise HTTPException(404, f"run {run_id!r} is not stored; upload it first")
+        current = state.store.load_run(run_id)
+        repo = current.context.repository or ""
+        if not (can_read(request) or token_matches(token, state.settings.upload_token_hashes.get(repo, []))):
+            raise HTTPException(403, f"this token may not read the history of {repo or 'this run'}")
+        found = search_baseline(
+            state.store,
+            query.spec,
+            current=current,
+            base_branch=query.base_branch,
+            merge_base=query.merge_base,
+            ancestors=query.ancestors,
+        )
+        rates = state.store.flip_rates(query.base_branch, fingerprint=current.fingerprint) if query.base_branch else {}
+        return BaselineAnswer(search=found.model_dump(mode="json"), flip_rates=list(flip_rate_rows(rates)))
+
+    answer = await run_in_threadpool(search)
+    return JSONResponse(answer.model_dump(mode="json"))
 
 
 async def list_repo_runs(request: Request) -> Response:
@@ -211,6 +258,7 @@ def api_routes() -> list[Route]:
         Route("/api/v1/runs", upload_run, methods=["POST"]),
         Route("/api/v1/repos/{owner}/{repo}/runs", list_repo_runs, methods=["GET"]),
         Route("/api/v1/runs/{run_id}", get_run, methods=["GET"]),
+        Route("/api/v1/runs/{run_id}/baseline", baseline_for_run, methods=["POST"]),
         Route("/api/v1/runs/{run_id}/compare", compare, methods=["GET"]),
         Route("/api/v1/repos/{owner}/{repo}/cases/{case_id:path}/history", case_history, methods=["GET"]),
         Route("/api/v1/jobs", list_jobs, methods=["GET"]),
@@ -241,6 +289,7 @@ def _param(name: str, where: str = "query", *, required: bool = False, descripti
 def openapi_document() -> dict[str, Any]:
     """The OpenAPI 3.1 description of the API (hand-written next to the routes it describes)."""
     from evalward import __version__
+    from evalward.remote_history import BaselineQuery
 
     read: list[dict[str, list[str]]] = [{"readToken": []}]
     owner_repo = [_param("owner", "path"), _param("repo", "path")]
@@ -293,6 +342,19 @@ def openapi_document() -> dict[str, Any]:
                     "security": read,
                     "parameters": [_param("run_id", "path")],
                     "responses": _responses("The run", 401, 404),
+                }
+            },
+            "/api/v1/runs/{run_id}/baseline": {
+                "post": {
+                    "operationId": "selectBaseline",
+                    "summary": "Select a stored run's baseline from the merge-base and ancestors the caller sends.",
+                    "security": [{"uploadToken": []}, {"readToken": []}],
+                    "parameters": [_param("run_id", "path")],
+                    "requestBody": {
+                        "required": True,
+                        "content": {"application/json": {"schema": BaselineQuery.model_json_schema()}},
+                    },
+                    "responses": _responses("The search and the base branch's flip rates", 401, 403, 404, 413, 422),
                 }
             },
             "/api/v1/runs/{run_id}/compare": {
