@@ -11,17 +11,31 @@ Identities: each token maps to a user; `ghs_actions` is `github-actions[bot]` (a
 checked against `app_public_key`) belong to `{app_slug}[bot]`.
 
 Faults: `inject("secondary" | "secondary_reset" | "primary" | "429" | "502" | "disconnect", count, ...)`
-answers the next `count` matching requests with that failure; `read_only = True` (or a token in
-`read_only_tokens`) answers writes with 403 "Resource not accessible by integration".
+answers the next `count` matching requests with that failure; `"502_after"` and `"disconnect_after"` first
+carry the request out, then answer 502 or drop the connection (a POST that succeeded but whose answer was
+lost); `read_only = True` (or a token in `read_only_tokens`) answers writes with 403 "Resource not
+accessible by integration".
+
+Collaborators: `permissions[(repo, login)] = role` (admin, maintain, write, triage, read); the permission
+endpoint answers the legacy base role (maintain → write, triage → read) and 404 for anyone else.
+
+The App's webhook: with `hook_url` and `hook_secret` set, `send_webhook(event, payload)` POSTs a signed
+delivery to the daemon and logs the attempt (status code 0 when nothing answered), as GitHub's delivery
+log does; `GET /app/hook/deliveries` lists the log newest first with cursor paging and
+`POST /app/hook/deliveries/{id}/attempts` sends that delivery again, with the same GUID, after answering.
+A completed check run cannot be set back to `in_progress` (422 here; GitHub keeps it completed).
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import re
 import secrets
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -80,6 +94,10 @@ class Fault:
     method: str | None = None
     reset_at: int | None = None
     retry_after: int | None = 1
+
+
+AFTER_FAULTS = ("502_after", "disconnect_after")
+ROLE_PERMISSION = {"admin": "admin", "maintain": "write", "write": "write", "triage": "read", "read": "read"}
 
 
 class _Reply(Exception):
@@ -145,6 +163,15 @@ class FakeGitHub:
         self.read_only = False
         self.read_only_tokens: set[str] = set()
         self.faults: list[Fault] = []
+        self.permissions: dict[tuple[str, str], str] = {}
+        self.hook_url: str | None = None
+        self.hook_secret: str | None = None
+        self.hook_deliveries: list[dict[str, Any]] = []
+        """Every delivery attempt, oldest first, as `apps/list-webhook-deliveries` shows them."""
+        self.redelivery_requests: list[int] = []
+        self._hook_bodies: dict[str, tuple[str, bytes]] = {}
+        self._hook_changed = threading.Condition(threading.RLock())
+        self._senders: list[threading.Thread] = []
         self.contract_exempt = False
         """Set by tests that send deliberately invalid requests, so the contract check skips them."""
         self._next_id = 1000
@@ -163,9 +190,13 @@ class FakeGitHub:
             ("GET", re.compile(r"/repos/([^/]+/[^/]+)/pulls/(\d+)"), self._get_pull),
             ("GET", re.compile(r"/repos/([^/]+/[^/]+)/pulls/(\d+)/files"), self._list_pull_files),
             ("GET", re.compile(r"/repos/([^/]+/[^/]+)/compare/(.+)"), self._compare),
+            ("GET", re.compile(r"/repos/([^/]+/[^/]+)/commits/([^/]+)/check-runs"), self._list_check_runs_for_ref),
+            ("GET", re.compile(r"/repos/([^/]+/[^/]+)/collaborators/([^/]+)/permission"), self._get_permission),
             ("GET", re.compile(r"/repos/([^/]+/[^/]+)/installation"), self._repo_installation),
             ("GET", re.compile(r"/app"), self._get_app),
             ("POST", re.compile(r"/app/installations/(\d+)/access_tokens"), self._create_installation_token),
+            ("GET", re.compile(r"/app/hook/deliveries"), self._list_hook_deliveries),
+            ("POST", re.compile(r"/app/hook/deliveries/(\d+)/attempts"), self._redeliver),
         ]
 
     # -- lifecycle ---------------------------------------------------------------------------------
@@ -229,6 +260,8 @@ class FakeGitHub:
         return self
 
     def stop(self) -> None:
+        for sender in list(self._senders):
+            sender.join(timeout=30)
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -255,7 +288,7 @@ class FakeGitHub:
         retry_after: int | None = 1,
     ) -> None:
         """Answer the next `count` matching requests with a fault (see the module docstring)."""
-        assert kind in ("secondary", "secondary_reset", "primary", "429", "502", "disconnect"), kind
+        assert kind in ("secondary", "secondary_reset", "primary", "429", "502", "disconnect", *AFTER_FAULTS), kind
         with self._lock:
             self.faults.append(Fault(kind, count, path_contains, method, reset_at, retry_after))
 
@@ -334,6 +367,11 @@ class FakeGitHub:
                 status, payload, extra = self._dispatch(method, path, query, auth, body, record)
             except _Reply as reply:
                 status, payload, extra = reply.status, reply.body, reply.headers
+            after = self._after_fault(method, path) if 200 <= status < 300 else None
+            if after == "502_after":
+                status, payload, extra = 502, {"message": "Server Error"}, {}
+            elif after == "disconnect_after":
+                status, payload, extra = -1, None, {}
             record.status = status
             return status, payload, {**self._ratelimit_headers(), **extra}
 
@@ -347,14 +385,25 @@ class FakeGitHub:
             "x-ratelimit-resource": "core",
         }
 
+    def _matching_faults(self, method: str, path: str, *, after: bool) -> list[Fault]:
+        return [
+            f
+            for f in self.faults
+            if f.remaining > 0
+            and (f.kind in AFTER_FAULTS) == after
+            and (not f.method or f.method == method)
+            and (not f.path_contains or f.path_contains in path)
+        ]
+
+    def _after_fault(self, method: str, path: str) -> str | None:
+        """The fault to answer with once the request was carried out, if one is pending."""
+        for fault in self._matching_faults(method, path, after=True):
+            fault.remaining -= 1
+            return fault.kind
+        return None
+
     def _fault(self, method: str, path: str) -> None:
-        for fault in self.faults:
-            if fault.remaining <= 0:
-                continue
-            if fault.method and fault.method != method:
-                continue
-            if fault.path_contains and fault.path_contains not in path:
-                continue
+        for fault in self._matching_faults(method, path, after=False):
             fault.remaining -= 1
             reset = str(fault.reset_at if fault.reset_at is not None else int(self.clock()) + 60)
             if fault.kind == "secondary":
@@ -454,9 +503,10 @@ class FakeGitHub:
         per_page, page = self._page_params(query)
         last = max((len(items) + per_page - 1) // per_page, 1)
         chunk = items[(page - 1) * per_page : page * per_page]
+        kept = {k: v[0] for k, v in query.items() if k not in ("per_page", "page")}
 
         def link(n: int) -> str:
-            return f"<{self.url}{path}?{urlencode({'per_page': per_page, 'page': n})}>"
+            return f"<{self.url}{path}?{urlencode({**kept, 'per_page': per_page, 'page': n})}>"
 
         links = []
         if page < last:
@@ -564,6 +614,8 @@ class FakeGitHub:
         conclusion = body.get("conclusion")
         if status is not None and status not in CHECK_STATUSES:
             raise _invalid(f"For 'properties/status', {json.dumps(status)} is not one of {list(CHECK_STATUSES)}.")
+        if previous is not None and previous["status"] == "completed" and status in ("queued", "in_progress"):
+            raise _validation("CheckRun", "status", f"a completed check run cannot be set back to {status}")
         if conclusion is not None:
             if conclusion not in CONCLUSIONS:
                 raise _invalid(
@@ -594,6 +646,8 @@ class FakeGitHub:
             "conclusion": conclusion,
             "details_url": body.get("details_url"),
             "external_id": body.get("external_id"),
+            "started_at": body.get("started_at") or _iso(self.clock()),
+            "completed_at": body.get("completed_at") or (_iso(self.clock()) if status == "completed" else None),
             "html_url": f"https://github.test/{repo}/runs/{run_id}",
             "output": {k: v for k, v in (body.get("output") or {}).items() if k != "annotations"},
             "app": {"slug": "github-actions" if kw["identity"].login == "github-actions[bot]" else self.app_slug},
@@ -612,10 +666,33 @@ class FakeGitHub:
         if "output" in body:
             run["_annotations"] += self._check_output(body["output"], creating=False)
             run["output"] = {k: v for k, v in body["output"].items() if k != "annotations"}
-        for key in ("name", "details_url", "external_id"):
+        for key in ("name", "details_url", "external_id", "started_at", "completed_at"):
             if key in body:
                 run[key] = body[key]
+        if run["status"] == "completed" and not run.get("completed_at"):
+            run["completed_at"] = _iso(self.clock())
         return 200, self._run_view(run), {}
+
+    def _list_check_runs_for_ref(self, repo: str, ref: str, **kw: Any) -> tuple[int, Any, dict[str, str]]:
+        query = kw["query"]
+        name = query.get("check_name", [None])[0]
+        status = query.get("status", [None])[0]
+        runs = [
+            r
+            for r in sorted(self.check_runs.values(), key=lambda r: -int(r["id"]))
+            if r["_repo"] == repo and r["head_sha"] == ref and (name is None or r["name"] == name)
+        ]
+        if query.get("filter", ["latest"])[0] == "latest":
+            newest: dict[str, dict[str, Any]] = {}
+            for run in runs:
+                newest.setdefault(run["name"], run)
+            runs = list(newest.values())
+        if status is not None:
+            runs = [r for r in runs if r["status"] == status]
+        code, page, headers = self._paged(
+            f"/repos/{repo}/commits/{ref}/check-runs", [self._run_view(r) for r in runs], query
+        )
+        return code, {"total_count": len(runs), "check_runs": page}, headers
 
     def _run_view(self, run: dict[str, Any]) -> dict[str, Any]:
         view = self._public(run)
@@ -642,6 +719,138 @@ class FakeGitHub:
         if answer is None:
             raise _Reply(404, {"message": "Not Found", "documentation_url": DOCS})
         return 200, answer, {}
+
+    # -- collaborators ------------------------------------------------------------------------------
+
+    def _get_permission(self, repo: str, username: str, **kw: Any) -> tuple[int, Any, dict[str, str]]:
+        role = self.permissions.get((repo, username))
+        if role is None:
+            raise _Reply(404, {"message": f"{username} is not a user", "documentation_url": DOCS})
+        permission = ROLE_PERMISSION[role]
+        user = {"login": username, "id": 77, "type": "User", "site_admin": False}
+        return 200, {"permission": permission, "role_name": role, "user": user}, {}
+
+    # -- the App's webhook -------------------------------------------------------------------------
+
+    def send_webhook(
+        self, event: str, payload: dict[str, Any], *, guid: str | None = None, redelivery: bool = False
+    ) -> dict[str, Any]:
+        """POST one signed delivery to `hook_url` (synchronously) and log the attempt; return the log entry."""
+        import httpx
+
+        guid = guid or str(uuid.uuid4())
+        body = json.dumps(payload).encode()
+        with self._hook_changed:
+            self._hook_bodies.setdefault(guid, (event, body))
+        event, body = self._hook_bodies[guid]
+        headers = {
+            "X-GitHub-Event": event,
+            "X-GitHub-Delivery": guid,
+            "X-GitHub-Hook-ID": "1",
+            "X-GitHub-Hook-Installation-Target-Type": "integration",
+            "X-GitHub-Hook-Installation-Target-ID": self.app_id,
+            "X-Hub-Signature-256": "sha256="
+            + hmac.new((self.hook_secret or "").encode(), body, hashlib.sha256).hexdigest(),
+            "Content-Type": "application/json",
+            "User-Agent": "GitHub-Hookshot/fake",
+        }
+        started = time.monotonic()
+        try:
+            if not self.hook_url:
+                raise httpx.ConnectError("no hook URL configured")
+            response = httpx.post(self.hook_url, content=body, headers=headers, timeout=10)
+            code, status = (
+                response.status_code,
+                ("OK" if response.is_success else f"Invalid HTTP Response: {response.status_code}"),
+            )
+        except httpx.HTTPError as exc:
+            code, status = 0, f"failed to connect to host ({type(exc).__name__})"
+        return self.log_delivery(
+            event, json.loads(body), guid=guid, status_code=code, status=status, redelivery=redelivery,
+            duration=time.monotonic() - started,
+        )  # fmt: skip
+
+    def log_delivery(
+        self,
+        event: str,
+        payload: dict[str, Any],
+        *,
+        guid: str,
+        status_code: int,
+        status: str | None = None,
+        redelivery: bool = False,
+        delivered_at: float | None = None,
+        duration: float = 0.01,
+    ) -> dict[str, Any]:
+        """Add one attempt to the delivery log (what `send_webhook` does after sending; tests seed history)."""
+        with self._lock, self._hook_changed:
+            self._hook_bodies.setdefault(guid, (event, json.dumps(payload).encode()))
+            installation = payload.get("installation")
+            repository = payload.get("repository")
+            entry = {
+                "id": self._new_id(),
+                "guid": guid,
+                "delivered_at": _iso(self.clock() if delivered_at is None else delivered_at),
+                "redelivery": redelivery,
+                "duration": round(duration, 3),
+                "status": status or ("OK" if 200 <= status_code < 300 else f"Invalid HTTP Response: {status_code}"),
+                "status_code": status_code,
+                "event": event,
+                "action": payload.get("action"),
+                "installation_id": installation.get("id") if isinstance(installation, dict) else None,
+                "repository_id": repository.get("id") if isinstance(repository, dict) else None,
+                "throttled_at": None,
+            }
+            self.hook_deliveries.append(entry)
+            self._hook_changed.notify_all()
+            return entry
+
+    def wait_for_deliveries(self, predicate: Callable[[list[dict[str, Any]]], bool], timeout_s: float = 30) -> bool:
+        """Block until `predicate(hook_deliveries)` holds (redeliveries are sent from background threads)."""
+        with self._hook_changed:
+            return self._hook_changed.wait_for(lambda: predicate(list(self.hook_deliveries)), timeout=timeout_s)
+
+    def _list_hook_deliveries(self, **kw: Any) -> tuple[int, Any, dict[str, str]]:
+        self._verify_jwt(kw["auth"])
+        query = kw["query"]
+        per_page, _page = self._page_params(query)
+        cursor = query.get("cursor", [None])[0]
+        wanted = query.get("status", [None])[0]
+        with self._hook_changed:
+            items = sorted(self.hook_deliveries, key=lambda d: -int(d["id"]))
+        if wanted is not None:
+            items = [d for d in items if (200 <= d["status_code"] < 300) == (wanted == "success")]
+        if cursor is not None:
+            if not cursor.startswith("v1_") or not cursor[3:].isdigit():
+                raise _Reply(422, {"message": "Invalid cursor", "documentation_url": DOCS})
+            items = [d for d in items if int(d["id"]) < int(cursor[3:])]
+        chunk = items[:per_page]
+        headers = {}
+        if len(items) > per_page:
+            next_query = {
+                **({"status": wanted} if wanted else {}),
+                "per_page": per_page,
+                "cursor": f"v1_{chunk[-1]['id']}",
+            }
+            headers["Link"] = f'<{self.url}/app/hook/deliveries?{urlencode(next_query)}>; rel="next"'
+        return 200, [dict(d) for d in chunk], headers
+
+    def _redeliver(self, delivery_id: str, **kw: Any) -> tuple[int, Any, dict[str, str]]:
+        self._verify_jwt(kw["auth"])
+        with self._hook_changed:
+            found = next((d for d in self.hook_deliveries if d["id"] == int(delivery_id)), None)
+            if found is None:
+                raise _Reply(404, {"message": "Not Found", "documentation_url": DOCS})
+            self.redelivery_requests.append(int(delivery_id))
+        event, body = self._hook_bodies[found["guid"]]
+        # GitHub answers 202 and delivers later: the fake sends from a thread once this answer is out.
+        sender = threading.Thread(
+            target=self.send_webhook, args=(event, json.loads(body)), kwargs={"guid": found["guid"], "redelivery": True},
+            daemon=True,
+        )  # fmt: skip
+        self._senders.append(sender)
+        sender.start()
+        return 202, {}, {}
 
     # -- App auth ----------------------------------------------------------------------------------
 

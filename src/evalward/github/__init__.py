@@ -1,8 +1,9 @@
 """GitHub: REST client with the retry rule, event payload readers, App auth, and posting what `report/` rendered.
 
-- `client`: `GitHubClient` (comments, statuses, check runs, pulls, compare, installation tokens).
+- `client`: `GitHubClient` (comments, statuses, check runs, pulls, compare, permissions, App auth and hook
+  deliveries).
 - `sticky`: one PR comment per suite, found by marker and bot author, updated in place.
-- `checks`: commit statuses and check runs with batched annotations.
+- `checks`: commit statuses and check runs (in progress, then completed; never two from a retried create).
 - `actions`: the Actions runtime (env, inputs, outputs, job summary, log annotations).
 - `events`: lenient readers of webhook/event payloads.
 - `app_auth`: the App's JWT and cached installation tokens.
@@ -21,8 +22,24 @@ from evalward.github.actions import (
     write_outputs,
 )
 from evalward.github.app_auth import InstallationTokenCache, app_jwt
-from evalward.github.checks import Annotation, cut_output_text, post_check_run, post_commit_status
-from evalward.github.client import GitHubClient, GitHubError, GitHubPermissionError, InstallationToken
+from evalward.github.checks import (
+    Annotation,
+    create_check_run_once,
+    cut_output_text,
+    find_check_runs,
+    new_external_id,
+    post_check_run,
+    post_commit_status,
+    start_check_run,
+)
+from evalward.github.client import (
+    WRITE_PERMISSIONS,
+    GitHubClient,
+    GitHubError,
+    GitHubPermissionError,
+    GitHubUncertainError,
+    InstallationToken,
+)
 from evalward.github.events import (
     CheckRerequestEvent,
     EventPayloadError,
@@ -36,6 +53,7 @@ from evalward.github.events import (
 from evalward.github.sticky import CommentResult, marker_for, upsert_sticky_comment
 
 __all__ = [
+    "WRITE_PERMISSIONS",
     "ActionsEnv",
     "Annotation",
     "CheckRerequestEvent",
@@ -44,6 +62,7 @@ __all__ = [
     "GitHubClient",
     "GitHubError",
     "GitHubPermissionError",
+    "GitHubUncertainError",
     "InstallationEvent",
     "InstallationToken",
     "InstallationTokenCache",
@@ -52,18 +71,22 @@ __all__ = [
     "PushEvent",
     "app_jwt",
     "append_step_summary",
+    "create_check_run_once",
     "cut_output_text",
     "emit_annotations",
+    "find_check_runs",
     "format_annotation_command",
     "format_outputs",
     "input_env_name",
     "marker_for",
+    "new_external_id",
     "parse_event",
     "parse_pull_request",
     "parse_push",
     "post_check_run",
     "post_commit_status",
     "read_inputs",
+    "start_check_run",
     "untrusted_block",
     "upsert_sticky_comment",
     "write_outputs",

@@ -1,17 +1,27 @@
 """Commit statuses and check runs (GITHUB.md §8), with GitHub's limits applied before sending.
 
-A check run is created completed, with the first 50 annotations; the rest follow in PATCHes of 50 each,
-which GitHub appends. `summary` and `text` are cut to 65,535 characters with a closing note.
+A check run is completed with the first 50 annotations — created that way (`post_check_run`), or by
+updating the run a worker started (`start_check_run` → `in_progress`, then `post_check_run(check_run_id=…)`);
+the rest follow in PATCHes of 50 each, which GitHub appends. `summary` and `text` are cut to 65,535
+characters with a closing note.
+
+**No second check run from a retried create.** Every create carries an `external_id` (ours, unique to the
+logical check run) and is sent with `replay_safe=False`. When its answer is lost (timeout, dropped
+connection, 5xx) the POST may have been applied, so before sending it again `create_check_run_once` lists
+the head SHA's check runs of that name (`checks/list-for-ref`, `filter=all`) and, if one carries the
+`external_id`, updates that run instead. A completed run cannot be set back to `in_progress`, so
+`start_check_run` reuses a run with its `external_id` only while it is not completed.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from evalward.github.client import GitHubClient
+from evalward.github.client import GitHubClient, GitHubUncertainError
 
 ANNOTATIONS_PER_REQUEST = 50
 OUTPUT_TEXT_MAX = 65_535
@@ -113,6 +123,85 @@ def post_commit_status(
     return client.create_commit_status(repo, sha, state, context, description, target_url)
 
 
+def _timestamp(now: datetime | None) -> str:
+    return (now or datetime.now(UTC)).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def new_external_id(prefix: str = "evalward") -> str:
+    """A fresh `external_id` for a check run nobody else will claim (`prefix:` + 32 random hex digits)."""
+    return f"{prefix}:{uuid.uuid4().hex}"
+
+
+def find_check_runs(
+    client: GitHubClient, repo: str, head_sha: str, *, name: str, external_id: str
+) -> list[dict[str, Any]]:
+    """Check runs named `name` on `head_sha` that carry `external_id`, newest (highest id) first."""
+    runs = client.list_check_runs_for_ref(repo, head_sha, check_name=name, filter="all")
+    ours = [r for r in runs if r.get("external_id") == external_id and r.get("name") == name]
+    return sorted(ours, key=lambda r: int(r["id"]), reverse=True)
+
+
+def create_check_run_once(client: GitHubClient, repo: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """`checks/create` that never leaves two runs: see the module docstring. `payload` needs an `external_id`.
+
+    After an uncertain answer: back off, look for the run by `external_id`; found → PATCH it with `payload`
+    (its annotations left out: the POST that made the run already added them); not found → POST again.
+    At most `client.max_retries` re-sends, then the last `GitHubUncertainError` is raised.
+    """
+    external_id = payload.get("external_id")
+    if not isinstance(external_id, str) or not external_id:
+        raise ValueError("create_check_run_once needs an external_id to recognise its own check run")
+    attempt = 0
+    while True:
+        try:
+            return client.create_check_run(repo, payload, replay_safe=False)
+        except GitHubUncertainError:
+            if attempt >= client.max_retries:
+                raise
+            client.backoff(attempt)
+            attempt += 1
+        found = find_check_runs(client, repo, str(payload["head_sha"]), name=str(payload["name"]),
+                                external_id=external_id)  # fmt: skip
+        if found:
+            update = {k: v for k, v in payload.items() if k != "head_sha"}
+            if isinstance(update.get("output"), dict):
+                update["output"] = {k: v for k, v in update["output"].items() if k != "annotations"}
+            return client.update_check_run(repo, int(found[0]["id"]), update)
+
+
+def start_check_run(
+    client: GitHubClient,
+    repo: str,
+    head_sha: str,
+    *,
+    name: str,
+    external_id: str,
+    title: str,
+    summary: str,
+    details_url: str | None = None,
+    now: datetime | None = None,
+) -> dict[str, Any]:
+    """Mark the check run `in_progress` with `started_at`: the newest not-completed run with `external_id`
+    (an earlier attempt of the same job) is updated, else one is created (`create_check_run_once`)."""
+    body: dict[str, Any] = {
+        "name": name,
+        "status": "in_progress",
+        "started_at": _timestamp(now),
+        "external_id": external_id,
+        "output": {"title": title, "summary": cut_output_text(summary)},
+    }
+    if details_url is not None:
+        body["details_url"] = details_url
+    open_runs = [
+        r
+        for r in find_check_runs(client, repo, head_sha, name=name, external_id=external_id)
+        if r.get("status") != "completed"
+    ]
+    if open_runs:
+        return client.update_check_run(repo, int(open_runs[0]["id"]), body)
+    return create_check_run_once(client, repo, {**body, "head_sha": head_sha})
+
+
 def post_check_run(
     client: GitHubClient,
     repo: str,
@@ -126,13 +215,17 @@ def post_check_run(
     annotations: Sequence[Annotation] = (),
     details_url: str | None = None,
     external_id: str | None = None,
+    check_run_id: int | None = None,
     max_annotations: int = DEFAULT_MAX_ANNOTATIONS,
     now: datetime | None = None,
 ) -> dict[str, Any]:
-    """Create a completed check run on `head_sha` with every annotation, 50 per request; return the last answer.
+    """A completed check run on `head_sha` with every annotation, 50 per request; return the last answer.
 
-    Requests = 1 + ⌈(min(n, max_annotations) − 50) / 50⌉ for n > 50 annotations (120 → create + 2 PATCH).
-    Annotations beyond `max_annotations` are dropped and counted in a line appended to the summary.
+    With `check_run_id` (a run `start_check_run` began) that run is completed by PATCH; otherwise one is
+    created with `create_check_run_once` (`external_id` defaults to a fresh random one, so a retried POST
+    is still recognised). Requests = 1 + ⌈(min(n, max_annotations) − 50) / 50⌉ for n > 50 annotations
+    (120 → create + 2 PATCH). Annotations beyond `max_annotations` are dropped and counted in a line
+    appended to the summary.
     """
     if conclusion not in CONCLUSIONS:
         raise ValueError(f"check run conclusion must be one of {', '.join(CONCLUSIONS)}, found {conclusion!r}")
@@ -147,20 +240,22 @@ def post_check_run(
     output: dict[str, Any] = {"title": title, "summary": cut_output_text(summary)}
     if text is not None:
         output["text"] = cut_output_text(text)
-    completed_at = (now or datetime.now(UTC)).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     payload: dict[str, Any] = {
         "name": name,
-        "head_sha": head_sha,
         "status": "completed",
         "conclusion": conclusion,
-        "completed_at": completed_at,
+        "completed_at": _timestamp(now),
         "output": {**output, "annotations": items[:ANNOTATIONS_PER_REQUEST]},
     }
     if details_url is not None:
         payload["details_url"] = details_url
-    if external_id is not None:
-        payload["external_id"] = external_id
-    run = client.create_check_run(repo, payload)
+    if check_run_id is not None:
+        if external_id is not None:
+            payload["external_id"] = external_id
+        run = client.update_check_run(repo, int(check_run_id), payload)
+    else:
+        payload.update(head_sha=head_sha, external_id=external_id or new_external_id())
+        run = create_check_run_once(client, repo, payload)
     for start in range(ANNOTATIONS_PER_REQUEST, len(items), ANNOTATIONS_PER_REQUEST):
         batch = items[start : start + ANNOTATIONS_PER_REQUEST]
         # The output is sent whole each time (title, summary, text) so a PATCH never blanks it; only

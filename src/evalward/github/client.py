@@ -4,8 +4,10 @@ Error tree:
 
     InfrastructureError (evalward.errors, exit code 3)
     └── GitHubError                 any non-2xx answer we gave up on, or a network failure after the retries
-        └── GitHubPermissionError   403 "Resource not accessible by integration" (a read-only token, e.g. a
-                                    fork PR): never retried, so callers can fall back to job summary + log
+        ├── GitHubPermissionError   403 "Resource not accessible by integration" (a read-only token, e.g. a
+        │                           fork PR): never retried, so callers can fall back to job summary + log
+        └── GitHubUncertainError    a request that is not safe to replay (`replay_safe=False`) may have been
+                                    applied: the answer was lost (timeout, dropped connection) or was a 5xx
 
 Retry rule (GitHub docs "Rate limits for the REST API", in this order):
 
@@ -18,6 +20,11 @@ Retry rule (GitHub docs "Rate limits for the REST API", in this order):
    jitter() ∈ [0, 1).
 4. A wait longer than `max_wait_s` (default 15 min) is not slept: the client gives up at once, because a CI
    job should fail visibly rather than hang for an hour.
+5. A request sent with `replay_safe=False` (creating a check run: a second POST makes a second run) is not
+   replayed after an answer that leaves it unknown whether GitHub applied it — a network error once the
+   connection was made, or a 5xx (a proxy may have passed the request on). It raises
+   `GitHubUncertainError` and the caller looks before it tries again (`checks.create_check_run_once`).
+   Connection failures (nothing was sent) and rate-limit answers (nothing was applied) are retried as usual.
 
 After `max_retries` retries (so `max_retries + 1` attempts) it raises `GitHubError`. The token is sent
 only to `api_url`'s origin (pagination links elsewhere are refused) and never appears in a message, a log
@@ -72,6 +79,17 @@ class GitHubError(InfrastructureError):
 
 class GitHubPermissionError(GitHubError):
     """403 "Resource not accessible by integration": the token may read but not write (fork PRs, §7)."""
+
+
+class GitHubUncertainError(GitHubError):
+    """A `replay_safe=False` request whose outcome is unknown: GitHub may or may not have applied it."""
+
+
+_NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+"""Transport errors raised before the request left this process: always safe to send again."""
+
+WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
+"""`repos/get-collaborator-permission-level` answers that mean write access (GitHub maps maintain to write)."""
 
 
 @dataclass(frozen=True)
@@ -211,8 +229,12 @@ class GitHubClient:
         json: Any = None,
         params: Mapping[str, str | int] | None = None,
         bearer: str | None = None,
+        replay_safe: bool = True,
     ) -> httpx.Response:
-        """Send with retries; return the 2xx response or raise `GitHubError`. `bearer` overrides the token (JWT)."""
+        """Send with retries; return the 2xx response or raise `GitHubError`. `bearer` overrides the token (JWT).
+
+        `replay_safe=False`: raise `GitHubUncertainError` instead of retrying when the request may have been
+        applied (rule 5 of the module docstring)."""
         url = self._url(path)
         label = f"{method} {urlsplit(url).path}"
         token = bearer if bearer is not None else self._token
@@ -225,6 +247,8 @@ class GitHubClient:
                 response = self._http.request(method, url, json=json, params=params, headers=headers)
             except httpx.TransportError as exc:
                 status, message, wait = None, f"network error: {type(exc).__name__}", self._backoff(attempt)
+                if not replay_safe and not isinstance(exc, _NOT_SENT):
+                    raise GitHubUncertainError(None, f"{message} (the request may have been applied)", label) from exc
             else:
                 status = response.status_code
                 if response.is_success:
@@ -237,6 +261,8 @@ class GitHubClient:
                     rate_limited += 1
                     wait = limit_wait
                 elif status >= 500:
+                    if not replay_safe:
+                        raise GitHubUncertainError(status, f"{message} (the request may have been applied)", label)
                     wait = self._backoff(attempt)
                 else:
                     raise GitHubError(status, message, label)
@@ -258,20 +284,37 @@ class GitHubClient:
             )
             self._sleep(wait)
 
+    def backoff(self, attempt: int) -> None:
+        """Sleep the 5xx back-off of retry `attempt` (0, 1, …): for callers that retry on their own."""
+        self._sleep(self._backoff(attempt))
+
     def _json(self, method: str, path: str, **kwargs: Any) -> Any:
         response = self.request(method, path, **kwargs)
         return response.json() if response.content else None
 
-    def _paginate(self, path: str, params: Mapping[str, str | int], limit: int | None = None) -> Iterator[Any]:
-        """Every item of every page, following `Link: rel="next"` (GitHub's paging)."""
+    def _paginate(
+        self,
+        path: str,
+        params: Mapping[str, str | int],
+        limit: int | None = None,
+        *,
+        key: str | None = None,
+        bearer: Callable[[], str] | None = None,
+    ) -> Iterator[Any]:
+        """Every item of every page, following `Link: rel="next"` (GitHub's paging; page numbers or cursors).
+
+        `key`: the items are the array under that key of each page's object (`{"total_count", "check_runs"}`).
+        `bearer`: called for each page's JWT, so a long listing never outlives one token."""
         url: str | None = path
         query: Mapping[str, str | int] | None = params
         seen = 0
         while url is not None:
-            response = self.request("GET", url, params=query)
-            items = response.json()
+            response = self.request("GET", url, params=query, bearer=bearer() if bearer else None)
+            page = response.json()
+            items = page.get(key) if key is not None and isinstance(page, dict) else page
             if not isinstance(items, list):
-                raise GitHubError(response.status_code, "expected a JSON array", f"GET {urlsplit(str(url)).path}")
+                what = f"a JSON object with an array {key!r}" if key else "a JSON array"
+                raise GitHubError(response.status_code, f"expected {what}", f"GET {urlsplit(str(url)).path}")
             for item in items:
                 yield item
                 seen += 1
@@ -318,8 +361,20 @@ class GitHubClient:
         path = f"repos/{_check_repo(repo)}/statuses/{_segment(sha)}"
         return cast(dict[str, Any], self._json("POST", path, json=body))
 
-    def create_check_run(self, repo: str, payload: Mapping[str, Any]) -> dict[str, Any]:
-        return cast(dict[str, Any], self._json("POST", f"repos/{_check_repo(repo)}/check-runs", json=dict(payload)))
+    def create_check_run(self, repo: str, payload: Mapping[str, Any], *, replay_safe: bool = True) -> dict[str, Any]:
+        """`checks/create`. Not idempotent: prefer `checks.create_check_run_once`, which passes `replay_safe=False`."""
+        path = f"repos/{_check_repo(repo)}/check-runs"
+        return cast(dict[str, Any], self._json("POST", path, json=dict(payload), replay_safe=replay_safe))
+
+    def list_check_runs_for_ref(
+        self, repo: str, ref: str, *, check_name: str | None = None, filter: str = "all"
+    ) -> list[dict[str, Any]]:
+        """`checks/list-for-ref`: check runs on a commit (every page); `filter="all"` includes superseded ones."""
+        params: dict[str, str | int] = {"filter": filter, "per_page": PER_PAGE_MAX}
+        if check_name is not None:
+            params["check_name"] = check_name
+        path = f"repos/{_check_repo(repo)}/commits/{_segment(ref)}/check-runs"
+        return list(self._paginate(path, params, key="check_runs"))
 
     def update_check_run(self, repo: str, check_run_id: int, payload: Mapping[str, Any]) -> dict[str, Any]:
         path = f"repos/{_check_repo(repo)}/check-runs/{int(check_run_id)}"
@@ -344,6 +399,34 @@ class GitHubClient:
         if not isinstance(sha, str) or not sha:
             raise GitHubError(200, "compare answer has no merge_base_commit.sha", f"GET compare {base}...{head}")
         return sha
+
+    def get_collaborator_permission(self, repo: str, username: str) -> str:
+        """`repos/get-collaborator-permission-level`: `admin`, `write`, `read` or `none` (404 → `none`).
+
+        GitHub reports the legacy base role: maintain counts as `write`, triage as `read`; `role_name` would
+        name custom roles, but only the base role decides write access."""
+        path = f"repos/{_check_repo(repo)}/collaborators/{_segment(username)}/permission"
+        try:
+            answer = self._json("GET", path)
+        except GitHubError as exc:
+            if exc.status == 404:
+                return "none"
+            raise
+        permission = answer.get("permission") if isinstance(answer, dict) else None
+        if not isinstance(permission, str):
+            raise GitHubError(200, f"answer has no permission string, found {permission!r}", f"GET {path}")
+        return permission
+
+    def list_app_hook_deliveries(self, jwt: Callable[[], str], *, per_page: int = PER_PAGE_MAX) -> Iterator[Any]:
+        """`apps/list-webhook-deliveries`, newest first, page after page (cursor links); `jwt` makes each page's JWT.
+
+        Each delivery attempt is one item (`id`, `guid`, `delivered_at`, `redelivery`, `status_code`, `event`,
+        `action`, …); a redelivery has its own `id` and the original `guid`."""
+        return self._paginate("app/hook/deliveries", {"per_page": min(per_page, PER_PAGE_MAX)}, bearer=jwt)
+
+    def redeliver_app_hook_delivery(self, delivery_id: int, jwt: str) -> None:
+        """`apps/redeliver-webhook-delivery`: GitHub sends the delivery again (same GUID), asynchronously."""
+        self.request("POST", f"app/hook/deliveries/{int(delivery_id)}/attempts", bearer=jwt)
 
     def get_authenticated_app_login(self, jwt: str) -> str:
         """The App's bot login (`{slug}[bot]`), the author of the comments it posts (`apps/get-authenticated`)."""

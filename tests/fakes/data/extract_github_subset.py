@@ -40,6 +40,10 @@ OPERATION_IDS = (
     "apps/get-authenticated",
     "apps/get-repo-installation",
     "apps/create-installation-access-token",
+    "apps/list-webhook-deliveries",
+    "apps/redeliver-webhook-delivery",
+    "checks/list-for-ref",
+    "repos/get-collaborator-permission-level",
 )
 HTTP_METHODS = ("get", "put", "post", "patch", "delete")
 
