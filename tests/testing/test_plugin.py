@@ -169,3 +169,20 @@ def test_the_plugin_is_registered_as_a_pytest11_entry_point_and_loaded_here(pyte
     assert entry.value == "evalward.testing.plugin"
     # This very session autoloaded it: the option exists.
     assert pytestconfig.getoption("evalward_json") is None  # type: ignore[attr-defined]
+
+
+def test_under_xdist_the_controller_writes_every_workers_runs(tmp_path: Path) -> None:
+    make_project(tmp_path)
+    completed = run_pytest(tmp_path, "-p", "xdist.plugin", "-n", "2", "--evalward-json", "out/run.json")
+    output = completed.stdout + completed.stderr
+    assert completed.returncode == 1, output
+    assert "1 failed, 2 passed" in output
+    run = json.loads((tmp_path / "out" / "run.json").read_text())
+    # Both evaluate calls are in the one file, whichever worker made them.
+    assert sorted({(c["eval_set_id"], c["case_id"]) for c in run["cases"]}) == [
+        ("booking", "book"),
+        ("booking", "rome"),
+        ("weather", "paris"),
+    ]
+    assert len(run["cases"]) == 6 and run["passed"] is False
+    assert "(2 evaluate call(s); 4 passed, 2 failed, 0 errors)" in output

@@ -5,6 +5,10 @@ Adds `--evalward-json PATH` (also `EVALWARD_PYTEST_JSON`): at the end of the ses
 several; see `evalward.testing._session`), ready for `evalward import` and `evalward gate`. Nothing is
 written when no test evaluated anything.
 
+Under pytest-xdist every worker process keeps its own runs: a worker hands them (as run JSON) to the
+controller through xdist's `workeroutput`, and only the controller writes PATH, with every worker's runs
+merged. Without that, each worker would overwrite the file with its share.
+
 pytest loads this module in every session of every project where evalward is installed, so it imports
 only the standard library and pytest at import time.
 """
@@ -19,6 +23,8 @@ import pytest
 JSON_OPTION = "--evalward-json"
 JSON_ENV = "EVALWARD_PYTEST_JSON"
 _WRITTEN = pytest.StashKey[str]()
+_WORKER_RUNS = "evalward_runs"
+"""The `workeroutput` key an xdist worker's runs travel under (a list of run JSON strings)."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -36,12 +42,16 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     path = session.config.getoption("evalward_json", default=None)
     if not path:
         return
+    from evalward.report.json_report import render_json
     from evalward.testing import _session
 
     collected = _session.runs()
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker: the controller writes the file
+        workeroutput[_WORKER_RUNS] = [render_json(run) for run in collected]
+        return
     if not collected:
         return
-    from evalward.report.json_report import render_json
 
     run = _session.merged_run(collected)
     target = Path(path)
@@ -52,6 +62,19 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         f"evalward: wrote run {run.run_id} to {target} ({len(collected)} evaluate call(s); "
         f"{counts['passed']} passed, {counts['failed']} failed, {counts['error']} errors)"
     )
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: object, error: object) -> None:
+    """xdist, on the controller: keep the runs a finished worker sent (see the module docstring)."""
+    texts = getattr(node, "workeroutput", {}).get(_WORKER_RUNS) or []
+    if not texts:
+        return
+    from evalward.report.json_report import load_run_json
+    from evalward.testing import _session
+
+    for text in texts:
+        _session.record(load_run_json(text, source="an xdist worker"))
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
