@@ -16,6 +16,7 @@ class LiveServer:
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(128)  # as `evalward serve` does: connections made during start-up wait, not fail
         self.port = self.sock.getsockname()[1]
         config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="on")
         self.server = uvicorn.Server(config)

@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 from tests.fakes.github_server import FakeGitHub
+from tests.github.contract import check_requests
 from tests.server.conftest import delivery_headers, example, make_settings
 from tests.server.live import LiveServer
 from tests.server.runs import dice_project
@@ -100,6 +101,7 @@ def test_a_pr_webhook_is_cloned_run_gated_and_reported_once(tmp_path: Path, app_
     main_sha, feature_sha = make_bare_repo(tmp_path)
     db = f"sqlite:///{tmp_path / 'server.db'}"
     with FakeGitHub(app_public_key=public) as github, open_store(db) as store:
+        github.permissions[(REPO, "Codertocat")] = "maintain"  # the PR author: maintain counts as write
         settings = make_settings(
             db,
             role="all",
@@ -146,6 +148,13 @@ def test_a_pr_webhook_is_cloned_run_gated_and_reported_once(tmp_path: Path, app_
             (main_sha, "evalward", "success"),
             (feature_sha, "evalward", "failure"),
         ]
+        # Each job's check run was created in_progress when the worker started, then completed by id.
+        creates = github.requests_to("POST", "/check-runs")
+        assert [(r.body["status"], "started_at" in r.body) for r in creates] == [("in_progress", True)] * 2
+        completions = [r for r in github.requests_to("PATCH", "/check-runs/") if r.body.get("status") == "completed"]
+        assert sorted(r.path.rsplit("/", 1)[1] for r in completions) == sorted(str(c["id"]) for c in checks)
+        assert github.requests_to("GET", "/collaborators/Codertocat/permission")
+        assert check_requests(github.requests) == []
         comments = github.comments_on(REPO, 2)
         assert len(comments) == 1
         assert comments[0]["body"].startswith("<!-- evalward:evalward/default -->")

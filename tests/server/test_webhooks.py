@@ -51,6 +51,8 @@ def test_a_pr_by_the_owner_becomes_one_queued_evaluate_job(name: str) -> None:
     ]
     assert plan.jobs[0].payload["pr_number"] == 2
     assert plan.jobs[0].payload["installation_id"] == 1
+    # The worker confirms the author's write access before running anything.
+    assert plan.jobs[0].payload["verify_write_access"] == "Codertocat"
     assert plan.cancel_pr == ("Codertocat/Hello-World", 2, sha)
 
 
@@ -64,17 +66,34 @@ def test_a_fork_pr_is_held_with_a_notice_and_runs_after_the_label() -> None:
     labeled = copy.deepcopy(payload)
     labeled["action"] = "labeled"
     labeled["label"] = {"name": "evalward:run"}
+    labeled["sender"]["login"] = "maintainer"
     plan = plan_delivery("pull_request", "d-2", labeled)
     assert [(j.kind, j.status) for j in plan.jobs] == [("evaluate", "queued")]
     assert plan.jobs[0].dedupe_key.startswith("evaluate:Codertocat/Hello-World:")
+    # Adding a label needs only triage access: the worker confirms the labeller's write access.
+    assert (plan.jobs[0].payload["approval"], plan.jobs[0].payload["verify_write_access"]) == ("label", "maintainer")
+
+    # Later pushes of a PR that carries the label run without asking again.
+    later = copy.deepcopy(payload)
+    later["action"] = "synchronize"
+    later["pull_request"]["labels"] = [{"name": "evalward:run"}]
+    plan = plan_delivery("pull_request", "d-3", later)
+    assert plan.jobs[0].status == "queued" and plan.jobs[0].payload["verify_write_access"] is None
 
 
-def test_an_author_without_write_access_is_held_and_other_labels_do_nothing() -> None:
+@pytest.mark.parametrize("association", ["OWNER", "MEMBER", "COLLABORATOR", "CONTRIBUTOR", "NONE"])
+def test_author_association_decides_nothing_the_worker_asks_github(association: str) -> None:
     payload = copy.deepcopy(example("pull_request.opened.2"))
-    payload["pull_request"]["author_association"] = "CONTRIBUTOR"
+    payload["pull_request"]["author_association"] = association
     plan = plan_delivery("pull_request", "d-1", payload)
-    assert plan.jobs[0].status == "held"
-    assert "CONTRIBUTOR" in plan.note
+    assert [(j.kind, j.status) for j in plan.jobs] == [("evaluate", "queued")]
+    assert plan.jobs[0].payload["verify_write_access"] == payload["pull_request"]["user"]["login"]
+    # An author the payload does not name cannot be vouched for: "" makes the worker hold the job.
+    del payload["pull_request"]["user"]
+    assert plan_delivery("pull_request", "d-1", payload).jobs[0].payload["verify_write_access"] == ""
+
+
+def test_other_labels_do_nothing() -> None:
     # The vendored labeled example adds "bug", not the run label.
     assert plan_delivery("pull_request", "d-2", example("pull_request.labeled.1")).jobs == []
 
@@ -100,6 +119,8 @@ def test_push_to_the_default_branch_is_a_baseline_run_and_tags_are_ignored() -> 
 def test_rerequested_checks_release_or_rerun_and_other_apps_checks_are_ignored() -> None:
     suite = plan_delivery("check_suite", "d-9", example("check_suite.rerequested.1"))
     assert suite.release == ("Codertocat/Hello-World", example("check_suite.rerequested.1")["check_suite"]["head_sha"])
+    # Only users with write access can re-run checks: the released job runs without another check.
+    assert suite.release_updates == {"approval": "rerequest", "verify_write_access": None}
     assert suite.jobs[0].dedupe_key.endswith(":default:d-9")
     run = example("check_run.rerequested.1")
     assert plan_delivery("check_run", "d", run).jobs == []  # its name is "randscape", not ours

@@ -28,6 +28,12 @@ import click
     envvar="EVALWARD_SERVER_CONFIG",
     help="TOML file with a [server] table [env: EVALWARD_SERVER_CONFIG]",
 )
+@click.option(
+    "--redeliver/--no-redeliver",
+    default=None,
+    help="At start-up, ask GitHub to resend the App's failed webhook deliveries of the last 3 days that never "
+    "reached this database [env: EVALWARD_REDELIVER_ON_START; default on]",
+)
 @click.option("--new-token", is_flag=True, help="Print a new upload/read token and the hash to configure, then exit")
 def serve_command(
     host: str | None,
@@ -36,6 +42,7 @@ def serve_command(
     role: str | None,
     workers: int | None,
     server_config: str | None,
+    redeliver: bool | None,
     new_token: bool,
 ) -> None:
     """Run the evalward GitHub App: webhooks at /webhooks/github, API at /api/v1, dashboard at /.
@@ -56,7 +63,8 @@ def serve_command(
     from evalward.server.settings import load_settings
 
     settings = load_settings(
-        flags={"host": host, "port": port, "db": db, "role": role, "workers": workers}, config_path=server_config
+        flags={"host": host, "port": port, "db": db, "role": role, "workers": workers, "redeliver_on_start": redeliver},
+        config_path=server_config,
     )
     run_server(settings)
 
@@ -104,9 +112,13 @@ def run_server(settings: Any) -> None:
             app, host=settings.host, port=settings.port, log_config=None, access_log=False, lifespan="on",
             timeout_graceful_shutdown=int(settings.shutdown_grace_s) + 5,
         )  # fmt: skip
+        # Listen before the app starts: connections made during start-up (webhooks GitHub resends at our
+        # start-up redelivery request) wait in the backlog instead of being refused.
+        sock = config.bind_socket()
+        sock.listen(config.backlog)
         # uvicorn re-raises the signal it caught once it has shut down; with this handler in place a
         # SIGTERM ends the process with exit code 0 after the graceful shutdown instead of killing it.
         signal.signal(signal.SIGTERM, lambda *_: None)
-        uvicorn.Server(config).run()
+        uvicorn.Server(config).run(sockets=[sock])
     finally:
         store.close()

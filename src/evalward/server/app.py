@@ -1,8 +1,11 @@
 """The ASGI application of `evalward serve` (Starlette): webhooks, health, metrics, API and dashboard.
 
-The web role only verifies, deduplicates and inserts job rows, so a webhook is acknowledged in
-milliseconds; workers (threads started by the lifespan in roles `worker`/`all`, or other processes and
-hosts sharing the database) do the work.
+The web role only verifies, deduplicates and inserts job rows (and records the delivery's GUID), so a
+webhook is acknowledged in milliseconds; workers (threads started by the lifespan in roles `worker`/`all`,
+or other processes and hosts sharing the database) do the work.
+
+With a GitHub App configured, the web role's start-up also asks GitHub to resend the failed deliveries
+of the last 3 days it never recorded (`redeliver.py`), in a background thread.
 
 Routes: `POST /webhooks/github`, `GET /healthz`, `GET /metrics`, `GET /openapi.json`, `/api/v1/…`
 (see `api.py`), and the dashboard at `/` (see `dashboard.py`).
@@ -13,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -48,6 +52,8 @@ class ServerState:
     metrics: ServerMetrics = field(default_factory=ServerMetrics)
     pool: WorkerPool | None = None
     started_at: float = field(default_factory=time.time)
+    redelivery: threading.Thread | None = None
+    """The start-up redelivery thread, when one was started."""
 
 
 def state_of(request: Request) -> ServerState:
@@ -87,11 +93,22 @@ def _payload_of(body: bytes, content_type: str) -> Any:
     return json.loads(body)
 
 
+def record(queue: JobQueue, delivery: str, event: str, payload: dict[str, Any], outcome: str) -> None:
+    """Remember the delivery's GUID; a failure only costs a needless redelivery later, so it is logged."""
+    action = payload.get("action")
+    try:
+        queue.record_delivery(
+            delivery, event=event, action=action if isinstance(action, str) else None, outcome=outcome
+        )
+    except Exception:
+        log.warning("webhook: could not record the delivery", extra={"delivery": delivery, "event": event})
+
+
 def carry_out(queue: JobQueue, plan: WebhookPlan) -> tuple[list[Enqueued], list[int], list[int]]:
     """Apply a plan: (enqueued, released job ids, cancelled job ids)."""
     released: list[int] = []
     if plan.release is not None:
-        released = queue.release_held(*plan.release)
+        released = queue.release_held(*plan.release, updates=plan.release_updates)
         if released:
             return [], released, []
     enqueued: list[Enqueued] = []
@@ -155,13 +172,16 @@ async def github_webhook(request: Request) -> Response:
         return answer(400, "bad_payload", {"message": str(exc)})
     if not plan.jobs and plan.release is None and plan.cancel_pr is None:
         status = 200 if event == "ping" else 202
-        return answer(status, "ignored" if event != "ping" else "ping", {"delivery": delivery, "note": plan.note})
+        outcome = "ignored" if event != "ping" else "ping"
+        await run_in_threadpool(record, state.queue, delivery, event, payload, outcome)
+        return answer(status, outcome, {"delivery": delivery, "note": plan.note})
     try:
         enqueued, released, cancelled = await run_in_threadpool(carry_out, state.queue, plan)
     except Exception:
         log.exception("webhook: could not enqueue", extra={"delivery": delivery, "event": event})
         return answer(503, "db_error", {"message": "the job queue is unavailable; GitHub will show a failed delivery"})
     duplicate = bool(enqueued) and not any(e.created or e.released for e in enqueued)
+    await run_in_threadpool(record, state.queue, delivery, event, payload, "duplicate" if duplicate else "enqueued")
     log.info(
         "webhook %s: %s",
         event,
@@ -241,8 +261,12 @@ def create_app(
     store: Store,
     *,
     pool_factory: Callable[[ServerState], WorkerPool] | None = None,
+    transport_factory: Callable[[], Any] | None = None,
 ) -> Starlette:
-    """The application. With `pool_factory`, worker threads start with the app and stop (gracefully) with it."""
+    """The application. With `pool_factory`, worker threads start with the app and stop (gracefully) with it.
+
+    Start-up redelivery (`redeliver.py`) runs in a thread when the settings ask for it; `transport_factory`
+    gives its GitHub client an httpx transport (tests)."""
     from evalward.errors import EvalwardError
     from evalward.server.api import api_routes, evalward_error_handler
     from evalward.server.dashboard import dashboard_routes, static_mount
@@ -253,12 +277,19 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        from evalward.server.redeliver import start_redelivery
+
         if pool_factory is not None:
             state.pool = pool_factory(state)
             state.pool.start()
+        redelivery = start_redelivery(settings, state.queue, transport_factory=transport_factory)
+        state.redelivery = redelivery[0] if redelivery else None
         try:
             yield
         finally:
+            if redelivery is not None:
+                redelivery[1].set()
+                await run_in_threadpool(redelivery[0].join, 10)
             if state.pool is not None:
                 await run_in_threadpool(state.pool.stop, settings.shutdown_grace_s)
 

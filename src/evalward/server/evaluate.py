@@ -2,6 +2,16 @@
 
 `evaluate`, step by step:
 1. An installation token for the job's installation (cached until 5 min before expiry, `app_auth`).
+1a. **Write access.** When the job names a login in `verify_write_access` (the PR author, or whoever added
+   the run label), `GET /repos/{owner}/{repo}/collaborators/{login}/permission` must answer `admin`,
+   `maintain` or `write` (404 = no access); answers are cached `permission_cache_s` per (repo, login).
+   Otherwise — or when GitHub cannot tell us after the client's retries with back-off — the job is
+   **held**, never run: a neutral check run says why and how a maintainer approves (the run label, or
+   re-running the check), and the job waits in `held`.
+1b. The job's check run goes `in_progress` (with `started_at`); every later outcome completes that same
+   check run by id. An earlier attempt's run is reused while it is not completed (`checks.start_check_run`,
+   `external_id` = `evalward:{suite}:job{id}`). A job cancelled by a newer head completes it `cancelled`; a
+   final failed attempt or an unexpected error completes it `failure`.
 2. `git clone` of `clone_url_template.format(repo=…)` into a fresh folder under `work_dir`, then a detached
    checkout of the head SHA. The token travels as an `http.extraHeader` set through `GIT_CONFIG_*`
    variables — never in the URL, the command line, a file or a log line.
@@ -12,7 +22,7 @@
    Exit 0/1 are verdicts (data); other exits become a `failure` check run showing the tail of stderr.
 5. The run is stored (`Store.import_run`, idempotent by run id), gated against its baseline
    (`gating.gate_run` in the checkout, so merge-base and first-parent ancestors come from git), and
-   reported like the Action does: one check run on the head SHA and the sticky PR comment, both from
+   reported like the Action does: the check run on the head SHA and the sticky PR comment, both from
    `report/` (`render_verdict_markdown`, else `render_run_markdown`). A `baseline` job (push to a base
    branch) is stored and gets a check run, no comment.
 """
@@ -36,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalward.server.sandbox import limited_command
 from evalward.server.settings import ServerSettings
-from evalward.server.worker import Handler, JobAborted, JobContext, RetryableJobError
+from evalward.server.worker import Handler, JobAborted, JobContext, JobHeld, RetryableJobError
 
 if TYPE_CHECKING:
     from evalward.github.client import GitHubClient
@@ -49,6 +59,8 @@ log = logging.getLogger("evalward.server.evaluate")
 STDERR_TAIL_CHARS = 3000
 _KEEP_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "SYSTEMROOT", "TMPDIR")
 CONCLUSION_BY_OUTCOME = {"pass": "success", "fail": "failure", "inconclusive": "neutral"}
+_APPROVAL_KEYS = ("approval", "verify_write_access", "result")
+"""Payload keys a re-run must not inherit from the earlier job at the same head (re-running approves it)."""
 
 
 @dataclass
@@ -57,15 +69,37 @@ class GitHubAccess:
 
     settings: ServerSettings
     transport_factory: Callable[[], Any] | None = None
+    client_options: Mapping[str, Any] = field(default_factory=dict)
+    """Extra `GitHubClient` keyword arguments (tests: `sleep`, `jitter`)."""
+    clock: Callable[[], float] = time.monotonic
     _cache: Any = None
     _bot_login: str | None = None
+    _permissions: dict[tuple[str, str], tuple[float, str]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def _client(self, token: str | None) -> GitHubClient:
         from evalward.github.client import GitHubClient
 
         transport = self.transport_factory() if self.transport_factory else None
-        return GitHubClient(token, api_url=self.settings.github_api_url, transport=transport, max_retries=3)
+        options: dict[str, Any] = {"max_retries": 3, **self.client_options}
+        return GitHubClient(token, api_url=self.settings.github_api_url, transport=transport, **options)
+
+    def permission(self, repo: str, login: str, token: str) -> str:
+        """`login`'s base permission on `repo` (admin/write/read/none), cached `permission_cache_s`.
+
+        Only answers are cached: an error (raised as `GitHubError` after the client's retries) is asked
+        again next time."""
+        key = (repo.lower(), login.lower())
+        now = self.clock()
+        with self._lock:
+            cached = self._permissions.get(key)
+        if cached is not None and now - cached[0] < self.settings.permission_cache_s:
+            return cached[1]
+        with self._client(token) as client:
+            answer = client.get_collaborator_permission(repo, login)
+        with self._lock:
+            self._permissions[key] = (now, answer)
+        return answer
 
     def token(self, installation_id: int | None) -> str | None:
         """An installation token, or None when the App is not configured or the job names no installation."""
@@ -231,25 +265,152 @@ class Handlers:
             f"A maintainer can run the evals by adding the label `{label}` to the pull request, or by "
             "re-running this check."
         )
-        posted = self._post_check(p, "neutral", "Waiting for a maintainer", summary)
+        posted = self._post_check(
+            p,
+            "neutral",
+            "Waiting for a maintainer",
+            summary,
+            external_id=f"{self._external_prefix(p)}:notice{ctx.job.id}",
+        )
         return {"conclusion": "neutral", "check_run": posted}
+
+    def _external_prefix(self, p: Mapping[str, Any]) -> str:
+        return f"evalward:{p.get('suite', 'default')}"
+
+    # -- write access
+
+    def _confirm_write_access(self, ctx: JobContext, p: Mapping[str, Any], token: str | None) -> None:
+        """Return when the job may run; else post a neutral check run saying why and raise `JobHeld`."""
+        from evalward.github.client import WRITE_PERMISSIONS, GitHubError
+
+        who = p.get("verify_write_access")
+        if who is None:
+            return
+        repo = str(p["repo"])
+        whose = "the label was added by" if p.get("approval") == "label" else "the pull request author is"
+        if not who:
+            reason = "the webhook did not name the user, so their write access could not be checked"
+        elif token is None:
+            reason = f"no GitHub App is configured, so the write access of `{who}` could not be checked"
+        else:
+            try:
+                permission = self.github.permission(repo, str(who), token)
+            except GitHubError as exc:
+                reason = (
+                    f"GitHub did not say whether `{who}` has write access to {repo} "
+                    f"({exc.status if exc.status is not None else 'no answer'}: {exc.message}), and evalward "
+                    "does not run code it could not vouch for"
+                )
+            else:
+                if permission in WRITE_PERMISSIONS:
+                    return
+                reason = f"{whose} `{who}`, whose permission on {repo} is `{permission}` (write access is needed)"
+        label = self.settings.run_label
+        summary = (
+            f"evalward has not run this pull request's code: {reason}.\n\n"
+            f"A maintainer can run the evals by adding the label `{label}` to the pull request, or by re-running "
+            "this check."
+        )
+        try:
+            self._post_check(
+                p, "neutral", "Waiting for a maintainer", summary, token=token,
+                external_id=f"{self._external_prefix(p)}:hold{ctx.job.id}.{ctx.job.attempt}",
+            )  # fmt: skip
+        except (GitHubError, RetryableJobError) as exc:
+            # Held either way: failing to say so must not turn into running the code.
+            log.warning("could not post the held check run: %s", exc, extra={"job": ctx.job.id})
+        log.info("job held: %s", reason, extra={"job": ctx.job.id, "repo": repo})
+        raise JobHeld(reason)
 
     # -- evaluate
 
     def evaluate(self, ctx: JobContext) -> dict[str, Any]:
-        from evalward.config import find_config, load_config
         from evalward.errors import EvalwardError
 
         p = dict(ctx.job.payload)
         repo, sha = str(p["repo"]), str(p["head_sha"])
         if p.get("pr_number") is None and p.get("mode") != "baseline":
-            p.update(
-                {k: v for k, v in (self.queue.context_for(repo, sha) or {}).items() if k not in ("delivery", "event")}
-            )
+            context = self.queue.context_for(repo, sha) or {}
+            skip = ("delivery", "event", *_APPROVAL_KEYS)
+            p.update({k: v for k, v in context.items() if k not in skip})
         try:
             token = self.github.token(p.get("installation_id"))
         except EvalwardError as exc:
             raise RetryableJobError(f"no installation token: {exc}") from exc
+        self._confirm_write_access(ctx, p, token)
+        check_id = self._start_check(ctx, p, token)
+        try:
+            return self._evaluate(ctx, p, token, check_id)
+        except JobAborted:
+            self._close_aborted(ctx, p, token, check_id)
+            raise
+        except JobHeld:
+            raise
+        except RetryableJobError as exc:
+            if ctx.job.attempt >= self.queue.max_attempts:
+                self._close_failed(p, token, check_id, f"Giving up after {ctx.job.attempt} attempts: {exc}")
+            raise
+        except Exception as exc:
+            self._close_failed(
+                p, token, check_id, f"evalward hit an internal error ({type(exc).__name__}); see the server log."
+            )
+            raise
+
+    def _start_check(self, ctx: JobContext, p: Mapping[str, Any], token: str | None) -> int | None:
+        """The job's check run, now `in_progress` (None without GitHub access)."""
+        from evalward.github.checks import start_check_run
+        from evalward.github.client import GitHubError, GitHubPermissionError
+
+        if token is None:
+            return None
+        sha = str(p["head_sha"])
+        try:
+            with self.github.client(token) as client:
+                run = start_check_run(
+                    client,
+                    str(p["repo"]),
+                    sha,
+                    name=self.settings.check_name,
+                    external_id=f"{self._external_prefix(p)}:job{ctx.job.id}",
+                    title="Running the evals",
+                    summary=f"evalward is running the evals at `{sha[:12]}` (attempt {ctx.job.attempt}).",
+                    details_url=f"{self.settings.base_url.rstrip('/')}/jobs" if self.settings.base_url else None,
+                )
+        except GitHubPermissionError:
+            raise
+        except GitHubError as exc:
+            raise RetryableJobError(str(exc)) from exc
+        return int(run["id"])
+
+    def _close_aborted(self, ctx: JobContext, p: Mapping[str, Any], token: str | None, check_id: int | None) -> None:
+        """A job cancelled by a newer head completes its check run `cancelled`; a shutdown leaves it for the retry."""
+        if check_id is None:
+            return
+        view = self.queue.get(ctx.job.id)
+        if view is None or view.status != "cancelled":
+            return
+        why = view.last_error or "cancelled"
+        self._close_quietly(p, token, check_id, "cancelled", "Cancelled", f"This run was cancelled: {why}.")
+
+    def _close_failed(self, p: Mapping[str, Any], token: str | None, check_id: int | None, message: str) -> None:
+        if check_id is not None:
+            self._close_quietly(p, token, check_id, "failure", "The evals did not run", message)
+
+    def _close_quietly(
+        self, p: Mapping[str, Any], token: str | None, check_id: int, conclusion: str, title: str, summary: str
+    ) -> None:
+        from evalward.github.client import GitHubError
+
+        try:
+            self._post_check(p, conclusion, title, summary, token=token, check_run_id=check_id)
+        except (GitHubError, RetryableJobError) as exc:
+            log.warning("could not complete check run %s: %s", check_id, exc, extra={"repo": p.get("repo")})
+
+    def _evaluate(self, ctx: JobContext, p: dict[str, Any], token: str | None, check_id: int | None) -> dict[str, Any]:
+        from evalward.config import find_config, load_config
+        from evalward.errors import EvalwardError
+
+        repo, sha = str(p["repo"]), str(p["head_sha"])
         Path(self.settings.work_dir).mkdir(parents=True, exist_ok=True)
         workdir = Path(tempfile.mkdtemp(prefix=f"job-{ctx.job.id}-", dir=self.settings.work_dir))
         try:
@@ -260,7 +421,7 @@ class Handlers:
                 found = find_config(repo_dir)
                 config = load_config(found) if found else None
             except EvalwardError as exc:
-                return self._report_problem(p, token, "evalward configuration is invalid", str(exc))
+                return self._report_problem(p, token, "evalward configuration is invalid", str(exc), check_id=check_id)
             if config is None or not config.settings.paths or not config.settings.agent:
                 return self._report_problem(
                     p,
@@ -269,6 +430,7 @@ class Handlers:
                     "Add an `evalward.toml` (or `[tool.evalward]` in pyproject.toml) with `paths` and `agent` "
                     "to the repository so evalward knows what to run.",
                     conclusion="neutral",
+                    check_id=check_id,
                 )
             run_id = f"job{ctx.job.id}-{ctx.job.attempt}-{sha[:12]}"
             args = [*config.settings.paths, "--agent", config.settings.agent, "--run-id", run_id, "--repo", repo,
@@ -289,10 +451,12 @@ class Handlers:
                     if result.timed_out
                     else f"`evalward run` exited with code {result.exit_code} and wrote no run"
                 )
-                return self._report_problem(p, token, "The evals did not run", why, stderr=result.stderr)
+                return self._report_problem(
+                    p, token, "The evals did not run", why, stderr=result.stderr, check_id=check_id
+                )
             ctx.check()
             self.store.import_run(result.run)
-            return self._gate_and_report(ctx, p, token, result.run, config.settings, found, repo_dir)
+            return self._gate_and_report(ctx, p, token, result.run, config.settings, found, repo_dir, check_id)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
 
@@ -305,6 +469,7 @@ class Handlers:
         repo_settings: Any,
         config_path: Path | None,
         repo_dir: Path,
+        check_id: int | None = None,
     ) -> dict[str, Any]:
         from evalward.gating import gate_run, load_policy
 
@@ -315,7 +480,9 @@ class Handlers:
             conclusion = "success" if run.passed else "failure"
             markdown = render_run_markdown(run, title=self.settings.check_name, details_url=details)
             title = f"Baseline run {'passed' if run.passed else 'failed'}"
-            check = self._post_check(p, conclusion, title, markdown, token=token, details_url=details)
+            check = self._post_check(
+                p, conclusion, title, markdown, token=token, details_url=details, check_run_id=check_id
+            )
             return {"run_id": run.run_id, "conclusion": conclusion, "check_run": check}
         policy = load_policy(repo_settings.gate, config_path=str(config_path) if config_path else None)
         outcome = gate_run(
@@ -326,7 +493,7 @@ class Handlers:
         conclusion = CONCLUSION_BY_OUTCOME.get(verdict.outcome, "neutral")
         ctx.check()
         check = self._post_check(p, conclusion, f"{verdict.outcome}: {verdict.reason}"[:200], markdown, token=token,
-                                 details_url=details)  # fmt: skip
+                                 details_url=details, check_run_id=check_id)  # fmt: skip
         comment = None
         if token is not None and p.get("pr_number") is not None:
             from evalward.github.sticky import upsert_sticky_comment
@@ -354,11 +521,12 @@ class Handlers:
         *,
         stderr: str | None = None,
         conclusion: str = "failure",
+        check_id: int | None = None,
     ) -> dict[str, Any]:
         from evalward.report.escape import md_code_block
 
         summary = message + (f"\n\n{md_code_block(stderr)}" if stderr else "")
-        check = self._post_check(p, conclusion, title, summary, token=token)
+        check = self._post_check(p, conclusion, title, summary, token=token, check_run_id=check_id)
         return {"conclusion": conclusion, "problem": message[:500], "check_run": check}
 
     def _post_check(
@@ -370,8 +538,11 @@ class Handlers:
         *,
         token: str | None = None,
         details_url: str | None = None,
+        check_run_id: int | None = None,
+        external_id: str | None = None,
     ) -> int | None:
-        """Post the check run; None when there is no GitHub access (no App configured)."""
+        """Complete `check_run_id`, or create a completed check run (`external_id` recognises a retried create);
+        None when there is no GitHub access (no App configured)."""
         from evalward.github.checks import post_check_run
         from evalward.github.client import GitHubError, GitHubPermissionError
 
@@ -389,7 +560,8 @@ class Handlers:
                     title=title,
                     summary=summary,
                     details_url=details_url,
-                    external_id=f"evalward:{p.get('suite', 'default')}",
+                    external_id=external_id,
+                    check_run_id=check_run_id,
                 )
         except GitHubPermissionError:
             raise

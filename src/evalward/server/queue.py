@@ -3,8 +3,9 @@
 Life of a job (`status`):
 
     held ──(label / re-request)──▶ queued ──claim──▶ running ──▶ done | failed | cancelled
-                                      ▲                 │
-                                      └── lease expired, released on shutdown, or a retryable failure
+     ▲                                ▲                 │
+     │                                └── lease expired, released on shutdown, or a retryable failure
+     └── the worker found the author has no write access (or could not find out): `hold`
 
 - **Enqueue is idempotent.** `dedupe_key` is UNIQUE (`evaluate:{repo}:{head_sha}:{suite}` for PR runs), so
   a redelivered webhook or a double send finds the existing row and creates nothing. Enqueuing a trusted
@@ -23,6 +24,10 @@ Life of a job (`status`):
 
 Times come from the database's clock on PostgreSQL (`now()`), so hosts with skewed clocks agree on
 leases; SQLite (one host) uses this process's UTC clock.
+
+The queue also keeps the `webhook_deliveries` table: the GUID of every delivery the web role accepted
+(`record_delivery`), so the start-up redelivery (`redeliver.py`) asks GitHub to resend only deliveries
+that never reached us.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel
 
 from evalward.store.engine import read_transaction, write_transaction
-from evalward.store.schema import jobs_table
+from evalward.store.schema import jobs_table, webhook_deliveries_table
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection, Engine
@@ -159,7 +164,8 @@ class JobQueue:
         """Insert the job unless its dedupe key exists; see the module docstring.
 
         With `supersede=(pr_number, reason)`, a newly inserted job cancels, in the same transaction, the
-        open `evaluate` jobs of that PR in its repository at another head (`Enqueued.cancelled`).
+        open `evaluate` jobs of that PR in its repository at another head (`Enqueued.cancelled`). A `queued`
+        spec over a `held` row releases it and takes the spec's payload (who approved it, and how).
         """
         from sqlalchemy import insert, select, update
         from sqlalchemy.exc import IntegrityError
@@ -168,14 +174,20 @@ class JobQueue:
         for _ in range(2):
             try:
                 with write_transaction(self.engine) as conn:
-                    existing = conn.execute(select(j.id, j.status).where(j.dedupe_key == spec.dedupe_key)).one_or_none()
+                    existing = conn.execute(
+                        select(j.id, j.status, j.payload).where(j.dedupe_key == spec.dedupe_key)
+                    ).one_or_none()
                     now = _now(conn)
                     if existing is not None:
                         if existing.status == "held" and spec.status == "queued":
                             conn.execute(
                                 update(jobs_table)
                                 .where(j.id == existing.id, j.status == "held")
-                                .values(status="queued", updated_at=now)
+                                .values(
+                                    status="queued",
+                                    payload={**(existing.payload or {}), **spec.payload},
+                                    updated_at=now,
+                                )
                             )
                             return Enqueued(existing.id, created=False, status="queued", released=True)
                         return Enqueued(existing.id, created=False, status=existing.status)
@@ -205,18 +217,25 @@ class JobQueue:
                 continue
         raise RuntimeError(f"could not enqueue or find job {spec.dedupe_key!r}")  # pragma: no cover
 
-    def release_held(self, repo: str, head_sha: str) -> list[int]:
-        """`held` → `queued` for the repository's jobs at `head_sha` (a maintainer approved); their ids."""
+    def release_held(self, repo: str, head_sha: str, *, updates: Mapping[str, Any] | None = None) -> list[int]:
+        """`held` → `queued` for the repository's jobs at `head_sha` (a maintainer approved); their ids.
+
+        `updates` are merged into each released job's payload (how it was approved, whose access to check)."""
         from sqlalchemy import select, update
 
         j = jobs_table.c
         with write_transaction(self.engine) as conn:
-            ids = list(
-                conn.execute(select(j.id).where(j.repo == repo, j.head_sha == head_sha, j.status == "held")).scalars()
-            )
-            if ids:
-                conn.execute(update(jobs_table).where(j.id.in_(ids)).values(status="queued", updated_at=_now(conn)))
-        return ids
+            rows = conn.execute(
+                select(j.id, j.payload).where(j.repo == repo, j.head_sha == head_sha, j.status == "held")
+            ).all()
+            now = _now(conn)
+            for row in rows:
+                conn.execute(
+                    update(jobs_table)
+                    .where(j.id == row.id, j.status == "held")
+                    .values(status="queued", payload={**(row.payload or {}), **(updates or {})}, updated_at=now)
+                )
+        return [row.id for row in rows]
 
     def cancel_pr_jobs(self, repo: str, pr_number: int, *, keep_head_sha: str | None, reason: str) -> list[int]:
         """Cancel the open `evaluate` jobs of PR `pr_number` whose head is not `keep_head_sha`; their ids.
@@ -359,6 +378,24 @@ class JobQueue:
             )
             return bool(result.rowcount)
 
+    def hold(self, job: ClaimedJob, reason: str) -> bool:
+        """`running` → `held` until a maintainer approves (label or re-run); the claim is not an attempt."""
+        from sqlalchemy import update
+
+        with write_transaction(self.engine) as conn:
+            result = conn.execute(
+                update(jobs_table)
+                .where(self._fenced(conn, job))
+                .values(
+                    status="held",
+                    lease_until=None,
+                    attempts=job.attempt - 1,
+                    last_error=reason[:ERROR_MAX_CHARS],
+                    updated_at=_now(conn),
+                )
+            )
+            return bool(result.rowcount)
+
     def _finish(self, job: ClaimedJob, *, status: str, result: Mapping[str, Any] | None, error: str | None) -> bool:
         from sqlalchemy import select, update
 
@@ -374,6 +411,50 @@ class JobQueue:
                 values["payload"] = {**payload, "result": dict(result)}
             changed = conn.execute(update(jobs_table).where(self._fenced(conn, job)).values(**values))
             return bool(changed.rowcount)
+
+    # -- webhook deliveries -------------------------------------------------------------------------
+
+    def record_delivery(self, guid: str, *, event: str, action: str | None, outcome: str) -> bool:
+        """Remember an accepted delivery's GUID; False when it was already recorded (a redelivery)."""
+        from sqlalchemy import insert, select
+        from sqlalchemy.exc import IntegrityError
+
+        d = webhook_deliveries_table.c
+        try:
+            with write_transaction(self.engine) as conn:
+                if conn.execute(select(d.guid).where(d.guid == guid)).first() is not None:
+                    return False
+                conn.execute(
+                    insert(webhook_deliveries_table).values(
+                        guid=guid, event=event[:64], action=action[:64] if action else None, outcome=outcome[:32],
+                        received_at=_now(conn),
+                    )
+                )  # fmt: skip
+        except IntegrityError:  # the same GUID raced in on another connection
+            return False
+        return True
+
+    def recorded_deliveries(self, guids: Iterable[str]) -> set[str]:
+        """The subset of `guids` this database has recorded."""
+        from sqlalchemy import select
+
+        wanted = list(dict.fromkeys(guids))
+        found: set[str] = set()
+        d = webhook_deliveries_table.c
+        with read_transaction(self.engine) as conn:
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start : start + 500]
+                found.update(conn.execute(select(d.guid).where(d.guid.in_(chunk))).scalars())
+        return found
+
+    def prune_deliveries(self, older_than: timedelta) -> int:
+        """Forget deliveries received more than `older_than` ago (GitHub redelivers only 3 days back)."""
+        from sqlalchemy import delete
+
+        d = webhook_deliveries_table.c
+        with write_transaction(self.engine) as conn:
+            result = conn.execute(delete(webhook_deliveries_table).where(d.received_at < _now(conn) - older_than))
+            return int(result.rowcount or 0)
 
     # -- reading ----------------------------------------------------------------------------------
 

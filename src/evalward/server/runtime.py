@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from evalward.server.settings import ServerSettings
@@ -25,14 +25,21 @@ def build_pool(
     *,
     metrics: ServerMetrics | None = None,
     transport_factory: Callable[[], Any] | None = None,
+    github_options: Mapping[str, Any] | None = None,
 ) -> WorkerPool:
-    """`settings.workers` worker threads running the production handlers."""
+    """`settings.workers` worker threads running the production handlers (`github_options`: extra
+    `GitHubClient` arguments, e.g. a recording `sleep` in tests)."""
     from evalward.server.evaluate import GitHubAccess, Handlers
     from evalward.server.queue import JobQueue
     from evalward.server.worker import WorkerOptions, WorkerPool
 
     queue = JobQueue(store.engine, max_attempts=settings.max_attempts)
-    handlers = Handlers(settings, store, queue, GitHubAccess(settings, transport_factory=transport_factory))
+    handlers = Handlers(
+        settings,
+        store,
+        queue,
+        GitHubAccess(settings, transport_factory=transport_factory, client_options=dict(github_options or {})),
+    )
     options = WorkerOptions(
         lease_s=settings.lease_s,
         heartbeat_s=settings.heartbeat_s,

@@ -63,6 +63,17 @@ class ServerSettings(BaseModel):
         default_factory=list, description="Branches whose pushes make baseline runs (besides the default branch)."
     )
     run_label: str = Field(default="evalward:run", description="The label a maintainer adds to run a fork PR.")
+    permission_cache_s: float = Field(
+        default=60.0, ge=0, description="How long a user's write access to a repository is remembered."
+    )
+    redeliver_on_start: bool = Field(
+        default=True,
+        description="Web role with an App: ask GitHub to resend failed deliveries of the last 3 days we never got.",
+    )
+    redeliver_delay_s: float = Field(
+        default=2.0, ge=0, description="Start-up redelivery waits this long after the app has started."
+    )
+    redeliver_max: int = Field(default=200, ge=0, description="At most this many redelivery requests per start.")
     check_name: str = "evalward"
     max_jobs_per_repo: int = Field(default=2, ge=1)
     max_attempts: int = Field(default=3, ge=1, description="Claims of one job before it fails for good.")

@@ -8,17 +8,22 @@ What each event becomes (dispatch on `X-GitHub-Event` + `action`; anything else 
 
 | event / action | plan |
 | --- | --- |
-| `pull_request` opened, synchronize, reopened, ready_for_review | `evaluate` job keyed `evaluate:{repo}:{head_sha}:{suite}`; other open jobs of the PR with another head are cancelled. Drafts wait for ready_for_review. |
-| … from a fork or an author without write access | the same job `held`, plus a `notice` job that posts a check run saying a maintainer must approve |
-| `pull_request` labeled with the run label | the job, trusted (releases a held one) |
+| `pull_request` opened, synchronize, reopened, ready_for_review | `evaluate` job keyed `evaluate:{repo}:{head_sha}:{suite}`, which the worker runs only once the author's write access is confirmed; other open jobs of the PR with another head are cancelled. Drafts wait for ready_for_review. |
+| … from a fork | the same job `held`, plus a `notice` job that posts a check run saying a maintainer must approve |
+| `pull_request` labeled with the run label | the job, approved by the label (releases a held one); the worker confirms the labeller's write access |
 | `pull_request` closed | the PR's open jobs are cancelled |
 | `push` to the default branch (or a configured base branch) | `evaluate` job in baseline mode keyed `baseline:{repo}:{sha}:{suite}` |
 | `check_run` / `check_suite` rerequested | held jobs at the head are released; if none, a `rerun` job keyed by delivery |
 | `installation`, `installation_repositories` | an `installation` record (a job born `done`) keyed by delivery |
 | `ping` | nothing (200) |
 
-"Write access" is read from `author_association` (OWNER, MEMBER, COLLABORATOR), which the payload carries;
-the PR author of a fork is never trusted, whatever their association, because the code is not in the repo.
+**Write access** is never read from `author_association` (it says nothing about the permission: a
+CONTRIBUTOR may have write access, an org MEMBER may only read). Deciding it needs an API call
+(`GET /repos/{owner}/{repo}/collaborators/{username}/permission`), which has no place in a handler that
+must answer within 10 s, so the job carries `verify_write_access` — the login whose permission the worker
+must confirm before it runs anything (`evaluate.py`); `None` means approved already (a re-run, which only
+users with write access can request), `""` a login the payload did not give (held). A fork PR is held
+here without a call: its code is not in the repository, whoever wrote it.
 """
 
 from __future__ import annotations
@@ -40,7 +45,6 @@ from evalward.server.queue import JobSpec
 
 SIGNATURE_PREFIX = "sha256="
 PR_ACTIONS = frozenset({"opened", "synchronize", "reopened", "ready_for_review"})
-TRUSTED_ASSOCIATIONS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
 DEFAULT_SUITE = "default"
 _NULL_SHA = "0" * 40
 
@@ -71,6 +75,8 @@ class WebhookPlan:
     """(repo, pr_number, keep_head_sha): cancel that PR's other open jobs, only when the job is new."""
     release: tuple[str, str] | None = None
     """(repo, head_sha): release held jobs; `jobs` are enqueued only when nothing was held."""
+    release_updates: dict[str, Any] = field(default_factory=dict)
+    """Merged into the released jobs' payloads: how they were approved and whose write access to confirm."""
 
 
 def _job_key(prefix: str, repo: str, sha: str, suite: str = DEFAULT_SUITE) -> str:
@@ -88,7 +94,11 @@ def _pull_request(pr: PullRequestEvent, payload: Mapping[str, Any], delivery: st
         return WebhookPlan(note=f"ignored: pull_request action {pr.action!r}")
     if pr.draft and not labeled:
         return WebhookPlan(note=f"ignored: #{pr.number} is a draft (runs when marked ready for review)")
-    trusted = labeled or run_label in pr.labels or (not pr.is_fork and pr.author_association in TRUSTED_ASSOCIATIONS)
+    approval = "label" if labeled or run_label in pr.labels else None
+    trusted = approval is not None or not pr.is_fork
+    # Whose write access the worker confirms first: the labeller's for this label, nobody's when the label
+    # was already on the PR (added by someone earlier), else the author's.
+    verify: str | None = (pr.sender_login or "") if labeled else (None if approval else (pr.author_login or ""))
     job_payload: dict[str, Any] = {
         "event": "pull_request",
         "action": pr.action,
@@ -106,6 +116,8 @@ def _pull_request(pr: PullRequestEvent, payload: Mapping[str, Any], delivery: st
         "author": pr.author_login,
         "author_association": pr.author_association,
         "suite": DEFAULT_SUITE,
+        "approval": approval,
+        "verify_write_access": verify,
     }
     evaluate = JobSpec(
         kind="evaluate",
@@ -117,9 +129,11 @@ def _pull_request(pr: PullRequestEvent, payload: Mapping[str, Any], delivery: st
     )
     plan = WebhookPlan(note="", jobs=[evaluate], cancel_pr=(repo, pr.number, pr.head_sha))
     if trusted:
-        plan.note = f"evaluate #{pr.number} at {pr.head_sha[:12]}"
+        plan.note = f"evaluate #{pr.number} at {pr.head_sha[:12]}" + (
+            f" once @{verify} is confirmed to have write access" if verify else ""
+        )
     else:
-        why = "comes from a fork" if pr.is_fork else f"author association is {pr.author_association or 'unknown'}"
+        why = "comes from a fork"
         plan.note = f"held #{pr.number} at {pr.head_sha[:12]}: {why}; waiting for label {run_label!r} or a re-run"
         plan.jobs.append(
             JobSpec(
@@ -205,6 +219,7 @@ def _rerequest(
     return WebhookPlan(
         note=f"re-run at {check.head_sha[:12]}",
         release=(repo, check.head_sha),
+        release_updates={"approval": "rerequest", "verify_write_access": None},
         jobs=[
             JobSpec(
                 kind="evaluate",

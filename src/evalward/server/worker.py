@@ -6,7 +6,8 @@ One `Worker.run_once`:
    ours (cancelled by a newer head SHA, or re-claimed after our lease expired) it sets `ctx.abort`, the
    handler stops its subprocess, and the worker reports nothing;
 3. the handler's result → `complete`; `RetryableJobError` (clone failed, GitHub unreachable) → back to
-   `queued` while attempts remain; any other exception → `failed` with the message.
+   `queued` while attempts remain; `JobHeld` (the author has no write access) → `held` until a maintainer
+   approves; any other exception → `failed` with the message.
 
 Shutdown (`WorkerPool.stop(grace_s)`, on SIGTERM): no new claims; running jobs get `grace_s` to finish,
 then are aborted and released (`queued`, attempt not counted) for another worker to take.
@@ -35,6 +36,10 @@ class RetryableJobError(Exception):
 
 class JobAborted(Exception):
     """The job was cancelled or the worker is shutting down; nothing is reported."""
+
+
+class JobHeld(Exception):
+    """Not to be run until a maintainer approves it; the message says why (stored as the job's last error)."""
 
 
 @dataclass
@@ -142,6 +147,9 @@ class Worker:
             else:
                 status = "released"
                 self.queue.release(job)
+        except JobHeld as exc:
+            status = "held"
+            self.queue.hold(job, str(exc))
         except RetryableJobError as exc:
             status = "retry"
             self.queue.fail(job, f"{type(exc).__name__}: {exc}", retry=True)

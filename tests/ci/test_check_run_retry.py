@@ -1,0 +1,26 @@
+"""`evalward ci` when GitHub applies the check-run POST but the answer is lost: still exactly one check run."""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import PR_HEAD, Workspace, pull_request_payload, summary
+
+
+@pytest.mark.parametrize("fault", ["502_after", "disconnect_after"])
+def test_a_lost_check_run_answer_leaves_one_check_run(workspace: Workspace, fault: str) -> None:
+    workspace.push()
+    workspace.agent("bad")
+    workspace.fake.inject(fault, 1, path_contains="/check-runs", method="POST")
+    env = workspace.env("pull_request", pull_request_payload())
+    result, log = workspace.run(env)
+
+    assert result.exit_code == 1  # the regression decides, not the hiccup
+    checks = [r for r in workspace.fake.check_runs.values() if r["head_sha"] == PR_HEAD]
+    assert [(c["name"], c["status"], c["conclusion"]) for c in checks] == [("evalward/evals", "completed", "failure")]
+    posts = [r for r in workspace.fake.requests_to("POST", "/check-runs") if r.body["head_sha"] == PR_HEAD]
+    assert len(posts) == 1
+    # The run was found by its external_id and updated in place.
+    lookup = workspace.fake.requests_to("GET", f"/commits/{PR_HEAD}/check-runs")
+    assert len(lookup) == 1 and checks[0]["external_id"] == posts[0].body["external_id"]
+    assert "could not post the check run" not in log and "could not post the check run" not in summary(env)
