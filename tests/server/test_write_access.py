@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -238,3 +239,72 @@ def test_permission_answers_are_cached_briefly_per_repository_and_user(tmp_path:
         assert access.permission(REPO, "dev", "ghs_actions") == "write"
         assert len(github.requests_to("GET", f"/repos/{REPO}/collaborators/dev/permission")) == 2
         assert check_requests(github.requests) == []
+
+
+def _handlers(tmp_path: Path, github: FakeGitHub, store: Any, **overrides: Any) -> Any:
+    from evalward.server.evaluate import GitHubAccess, Handlers
+
+    values: dict[str, Any] = {
+        "github_app_id": github.app_id, "github_private_key": KEYS[0], "github_api_url": github.url,
+        "work_dir": str(tmp_path / "jobs"), "clone_url_template": f"file://{tmp_path}/nowhere/{{repo}}.git",
+    }  # fmt: skip
+    values.update(overrides)
+    settings = make_settings(str(store.url), **values)
+    return Handlers(settings, store, JobQueue(store.engine), GitHubAccess(settings))
+
+
+def _claim(queue: JobQueue, sha: str, number: int) -> Any:
+    from evalward.server.queue import JobSpec
+
+    payload = {
+        "repo": REPO,
+        "head_sha": sha,
+        "pr_number": number,
+        "installation_id": INSTALLATION,
+        "mode": "pull_request",
+    }
+    queue.enqueue(JobSpec("evaluate", f"evaluate:{REPO}:{sha}:default", payload, repo=REPO, head_sha=sha))
+    job = queue.claim(lease_s=30)
+    assert job is not None
+    return job
+
+
+def test_a_job_superseded_while_running_completes_its_check_run_as_cancelled(tmp_path: Path) -> None:
+    from evalward.server.worker import JobAborted, JobContext
+
+    with FakeGitHub(app_public_key=KEYS[1]) as github, open_store(f"sqlite:///{tmp_path / 's.db'}") as store:
+        handlers = _handlers(tmp_path, github, store)
+        job = _claim(handlers.queue, "b" * 40, 11)
+        abort = threading.Event()
+        ctx = JobContext(job, abort, "w", threading.Event())
+        # A newer head arrives after the check run started: the heartbeat would then set `abort`.
+        original = handlers._start_check
+
+        def start_then_supersede(*args: Any) -> Any:
+            started = original(*args)
+            handlers.queue.cancel_pr_jobs(REPO, 11, keep_head_sha="c" * 40, reason="superseded by cccccccccccc")
+            abort.set()
+            return started
+
+        handlers._start_check = start_then_supersede
+        with pytest.raises(JobAborted):
+            handlers.evaluate(ctx)
+        [check] = github.check_runs.values()
+        assert (check["status"], check["conclusion"]) == ("completed", "cancelled")
+        assert "superseded by cccccccccccc" in check["output"]["summary"]
+        assert check_requests(github.requests) == []
+
+
+def test_an_unexpected_error_completes_the_check_run_as_a_failure(tmp_path: Path) -> None:
+    from evalward.server.worker import JobContext
+
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("x")
+    with FakeGitHub(app_public_key=KEYS[1]) as github, open_store(f"sqlite:///{tmp_path / 's.db'}") as store:
+        handlers = _handlers(tmp_path, github, store, work_dir=str(blocker))
+        job = _claim(handlers.queue, "d" * 40, 12)
+        with pytest.raises(OSError):
+            handlers.evaluate(JobContext(job, threading.Event(), "w", threading.Event()))
+        [check] = github.check_runs.values()
+        assert (check["status"], check["conclusion"]) == ("completed", "failure")
+        assert "internal error (FileExistsError)" in check["output"]["summary"]
