@@ -178,3 +178,59 @@ def test_split_path_forms() -> None:
     assert split_path("a.b.0") == ["a", "b", "0"]
     assert split_path("$.a.b[0]") == ["a", "b", "0"]
     assert split_path("rows[*].id") == ["rows", "*", "id"]
+
+
+# --- partial credit (weighted trajectory metrics) ---------------------------------------------------------
+
+
+def test_args_credit_symmetric_and_recall() -> None:
+    from evalward.metrics.args import args_credit
+
+    expected = {"q": "a", "lang": "en"}
+    actual = {"q": "a", "lang": "fr", "page": 2}
+    # hand calculation: leaves(e) = {q, lang}, leaves(a) = {q, lang, page}; only q matches
+    # symmetric: 1 / |{q, lang, page}| = 1/3; recall: 1 / |{q, lang}| = 1/2
+    symmetric = args_credit(actual, expected, EXACT)
+    assert (symmetric.matched, symmetric.total, symmetric.full_match) == (1, 3, False)
+    assert symmetric.value == pytest.approx(1 / 3)
+    assert symmetric.render() == "1/3=0.333"
+    recall = args_credit(actual, expected, EXACT, "recall")
+    assert (recall.value, recall.render()) == (0.5, "1/2=0.500")
+
+
+def test_args_credit_nested_leaves_matchers_and_lists() -> None:
+    from evalward.metrics.args import args_credit, leaves
+
+    # nested objects contribute their leaves: filter.city matches, filter.max does not → 1/2
+    nested = args_credit({"filter": {"city": "Paris", "max": 120}}, {"filter": {"city": "Paris", "max": 100}}, EXACT)
+    assert nested.value == 0.5
+    # a matcher object is one leaf: $any matches, q differs → 1/2
+    matcher = args_credit({"id": 5, "q": "y"}, {"id": {"$any": True}, "q": "x"}, EXACT)
+    assert matcher.value == 0.5
+    # a list is one leaf compared under list_policy: reordered under `exact` → 0/1
+    assert args_credit({"tags": ["b", "a"]}, {"tags": ["a", "b"]}, EXACT).value == 0.0
+    assert leaves({"a": {"b": 1, "c": {}}, "d": [1], "e": {"$any": True}}) == {
+        ("a", "b"): 1,
+        ("a", "c"): {},
+        ("d",): [1],
+        ("e",): {"$any": True},
+    }
+    # normalisation first: a JSON string is parsed; 1 == 1.0; true != 1
+    assert args_credit({"f": '{"x": 1.0}', "b": 1}, {"f": {"x": 1}, "b": True}, EXACT).value == 0.5
+
+
+def test_args_credit_is_one_whenever_the_rule_matches() -> None:
+    from evalward.metrics.args import args_credit
+
+    # `contains` allows extra actual keys: M holds → credit 1 (never below the 0/1 predicate)
+    credit = args_credit({"q": "a", "page": 2}, {"q": "a"}, CONTAINS)
+    assert (credit.value, credit.full_match, credit.render()) == (1.0, True, "1.000 (args match)")
+    # names only, or args not recorded on either side: matched by name → 1
+    assert args_credit({"q": "b"}, {"q": "a"}, ArgsRule(mode="ignore")).value == 1.0
+    assert args_credit(None, {"q": "a"}, EXACT).value == 1.0
+    # `keys`: only the listed paths count; q differs, lang is not compared → 0/1
+    keyed = args_credit({"q": "b", "lang": "fr"}, {"q": "a", "lang": "en"}, ArgsRule(keys=("q",)))
+    assert (keyed.matched, keyed.total) == (0, 1)
+    # recall with nothing expected but something extra (exact mode fails on the extra key) → 1 by the empty rule
+    assert args_credit({"page": 2}, {}, EXACT, "recall").value == 1.0
+    assert args_credit({"page": 2}, {}, EXACT).value == 0.0

@@ -467,3 +467,88 @@ def compare_args(actual: Mapping[str, Any] | None, expected: Mapping[str, Any] |
 def args_match(actual: Mapping[str, Any] | None, expected: Mapping[str, Any] | None, rule: ArgsRule) -> bool:
     """True when `compare_args` finds no difference."""
     return not compare_args(actual, expected, rule)
+
+
+# --- partial credit ----------------------------------------------------------------------------------
+
+CreditMode = Literal["symmetric", "recall"]
+
+
+@dataclass(frozen=True)
+class Credit:
+    """Partial credit of one call's arguments: `matched / total` leaves (value 1.0 when M holds)."""
+
+    value: float
+    matched: int
+    total: int
+    full_match: bool
+
+    def render(self) -> str:
+        """`1.000 (args match)` or `2/3=0.667`."""
+        return "1.000 (args match)" if self.full_match else ratio_text(self.matched, self.total)
+
+
+def ratio_text(numerator: int, denominator: int) -> str:
+    value = numerator / denominator if denominator else 1.0
+    return f"{numerator}/{denominator}={value:.3f}"
+
+
+def leaves(value: Any) -> dict[tuple[str, ...], Any]:
+    """The leaf paths of a JSON object: every value that is not a non-empty object (a matcher object, a
+    list, a scalar or `{}` is one leaf). The top-level object itself is never a leaf."""
+    out: dict[tuple[str, ...], Any] = {}
+
+    def walk(node: Any, path: tuple[str, ...]) -> None:
+        if isinstance(node, Mapping) and node and matcher_operator(node) is None:
+            for key, child in node.items():
+                walk(child, (*path, str(key)))
+        else:
+            out[path] = node
+
+    if isinstance(value, Mapping):
+        for key, child in value.items():
+            walk(child, (str(key),))
+    return out
+
+
+def args_credit(
+    actual: Mapping[str, Any] | None,
+    expected: Mapping[str, Any] | None,
+    rule: ArgsRule,
+    mode: CreditMode = "symmetric",
+) -> Credit:
+    """Partial credit for a call's arguments (METRICS.md §4), after normalisation:
+
+        symmetric: credit = #{p ∈ leaves(e) : a[p] matches e[p]} ÷ #(leaves(e) ∪ leaves(a))
+        recall:    credit = #{p ∈ leaves(e) : a[p] matches e[p]} ÷ #leaves(e)
+
+    "matches" is `diff_values` under `rule` at that leaf (matchers apply; a missing key never matches). With
+    `keys`, the leaves are the listed paths present on that side. Arguments that satisfy the rule outright
+    (`compare_args` finds no difference, e.g. `contains` with extra actual keys) score 1, so a weighted metric
+    is never below its 0/1 counterpart; so do `ignore` mode and unrecorded args (name-only matching). An
+    empty denominator (nothing expected under `recall`) scores 1.
+    """
+    if not compare_args(actual, expected, rule):
+        return Credit(1.0, 0, 0, True)
+    assert actual is not None and expected is not None  # compare_args matches when either is absent
+    act = normalize_json(dict(actual))
+    exp = normalize_json(dict(expected))
+    if rule.keys is not None:
+        paths = [tuple(split_path(key)) for key in rule.keys]
+        expected_paths = [p for p in paths if get_path(exp, p) is not MISSING]
+        actual_paths = [p for p in paths if get_path(act, p) is not MISSING]
+        expected_leaves = {p: get_path(exp, p) for p in expected_paths}
+        union = len(set(expected_paths) | set(actual_paths))
+    else:
+        expected_leaves = leaves(exp)
+        union = len(set(expected_leaves) | set(leaves(act)))
+    leaf_rule = ArgsRule(
+        mode="exact" if rule.mode == "within" else rule.mode, coerce=rule.coerce, list_policy=rule.list_policy
+    )
+    matched = sum(
+        1
+        for path, value in expected_leaves.items()
+        if not diff_values(get_path(act, path), value, leaf_rule, "$." + ".".join(path))
+    )
+    total = union if mode == "symmetric" else len(expected_leaves)
+    return Credit(matched / total if total else 1.0, matched, total, False)

@@ -7,7 +7,10 @@ the predicate. The subsequence scan is the left-to-right greedy walk, which is o
 question "is E a subsequence of A" and is exactly what the music-store `trajectory_subsequence` does.
 
 All functions take a precomputed compatibility matrix `compat[i][j]` = M(actual_i, expected_j), so the
-predicate (possibly expensive argument matching) runs once per pair.
+predicate (possibly expensive argument matching) runs once per pair. The weighted engines take a credit
+matrix `weight[i][j]` in [0, 1] instead: `max_weight_matching` solves the assignment problem (Hungarian
+algorithm; greedy can score below the optimum) and `weighted_lcs_pairs` is the maximum-weight common
+subsequence.
 """
 
 from __future__ import annotations
@@ -141,3 +144,104 @@ def first_divergence(compat: CompatMatrix, n_expected: int) -> int | None:
         if not compat[i][i]:
             return i
     return None if n == n_expected else min(n, n_expected)
+
+
+WeightMatrix = list[list[float]]
+"""`weight[i][j]` = credit in [0, 1] of pairing actual i with expected j (0 = not compatible)."""
+
+
+def max_weight_matching(weights: WeightMatrix, n_expected: int) -> list[Pair]:
+    """A maximum-weight bipartite matching (the assignment problem), as sorted pairs of positive weight.
+
+    Hungarian algorithm with row/column potentials (shortest augmenting paths, O(r²·c) for r ≤ c): the
+    smaller side is assigned in full to distinct partners of the larger side minimising Σ −w, which maximises
+    Σ w; since every weight is ≥ 0, a pairing with a zero-weight pair is no better than leaving it out, so
+    zero-weight pairs are dropped from the result and the total is unchanged. A greedy pass can score below
+    this optimum (DeepEval's partial credit, METRICS.md §12), so weighted pairing never uses one.
+    """
+    n_actual = len(weights)
+    if n_actual == 0 or n_expected == 0:
+        return []
+    transposed = n_actual > n_expected
+    # Rows must be the smaller side; the algorithm assigns every row.
+    cost = (
+        [[-weights[i][j] for i in range(n_actual)] for j in range(n_expected)]
+        if transposed
+        else [[-w for w in row] for row in weights]
+    )
+    rows, cols = len(cost), len(cost[0])
+    inf = float("inf")
+    u = [0.0] * (rows + 1)  # row potentials (1-based; index 0 unused)
+    v = [0.0] * (cols + 1)  # column potentials; column 0 is the virtual start of each search
+    owner = [0] * (cols + 1)  # column j -> row assigned to it (1-based), 0 = free
+    way = [0] * (cols + 1)  # previous column on the shortest alternating path
+    for row in range(1, rows + 1):
+        owner[0] = row
+        column = 0
+        slack = [inf] * (cols + 1)
+        used = [False] * (cols + 1)
+        while True:
+            used[column] = True
+            current = owner[column]
+            delta, nearest = inf, 0
+            for j in range(1, cols + 1):
+                if used[j]:
+                    continue
+                reduced = cost[current - 1][j - 1] - u[current] - v[j]
+                if reduced < slack[j]:
+                    slack[j], way[j] = reduced, column
+                if slack[j] < delta:
+                    delta, nearest = slack[j], j
+            for j in range(cols + 1):
+                if used[j]:
+                    u[owner[j]] += delta
+                    v[j] -= delta
+                else:
+                    slack[j] -= delta
+            column = nearest
+            if owner[column] == 0:
+                break
+        # Flip the alternating path back to the start: each column takes the row of the one before it.
+        while column:
+            previous = way[column]
+            owner[column] = owner[previous]
+            column = previous
+    pairs: list[Pair] = []
+    for j in range(1, cols + 1):
+        if owner[j]:
+            i = owner[j] - 1
+            pair = (j - 1, i) if transposed else (i, j - 1)
+            if weights[pair[0]][pair[1]] > 0:
+                pairs.append(pair)
+    return sorted(pairs)
+
+
+def weighted_lcs_pairs(weights: WeightMatrix, n_expected: int) -> list[Pair]:
+    """Pairs of a maximum-weight common subsequence (dynamic programming, O(n·m)).
+
+    `best[i][j]` = max(best[i+1][j], best[i][j+1], w[i][j] + best[i+1][j+1]) over actual[i:], expected[j:];
+    only positive-weight pairs are taken. With 0/1 weights this is the plain LCS. Backtracking prefers the
+    earliest pair, so the result is deterministic.
+    """
+    n = len(weights)
+    best = [[0.0] * (n_expected + 1) for _ in range(n + 1)]
+    for i in range(n - 1, -1, -1):
+        for j in range(n_expected - 1, -1, -1):
+            value = max(best[i + 1][j], best[i][j + 1])
+            w = weights[i][j]
+            if w > 0:
+                value = max(value, w + best[i + 1][j + 1])
+            best[i][j] = value
+    pairs: list[Pair] = []
+    i = j = 0
+    while i < n and j < n_expected:
+        w = weights[i][j]
+        if w > 0 and best[i][j] == w + best[i + 1][j + 1]:
+            pairs.append((i, j))
+            i += 1
+            j += 1
+        elif best[i + 1][j] >= best[i][j + 1]:
+            i += 1
+        else:
+            j += 1
+    return pairs
