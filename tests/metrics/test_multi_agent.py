@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from evalward.metrics.base import Score, TurnContext
 from evalward.metrics.registry import get_metric
 from evalward.model import AgentOutput, EvalCase, Invocation, MetricSpec, ToolCall
@@ -90,4 +92,64 @@ def test_options_are_rejected() -> None:
     spec = MetricSpec(name="agents_match", options={"mode": "x"})
     assert get_metric("agents_match").check_options(spec) == [
         "agents_match: unknown option 'mode' (this metric takes none)"
+    ]
+
+
+# --- handoff_match -------------------------------------------------------------------------------------------
+
+
+def handoff(output: AgentOutput, expected: list[str] | None, **options: Any) -> Score | None:
+    turn = Invocation(query="q", expected_agents=expected)
+    spec = MetricSpec(name="handoff_match", threshold=1.0, options=options)
+    ctx = TurnContext(case=EvalCase(case_id="c", turns=[turn]), turn=0, expected=turn, actual=output, spec=spec)
+    return get_metric("handoff_match").score_turn(ctx)
+
+
+def test_handoff_match_reported_agents_exact() -> None:
+    result = handoff(AgentOutput(agents=["router", "simple_agent"]), ["router", "simple_agent"])
+    assert result is not None
+    assert result.value == 1.0
+    assert result.explanation == (
+        "handoffs [router, simple_agent] vs expected [router, simple_agent], exact: n=m=2, all 2 positions match → 1"
+    )
+    assert result.details["mode"] == "exact"
+
+
+def test_handoff_sequence_from_calls_collapses_consecutive_repeats() -> None:
+    output = AgentOutput(
+        tool_calls=[
+            call("plan", "triage"),
+            call("plan", "triage"),
+            call("refund", "billing"),
+            call("skip", "auditor", status="deferred"),
+            call("close", "triage"),
+        ]
+    )
+    # actual handoffs: triage, billing, triage (deferred auditor call ignored); expected triage → billing
+    exact = handoff(output, ["triage", "billing"])
+    assert exact is not None
+    assert exact.value == 0.0
+    assert exact.explanation == "handoffs [triage, billing, triage] vs expected [triage, billing], exact: n=3 ≠ m=2 → 0"
+    assert exact.details["unexpected"] == [{"index": 2, "item": "triage"}]
+    in_order = handoff(output, ["triage", "billing"], mode="in_order")
+    assert in_order is not None and in_order.value == 1.0
+    # hand calculation: k* = 2 of n = 3, m = 2 → P = 2/3
+    precision = handoff(output, ["triage", "billing"], mode="precision")
+    assert precision is not None
+    assert precision.value == pytest.approx(2 / 3)
+    assert precision.explanation.endswith("k*=2, P=2/3=0.667")
+    # the reverse order is not a subsequence, but the same multiset of one each is contained
+    reverse = handoff(AgentOutput(agents=["billing", "triage"]), ["triage", "billing"], mode="in_order")
+    superset = handoff(AgentOutput(agents=["billing", "triage"]), ["triage", "billing"], mode="superset")
+    assert reverse is not None and superset is not None
+    assert (reverse.value, superset.value) == (0.0, 1.0)
+
+
+def test_handoff_match_not_applicable_and_options() -> None:
+    from evalward.metrics.registry import check_specs
+
+    assert handoff(AgentOutput(agents=["a"]), None) is None
+    assert check_specs([MetricSpec(name="handoff_match", options={"mode": "sideways"})]) == [
+        "handoff_match: option mode: Input should be 'exact', 'in_order', 'any_order', 'superset', 'subset', "
+        "'same_multiset', 'precision', 'recall', 'f1' or 'ordered_f1'"
     ]

@@ -140,12 +140,14 @@ def test_unknown_metric_at_scoring_time_is_an_error() -> None:
 def test_case_metrics_get_state_and_the_turns_that_exist() -> None:
     specs = [MetricSpec(name="state_exact", threshold=1.0), MetricSpec(name="invocation_duration_v1")]
     # agent failed after the first turn: only one output is scored
-    scored = score_case(CASE, specs, OUTPUTS[:1], final_state={"done": True}, latency_s=4.0)
+    scored = score_case(
+        CASE, specs, OUTPUTS[:1], final_state={"done": True}, latency_s=4.0, turn_latencies_s=[3.5, 0.5]
+    )
     assert len(scored.turn_results) == 1
     state, duration = scored.metric_results
     assert state.status == "passed"
-    # 4.0 s / 1 turn scored = 4.0
-    assert duration.score == 4.0
+    # the one answered turn took 3.5 s
+    assert duration.score == 3.5
     assert scored.status == "passed"
 
 

@@ -373,3 +373,108 @@ def test_exact_predicate_agrees_with_multiset_and_list_definitions_on_random_tra
         it = iter(c.signature() for c in actual)
         is_subsequence = all(any(s == e.signature() for s in it) for e in expected)
         assert value("trajectory_in_order", actual, expected) == float(is_subsequence)
+
+
+# --- weighted_* (partial credit, Hungarian / weighted LCS) --------------------------------------------------
+
+E_PARTIAL = [call("search", q="a", lang="en"), call("book", id=1)]
+A_PARTIAL = [call("search", q="a", lang="fr"), call("book", id=1), call("notify")]
+
+
+def test_weighted_f1_hand_calculation() -> None:
+    # hand calculation: search pair credit = q matches of {q, lang} = 1/2 = 0.5; book pair = 1 (M holds)
+    # k*_w = 0.5 + 1 = 1.5, n = 3, m = 2 → P = 1.5/3 = 0.5, R = 1.5/2 = 0.75, F1 = 2·0.5·0.75/1.25 = 0.6
+    result = score("trajectory_weighted_f1", A_PARTIAL, E_PARTIAL)
+    assert result is not None
+    assert result.value == pytest.approx(0.6)
+    assert result.explanation == "k*=Σcredit=0.500 + 1.000 = 1.500, P=1.500/3=0.500, R=1.500/2=0.750, F1=0.600"
+    assert result.details["weighted_k"] == 1.5
+    assert result.details["credits"] == [
+        {
+            "actual": 0,
+            "expected": 0,
+            "credit": 0.5,
+            "arithmetic": "1/2=0.500",
+            "arg_diffs": [{"path": "$.lang", "reason": "not equal", "expected": "en", "actual": "fr"}],
+        },
+        {"actual": 1, "expected": 1, "credit": 1.0, "arithmetic": "1.000 (match)", "arg_diffs": []},
+    ]
+    assert result.details["unexpected"] == [{"index": 2, "item": "notify()"}]
+    precision = score("trajectory_weighted_precision", A_PARTIAL, E_PARTIAL)
+    recall = score("trajectory_weighted_recall", A_PARTIAL, E_PARTIAL)
+    assert precision is not None and recall is not None
+    assert (precision.value, precision.explanation) == (0.5, "k*=Σcredit=0.500 + 1.000 = 1.500, P=1.500/3=0.500")
+    assert (recall.value, recall.explanation) == (0.75, "k*=Σcredit=0.500 + 1.000 = 1.500, R=1.500/2=0.750")
+    # the unweighted F1 gives no credit to the half-right search: k* = 1 → P=1/3, R=1/2, F1=0.4
+    assert value("trajectory_f1", A_PARTIAL, E_PARTIAL) == pytest.approx(0.4)
+
+
+def test_weighted_pairing_is_optimal_not_greedy() -> None:
+    # E0 = f(a=1), E1 = f(a=1, b=2); A0 = f(a=1, b=2), A1 = f(a=1, b=3).
+    # credits: A0-E0 = 1/2, A0-E1 = 1 (match), A1-E0 = 1/2, A1-E1 = 1/2 (a matches, b differs)
+    # greedy by expected order takes A0 for E0 (0.5), leaving A1-E1 (0.5): 1.0
+    # hand calculation: the assignment A0→E1 (1) + A1→E0 (0.5) = 1.5 → P = R = F1 = 1.5/2 = 0.75
+    expected = [call("f", a=1), call("f", a=1, b=2)]
+    actual = [call("f", a=1, b=2), call("f", a=1, b=3)]
+    result = score("trajectory_weighted_f1", actual, expected)
+    assert result is not None
+    assert result.value == pytest.approx(0.75)
+    assert [(c["actual"], c["expected"], c["credit"]) for c in result.details["credits"]] == [(0, 1, 1.0), (1, 0, 0.5)]
+
+
+def test_weighted_ordered_f1_keeps_order() -> None:
+    # actual = [book(id=1), search(q=a, lang=fr)]: the two pairs cross, so only one fits a common subsequence
+    # hand calculation: best single pair is book (1) over search (0.5) → P = R = 1/2, F1 = 0.5
+    result = score("trajectory_weighted_ordered_f1", [A_PARTIAL[1], A_PARTIAL[0]], E_PARTIAL)
+    assert result is not None
+    assert result.value == 0.5
+    assert result.explanation == "Σcredit(LCS)=1.000, P=1.000/2=0.500, R=1.000/2=0.500, F1=0.500"
+    # in order both pairs count: k = 0.5 + 1 = 1.5, n = m = 2 → P = R = F1 = 0.75
+    in_order = score("trajectory_weighted_ordered_f1", A_PARTIAL[:2], E_PARTIAL)
+    assert in_order is not None
+    assert in_order.value == pytest.approx(0.75)
+
+
+def test_weighted_credit_recall_option_and_empty_rules() -> None:
+    # recall credit divides by the expected leaves only: extra actual keys cost nothing
+    # search: q matches of {q, lang} → 1/2 either way here; page adds to the symmetric denominator only
+    actual = [call("search", q="a", lang="fr", page=2)]
+    expected = [call("search", q="a", lang="en")]
+    # symmetric: 1/3 ; recall: 1/2
+    assert value("trajectory_weighted_recall", actual, expected) == pytest.approx(1 / 3)
+    assert value("trajectory_weighted_recall", actual, expected, credit="recall") == 0.5
+    both_empty = score("trajectory_weighted_f1", [], [])
+    one_empty = score("trajectory_weighted_f1", [], expected)
+    assert both_empty is not None and one_empty is not None
+    assert (both_empty.value, both_empty.explanation) == (1.0, "k*=Σcredit=0, n=m=0 (both empty) → 1.000")
+    assert (one_empty.value, one_empty.explanation) == (0.0, "k*=Σcredit=0, n=0, m=1 (actual empty) → 0.000")
+    # another tool, or another agent than the expectation names, earns nothing
+    assert value("trajectory_weighted_f1", [call("other", q="a")], [call("search", q="a")]) == 0.0
+    assert value("trajectory_weighted_f1", [call("s", agent="x", q="a")], [call("s", agent="y", q="a")]) == 0.0
+
+
+def test_weighted_metrics_options_are_checked() -> None:
+    from evalward.metrics.registry import check_specs
+
+    assert check_specs([MetricSpec(name="trajectory_weighted_f1", options={"credit": "bogus"})]) == [
+        "trajectory_weighted_f1: option credit: Input should be 'symmetric' or 'recall'"
+    ]
+    # `credit` belongs to the weighted metrics only
+    assert check_specs([MetricSpec(name="trajectory_f1", options={"credit": "recall"})]) == [
+        "trajectory_f1: option credit: Extra inputs are not permitted"
+    ]
+
+
+def test_weighted_never_below_unweighted_on_random_trajectories() -> None:
+    import random
+
+    rng = random.Random(11)
+    for _ in range(150):
+        expected = [call(rng.choice("fg"), a=rng.randint(0, 2), b=rng.randint(0, 1)) for _ in range(rng.randint(0, 4))]
+        actual = [call(rng.choice("fg"), a=rng.randint(0, 2), b=rng.randint(0, 1)) for _ in range(rng.randint(0, 4))]
+        for plain, weighted in (
+            ("trajectory_f1", "trajectory_weighted_f1"),
+            ("trajectory_ordered_f1", "trajectory_weighted_ordered_f1"),
+            ("trajectory_precision", "trajectory_weighted_precision"),
+        ):
+            assert value(weighted, actual, expected) >= value(plain, actual, expected) - 1e-12

@@ -54,7 +54,7 @@ def test_not_applicable_without_recorded_values() -> None:
     assert case_score("cost_usd", usage=Usage(input_tokens=1)) is None
 
 
-def test_adk_efficiency_metrics() -> None:
+def test_adk_efficiency_metrics_per_turn() -> None:
     output = AgentOutput(
         tool_calls=[ToolCall(name="a"), ToolCall(name="b", status="error")],
         usage=Usage(input_tokens=10, output_tokens=5, model_requests=3),
@@ -63,19 +63,68 @@ def test_adk_efficiency_metrics() -> None:
     requests = turn_score("inference_call_count_v1", output)
     tokens = turn_score("token_usage_v1", output)
     assert calls is not None and requests is not None and tokens is not None
+    # every call counts, failed ones too (ADK counts every function_call part)
     assert (calls.value, requests.value, tokens.value) == (2.0, 3.0, 15.0)
+    assert tokens.explanation == "10 in + 5 out = 15 token(s)"
+    assert tokens.details == {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}
+    # not reported → n/a (None), never 0
     assert turn_score("inference_call_count_v1", AgentOutput()) is None
-    # 3.0 s over 2 turns = 1.5 s per turn
-    duration = case_score("invocation_duration_v1", latency_s=3.0)
-    assert duration is not None
-    assert (duration.value, duration.explanation) == (1.5, "3.000s / 2 turn(s) = 1.500s")
+    assert turn_score("token_usage_v1", AgentOutput(usage=Usage(model_requests=1))) is None
+    for name in ("tool_call_count_v1", "inference_call_count_v1", "token_usage_v1", "invocation_duration_v1"):
+        metric = get_metric(name)
+        assert (metric.scope, metric.higher_is_better) == ("turn", False)
+
+
+def test_adk_efficiency_case_values_follow_adk_averaging() -> None:
+    from evalward.metrics.scoring import score_case
+    from evalward.metrics.usage import ADK_EFFICIENCY_METRICS
+
+    outputs = [
+        AgentOutput(tool_calls=[ToolCall(name="a")], usage=Usage(input_tokens=10, output_tokens=5, model_requests=2)),
+        AgentOutput(tool_calls=[ToolCall(name="a"), ToolCall(name="b"), ToolCall(name="c")]),
+    ]
+    specs = [MetricSpec(name=name) for name in ADK_EFFICIENCY_METRICS]
+    scored = score_case(CASE, specs, outputs, turn_latencies_s=[1.25, None])
+    calls, requests, tokens, duration = scored.metric_results
+    # tool calls: (1 + 3)/2 = 2
+    assert (calls.score, calls.status) == (2.0, "informational")
+    assert calls.explanation == "mean over 2 applicable turn(s) of 2: (1.000 + 3.000)/2 = 2.000"
+    # model requests: only turn 0 reported → mean over it = 2 (the n/a turn is left out)
+    assert requests.score == 2.0
+    # tokens: ADK averages over every turn once any reported: (15 + 0)/2 = 7.5
+    assert tokens.score == 7.5
+    assert tokens.explanation == "mean over all 2 turn(s): (15.000 + 0 (n/a))/2 = 7.500"
+    # duration: only turn 0 was timed → 1.25
+    assert duration.score == 1.25
+    # informational: they never decide the case
+    assert scored.status == "failed"
+    assert scored.explanation == "no gating metric applied"
+    [turn_requests] = [r for r in scored.turn_results[1] if r.name == "inference_call_count_v1"]
+    assert turn_requests.status == "not_applicable"
+    assert turn_requests.explanation == (
+        "n/a: the agent reported no model requests (usage.model_requests); never counted as 0"
+    )
+
+
+def test_adk_efficiency_is_appended_once() -> None:
+    from evalward.metrics.usage import with_adk_efficiency
+
+    specs = [MetricSpec(name="tool_trajectory_avg_score", threshold=1.0), MetricSpec(name="token_usage_v1")]
+    assert [s.name for s in with_adk_efficiency(specs)] == [
+        "tool_trajectory_avg_score",
+        "token_usage_v1",
+        "tool_call_count_v1",
+        "inference_call_count_v1",
+        "invocation_duration_v1",
+    ]
+    assert all(s.threshold is None for s in with_adk_efficiency([])[:4])
 
 
 def test_threshold_rules() -> None:
     metric = get_metric("token_usage_v1")
     assert metric.check_options(MetricSpec(name="token_usage_v1", threshold=100)) == [
-        "token_usage_v1: ADK efficiency metrics are informational and take no threshold (found 100); "
-        "gate with latency_s, total_tokens, cost_usd or max_tool_calls"
+        "token_usage_v1 does not support a threshold (found 100): it reports a value and never passes or fails, "
+        "as in ADK 2.13. Name it without a threshold, or gate on latency_s, total_tokens, cost_usd or max_tool_calls"
     ]
     assert get_metric("latency_s").check_options(MetricSpec(name="latency_s", threshold=-1)) == [
         "latency_s: threshold is a maximum and must be ≥ 0, found -1"

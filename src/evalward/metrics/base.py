@@ -1,8 +1,9 @@
 """The one contract every metric implements, and the context objects it reads.
 
-A metric scores either one turn (`scope = "turn"`; the case score is then the mean over the turns it
-applies to, as ADK does) or a whole case (`scope = "case"`: state, latency, cost). It returns a `Score`
-or None when the case carries no expectation it needs (reported as `not_applicable`, never a pass).
+A metric scores either one turn (`scope = "turn"`; the case score then folds the turns it applies to by
+`turn_aggregate`: their mean by default, as ADK does) or a whole case (`scope = "case"`: state, latency,
+cost). It returns a `Score` or None when the case carries no expectation it needs, or the value it reads was
+not recorded (reported as `not_applicable` with the metric's `not_applicable` reason, never a pass).
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ class TurnContext:
     """What the agent returned for the turn."""
     spec: MetricSpec
     """The metric's name, threshold and options as configured."""
+    latency_s: float | None = None
+    """Wall-clock seconds the agent took for this turn (None when not timed)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,6 +61,13 @@ class Score:
     details: dict[str, Any] = field(default_factory=dict)
 
 
+TurnAggregate = Literal["mean", "sum", "mean_all"]
+"""How a turn metric's case score folds its turn scores: `mean` over the turns with a score (ADK's
+`overall_score`), `sum` over them (counts such as redundant or failed calls: the threshold caps the case
+total), or `mean_all` = Σ scores / number of turns scored, a turn without a value counting 0 once any turn
+has one (ADK's `token_usage_v1` average)."""
+
+
 class Metric:
     """Base class: subclasses set `name`, `scope`, and implement `score_turn` or `score_case`."""
 
@@ -65,6 +75,9 @@ class Metric:
     scope: ClassVar[Literal["turn", "case"]] = "turn"
     higher_is_better: ClassVar[bool] = True
     description: ClassVar[str] = ""
+    turn_aggregate: ClassVar[TurnAggregate] = "mean"
+    not_applicable: ClassVar[str] = "not applicable: the case carries no expectation this metric needs"
+    """The explanation recorded when the metric returns None."""
 
     def check_options(self, spec: MetricSpec) -> list[str]:
         """Problems with `spec.options` (unknown keys, wrong types), as messages; empty when valid."""

@@ -8,14 +8,37 @@ Both compare **sets**, as the seed does (its collector de-duplicates tools per a
   1 iff nothing is missed or extra anywhere. Per-agent precision = |E∩A|/|A| and recall = |E∩A|/|E| over
   tool-name sets go into details (both empty → 1, exactly one empty → 0, as METRICS.md §2).
 Deferred calls do not count; calls without an agent are grouped under "" (as `AgentOutput.tools_by_agent`).
+
+`handoff_match` compares **sequences** (METRICS.md §7): the handoffs are a trajectory of agent names, scored
+by the trajectory engine under any §2 mode (`mode`, default `exact`) with string equality as M. Expected:
+the turn's `expected_agents`, in order. Actual: the agents the output reports (`agents`, in order), else the
+agents that issued the calls in order with consecutive repeats collapsed (A, A, B, A → A, B, A).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from evalward.metrics.base import Metric, Score, TurnContext
-from evalward.model import MetricSpec
+from evalward.metrics.matching import compat_matrix
+from evalward.metrics.trajectory import (
+    Alignment,
+    TrajectoryAnyOrder,
+    TrajectoryExact,
+    TrajectoryF1,
+    TrajectoryInOrder,
+    TrajectoryMetric,
+    TrajectoryOptions,
+    TrajectoryOrderedF1,
+    TrajectoryPrecision,
+    TrajectoryRecall,
+    TrajectorySameMultiset,
+    TrajectorySubset,
+    parse_options,
+)
+from evalward.model import AgentOutput, MetricSpec
 from evalward.model.text import ratio
 
 
@@ -116,4 +139,77 @@ class AgentToolsMatch(Metric):
         return Score(1.0 if passed else 0.0, explanation, details)
 
 
-MULTI_AGENT_METRICS: tuple[type[Metric], ...] = (AgentsMatch, AgentToolsMatch)
+HandoffMode = Literal[
+    "exact", "in_order", "any_order", "superset", "subset", "same_multiset", "precision", "recall", "f1", "ordered_f1"
+]
+
+_HANDOFF_ENGINES: dict[str, type[TrajectoryMetric]] = {
+    "exact": TrajectoryExact,
+    "in_order": TrajectoryInOrder,
+    "any_order": TrajectoryAnyOrder,
+    "superset": TrajectoryAnyOrder,
+    "subset": TrajectorySubset,
+    "same_multiset": TrajectorySameMultiset,
+    "precision": TrajectoryPrecision,
+    "recall": TrajectoryRecall,
+    "f1": TrajectoryF1,
+    "ordered_f1": TrajectoryOrderedF1,
+}
+
+
+class HandoffOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    mode: HandoffMode = Field(default="exact", description="Any METRICS.md §2 mode.")
+    both_empty_score: float = Field(default=1.0, ge=0.0, le=1.0)
+
+
+def actual_handoffs(output: AgentOutput) -> list[str]:
+    """The reported `agents` in order, else the issuing agents of the calls with consecutive repeats collapsed."""
+    if output.agents is not None:
+        return list(output.agents)
+    sequence: list[str] = []
+    for call in output.tool_calls:
+        if call.agent is not None and call.status != "deferred" and (not sequence or sequence[-1] != call.agent):
+            sequence.append(call.agent)
+    return sequence
+
+
+class HandoffMatch(Metric):
+    """The agent handoff sequence as a trajectory: actual handoffs (module docstring) vs `expected_agents`
+    under `mode` (default `exact`: n = m and a_i = e_i ∀ i; `in_order`, `any_order`/`superset`, `subset`,
+    `same_multiset` are 1/0; `precision` = k*/n, `recall` = k*/m, `f1`, `ordered_f1` with the LCS), M being
+    name equality. Not applicable without `expected_agents`."""
+
+    name = "handoff_match"
+    description = "agent handoff sequence vs expected agents under a trajectory mode (default exact)"
+
+    def check_options(self, spec: MetricSpec) -> list[str]:
+        return parse_options(HandoffOptions, spec)[1]
+
+    def score_turn(self, ctx: TurnContext) -> Score | None:
+        expected = ctx.expected.expected_agents
+        if expected is None:
+            return None
+        options, problems = parse_options(HandoffOptions, ctx.spec)
+        if problems:
+            raise ValueError("; ".join(problems))
+        assert isinstance(options, HandoffOptions)
+        actual = actual_handoffs(ctx.actual)
+        alignment = Alignment(
+            over="handoffs",
+            actual=actual,
+            expected=list(expected),
+            compat=compat_matrix(actual, list(expected), lambda a, e: a == e),
+            labels_actual=list(actual),
+            labels_expected=list(expected),
+            notes=[],
+            diff=lambda i, j: [],
+        )
+        engine = _HANDOFF_ENGINES[options.mode]()
+        result = engine.score_alignment(alignment, TrajectoryOptions(both_empty_score=options.both_empty_score))
+        explanation = f"handoffs [{', '.join(actual)}] vs expected [{', '.join(expected)}], {result.explanation}"
+        return Score(result.value, explanation, {**result.details, "mode": options.mode})
+
+
+MULTI_AGENT_METRICS: tuple[type[Metric], ...] = (AgentsMatch, AgentToolsMatch, HandoffMatch)

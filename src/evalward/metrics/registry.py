@@ -7,7 +7,9 @@
   `llm_judge`) and ADK's Vertex metrics; scored by `evalward.judging` after the agent ran, never by
   `get_metric` (a run with one and no reachable judge stops before running, never a silent skip);
 - `STEPWISE_METRICS` / `is_stepwise(name)`: the teacher-forcing metrics (`metrics.stepwise`), computed by the
-  pipeline for turns with `reference_messages`.
+  pipeline for turns with `reference_messages`;
+- `is_custom(spec)`: ADK custom metrics (`custom_metrics` in test_config.json, `metrics.custom`), run by the
+  pipeline after the agent ran (they may be async); `check_specs` imports their functions up front.
 """
 
 from __future__ import annotations
@@ -90,6 +92,13 @@ def is_stepwise(name: str) -> bool:
     return name in STEPWISE_METRICS
 
 
+def is_custom(spec: MetricSpec) -> bool:
+    """True for an ADK custom metric (a criterion declared under `custom_metrics`)."""
+    from evalward.metrics.custom import is_custom as _is_custom
+
+    return _is_custom(spec)
+
+
 def get_metric(name: str) -> Metric:
     """A new instance of the metric registered as `name`."""
     cls = _REGISTRY.get(name)
@@ -105,10 +114,14 @@ def check_specs(specs: Sequence[MetricSpec]) -> list[str]:
 
     Judge metrics have their options checked here; whether a judge is available is the caller's question.
     """
+    from evalward.metrics.custom import check_custom_spec
     from evalward.metrics.judge import check_judge_options
 
     problems: list[str] = []
     for spec in specs:
+        if is_custom(spec):
+            problems.extend(check_custom_spec(spec))
+            continue
         if requires_judge(spec.name):
             problems.extend(check_judge_options(spec))
             continue

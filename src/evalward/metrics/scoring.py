@@ -2,7 +2,8 @@
 
 Rules:
 1. A turn metric scores each turn the agent answered; its case score is the **mean over the turns where it
-   applies** (ADK's mean). No applicable turn → `not_applicable`, score None.
+   applies** (ADK's mean), or what its `turn_aggregate` says (`sum` for counts, `mean_all` for ADK's
+   token average). No applicable turn → `not_applicable`, score None.
 2. A case metric scores the case once (state, latency, cost).
 3. Status of a score: threshold None → `informational`; else `passed` iff score ≥ threshold (≤ for
    lower-is-better metrics), else `failed`.
@@ -59,7 +60,7 @@ def _result(spec: MetricSpec, metric: Metric | None, score: Score | None) -> Met
             threshold=spec.threshold,
             status="not_applicable",
             higher_is_better=higher,
-            explanation="not applicable: the case carries no expectation this metric needs",
+            explanation=metric.not_applicable if metric is not None else Metric.not_applicable,
         )
     return MetricResult(
         name=spec.name,
@@ -113,19 +114,30 @@ def _mean_over_turns(
     if not scored:
         return _result(spec, metric, None)
     values = [score.value for _, score in scored]
-    mean = sum(values) / len(values)
     if len(per_turn) == 1:
         # One turn: the case score is that turn's score, with its own arithmetic and diagnostics.
         return _result(spec, metric, scored[0][1])
     terms = " + ".join(f"{v:.3f}" for v in values)
-    explanation = f"mean over {len(values)} applicable turn(s) of {len(per_turn)}: ({terms})/{len(values)} = {mean:.3f}"
+    if metric.turn_aggregate == "sum":
+        value = sum(values)
+        explanation = f"sum over {len(values)} applicable turn(s) of {len(per_turn)}: {terms} = {value:.3f}"
+    elif metric.turn_aggregate == "mean_all":
+        value = sum(values) / len(per_turn)
+        missing = len(per_turn) - len(values)
+        shown = terms + "".join(" + 0 (n/a)" for _ in range(missing))
+        explanation = f"mean over all {len(per_turn)} turn(s): ({shown})/{len(per_turn)} = {value:.3f}"
+    else:
+        value = sum(values) / len(values)
+        explanation = (
+            f"mean over {len(values)} applicable turn(s) of {len(per_turn)}: ({terms})/{len(values)} = {value:.3f}"
+        )
     return MetricResult(
         name=spec.name,
-        score=mean,
+        score=value,
         threshold=spec.threshold,
-        status=metric_status(mean, spec.threshold, metric.higher_is_better),
+        status=metric_status(value, spec.threshold, metric.higher_is_better),
         higher_is_better=metric.higher_is_better,
-        explanation=_with_verdict(explanation, mean, spec.threshold, metric.higher_is_better),
+        explanation=_with_verdict(explanation, value, spec.threshold, metric.higher_is_better),
         details={"turn_scores": {str(t): score.value for t, score in scored}, "turns_applicable": len(values)},
     )
 
@@ -139,8 +151,12 @@ def score_case(
     final_state: Any = None,
     latency_s: float | None = None,
     usage: Usage | None = None,
+    turn_latencies_s: Sequence[float | None] = (),
 ) -> ScoredCase:
-    """Score one case × repetition with `specs` (see the module docstring for the rules)."""
+    """Score one case × repetition with `specs` (see the module docstring for the rules).
+
+    `turn_latencies_s[i]` is the wall-clock time of turn i, when timed (read by `invocation_duration_v1`).
+    """
     n_turns = min(len(outputs), len(case.turns))
     turn_results: list[list[MetricResult]] = [[] for _ in range(len(outputs))]
     case_results: list[MetricResult] = []
@@ -153,7 +169,14 @@ def score_case(
         if metric.scope == "turn":
             per_turn: list[tuple[MetricResult, Score | None]] = []
             for index in range(n_turns):
-                ctx = TurnContext(case=case, turn=index, expected=case.turns[index], actual=outputs[index], spec=spec)
+                ctx = TurnContext(
+                    case=case,
+                    turn=index,
+                    expected=case.turns[index],
+                    actual=outputs[index],
+                    spec=spec,
+                    latency_s=turn_latencies_s[index] if index < len(turn_latencies_s) else None,
+                )
                 score: Score | None = None
                 try:
                     score = metric.score_turn(ctx)

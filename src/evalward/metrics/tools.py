@@ -1,20 +1,31 @@
-"""Reference-free single-tool checks and budgets (METRICS.md §3); each scores a turn 1 or 0.
+"""Single-tool checks, permissions, budgets and efficiency counts (METRICS.md §3).
+
+The checks score a turn 1 or 0: `tool_called`, `tool_not_called` (denylist), `allowed_tools` (allowlist),
+`tool_call_count`, `tool_order`, `max_tool_calls`. The efficiency measures are lower-is-better numbers whose
+threshold is a **maximum** (pass iff value ≤ threshold):
+- `step_ratio` = n/m, actual calls (or steps) over expected ones; per turn, case = mean over turns;
+- `redundant_calls` = calls whose (name, canonical args) equals an earlier call of the same turn; per turn,
+  case = sum over turns;
+- `error_calls` = calls with status `error`; per turn, case = sum over turns.
 
 Counting rules (METRICS.md §1): deferred calls never count; failed calls (status `error`) count in
-budgets (`tool_call_count`, `max_tool_calls`, `tool_not_called`: trying a forbidden tool is a violation)
-but are excluded when matching arguments (`tool_called` with `args`) and ordering.
+budgets (`tool_call_count`, `max_tool_calls`, `step_ratio`, `tool_not_called` and `allowed_tools`: trying a
+forbidden tool is a violation) but are excluded when matching arguments (`tool_called` with `args`) and
+ordering. An agent reports a failed call as `{"name", "args", "status": "error", "result": <the error>}`.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import json
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from evalward.metrics.args import ArgsMode, ArgsRule, check_matchers, compare_args
-from evalward.metrics.base import Metric, Score, TurnContext
-from evalward.metrics.trajectory import parse_options
+from evalward.metrics.args import ArgsMode, ArgsRule, ListPolicy, check_matchers, compare_args, normalize_json
+from evalward.metrics.base import Metric, Score, TurnAggregate, TurnContext
+from evalward.metrics.trajectory import ToolArgsOverride, TrajectoryOptions, call_diffs, parse_options
 from evalward.model import MetricSpec, ToolCall
+from evalward.model.text import compact_json, ratio
 
 
 def counted_calls(ctx: TurnContext) -> list[ToolCall]:
@@ -217,6 +228,220 @@ class MaxToolCalls(Metric):
         return Score(1.0 if passed else 0.0, f"{count} call(s) ≤ max {options.max}? → {int(passed)}", {"count": count})
 
 
+class AllowedToolsOptions(_Options):
+    tools: list[str] | None = Field(
+        default=None, description="The allowlist of tool names; default: the turn's expected tool calls."
+    )
+    args_mode: ArgsMode = "exact"
+    keys: list[str] | None = None
+    tool_args: dict[str, ToolArgsOverride] = Field(default_factory=dict)
+    coerce: bool = False
+    list_policy: ListPolicy = "exact"
+    match_agent: bool = True
+
+
+class AllowedTools(Metric):
+    """Allowlist: 1 iff every call of the turn is allowed, multiplicity ignored (a permitted call may repeat).
+
+    With `tools`: allowed iff the call's name is listed (reference-free). Without: allowed iff the call
+    satisfies M (name, args under `args_mode` / `keys` / `tool_args`, agent) against **some** expected call
+    of the turn (the `subset` mode with `allowed_tools`, METRICS.md §2); not applicable when the turn expects
+    nothing. Failed calls count (attempting a forbidden tool is a violation); deferred calls do not.
+    """
+
+    name = "allowed_tools"
+    description = "every call is on the allowlist (`tools`, else the expected calls), repeats allowed; 1/0"
+
+    def check_options(self, spec: MetricSpec) -> list[str]:
+        return parse_options(AllowedToolsOptions, spec)[1]
+
+    def score_turn(self, ctx: TurnContext) -> Score | None:
+        options: AllowedToolsOptions = _parsed(AllowedToolsOptions, ctx.spec)
+        calls = counted_calls(ctx)
+        if options.tools is not None:
+            allowed_names = list(options.tools)
+            offending = [(i, c) for i, c in enumerate(calls) if c.name not in allowed_names]
+            source = f"allowed {', '.join(allowed_names) or '(none)'}"
+            shown = allowed_names
+        else:
+            expected = ctx.expected.expected_tool_calls
+            if expected is None:
+                return None
+            rules = TrajectoryOptions(
+                args_mode=options.args_mode,
+                keys=options.keys,
+                tool_args=options.tool_args,
+                coerce=options.coerce,
+                list_policy=options.list_policy,
+                match_agent=options.match_agent,
+            )
+            for index, call in enumerate(expected):
+                for problem in check_matchers(call.args or {}, f"expected_tool_calls[{index}].args"):
+                    raise ValueError(problem)
+            offending = [(i, c) for i, c in enumerate(calls) if not any(not call_diffs(c, e, rules) for e in expected)]
+            shown = [e.signature() for e in expected]
+            source = f"allowed = expected calls [{', '.join(shown)}] (args_mode {options.args_mode})"
+        passed = not offending
+        explanation = f"{source}: {len(calls)} call(s), {len(offending)} not allowed"
+        if offending:
+            explanation += f" ({', '.join(c.signature() for _, c in offending)})"
+        details = {
+            "allowed": shown,
+            "calls": [c.signature() for c in calls],
+            "offending": [{"index": i, "call": c.signature()} for i, c in offending],
+        }
+        return Score(1.0 if passed else 0.0, f"{explanation} → {int(passed)}", details)
+
+
+class _Efficiency(Metric):
+    """Lower-is-better counts and ratios: the threshold is a maximum (pass iff value ≤ threshold)."""
+
+    higher_is_better: ClassVar[bool] = False
+    turn_aggregate: ClassVar[TurnAggregate] = "sum"
+    options_model: ClassVar[type[_Options]] = _Options
+
+    def check_options(self, spec: MetricSpec) -> list[str]:
+        problems = parse_options(self.options_model, spec)[1]
+        if spec.threshold is not None and spec.threshold < 0:
+            problems.append(f"{spec.name}: threshold is a maximum and must be ≥ 0, found {spec.threshold:g}")
+        return problems
+
+
+class StepRatioOptions(_Options):
+    over: Literal["tool_calls", "steps"] | None = Field(
+        default=None,
+        description="`tool_calls` or `steps`; default: tool_calls when the turn has expected_tool_calls, "
+        "else steps when it has expected_trajectory.",
+    )
+
+
+class StepRatio(_Efficiency):
+    """step_ratio = n/m: actual tool calls (failed ones count, deferred do not) over expected calls, or actual
+    over expected steps (langchain-benchmarks). 1.0 = as many as the reference; the threshold is a maximum.
+    n = m = 0 → 1.0; m = 0 < n has no finite ratio → not applicable (cap calls with `max_tool_calls`).
+    Case = mean over turns."""
+
+    name = "step_ratio"
+    description = "n/m: actual calls (or steps) per expected one (threshold = maximum)"
+    turn_aggregate = "mean"
+    options_model = StepRatioOptions
+    not_applicable = (
+        "not applicable: the turn expects no calls or steps (or none are expected but some were made: "
+        "n/0 has no finite value; use max_tool_calls)"
+    )
+
+    def score_turn(self, ctx: TurnContext) -> Score | None:
+        options: StepRatioOptions = _parsed(StepRatioOptions, ctx.spec)
+        over = options.over
+        if over is None:
+            if ctx.expected.expected_tool_calls is not None:
+                over = "tool_calls"
+            elif ctx.expected.expected_trajectory is not None:
+                over = "steps"
+            else:
+                return None
+        if over == "tool_calls":
+            if ctx.expected.expected_tool_calls is None:
+                return None
+            n, m = len(counted_calls(ctx)), len(ctx.expected.expected_tool_calls)
+        else:
+            if ctx.expected.expected_trajectory is None:
+                return None
+            n, m = len(ctx.actual.steps()), len(ctx.expected.expected_trajectory)
+        details = {"over": over, "n_actual": n, "n_expected": m}
+        if m == 0:
+            if n == 0:
+                return Score(1.0, "n=m=0 (nothing expected, nothing done) → 1.000", details)
+            return None
+        return Score(n / m, f"step_ratio={ratio(n, m)}", details)
+
+
+def canonical_args(args: dict[str, Any]) -> str:
+    """The args as canonical JSON: normalised (JSON strings parsed), sorted keys, whole floats as integers
+    (`1 == 1.0`), booleans kept apart from numbers (`true != 1`)."""
+
+    def canon(value: Any) -> Any:
+        if isinstance(value, bool) or value is None or isinstance(value, str | int):
+            return value
+        if isinstance(value, float):
+            return int(value) if value.is_integer() else value
+        if isinstance(value, dict):
+            return {str(k): canon(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [canon(v) for v in value]
+        return value
+
+    return json.dumps(canon(normalize_json(args)), sort_keys=True, separators=(",", ":"), default=str)
+
+
+class RedundantCallsOptions(_Options):
+    count_retries: bool = Field(
+        default=False,
+        description="Also count a repeat of a call that failed (by default a retry after an error is not redundant).",
+    )
+
+
+class RedundantCalls(_Efficiency):
+    """redundant_calls = #{i : ∃ j < i with name_j = name_i and canonical(args_j) = canonical(args_i)} over the
+    turn's calls (deferred excluded). Canonical args: JSON strings parsed, key order ignored, `1 == 1.0`,
+    `true != 1`. A repeat of a call that failed is a retry, not redundant (unless `count_retries`); calls
+    without recorded args are skipped. Per turn; case = sum over turns; the threshold is a maximum."""
+
+    name = "redundant_calls"
+    description = "calls repeating an earlier call's name and args in the turn (case = sum; threshold = maximum)"
+    options_model = RedundantCallsOptions
+
+    def score_turn(self, ctx: TurnContext) -> Score | None:
+        options: RedundantCallsOptions = _parsed(RedundantCallsOptions, ctx.spec)
+        seen: dict[tuple[str, str], int] = {}
+        redundant: list[dict[str, Any]] = []
+        unrecorded = 0
+        calls = counted_calls(ctx)
+        for index, call in enumerate(calls):
+            if call.args is None:
+                unrecorded += 1
+                continue
+            key = (call.name, canonical_args(call.args))
+            if key in seen:
+                redundant.append({"index": index, "call": call.signature(), "repeats": seen[key]})
+            if call.status == "ok" or options.count_retries:
+                seen.setdefault(key, index)
+        count = len(redundant)
+        explanation = f"{count} of {len(calls)} call(s) repeat an earlier call"
+        if redundant:
+            explanation += " (" + ", ".join(f"#{r['index']} {r['call']} = #{r['repeats']}" for r in redundant) + ")"
+        details: dict[str, Any] = {"count": count, "redundant": redundant}
+        if unrecorded:
+            details["notes"] = [f"{unrecorded} call(s) without recorded args were not compared"]
+        return Score(float(count), explanation, details)
+
+
+class ErrorCalls(_Efficiency):
+    """error_calls = #{calls with status `error`} in the turn (the agent reports `"status": "error"`, with the
+    error as `result`). Per turn; case = sum over turns; the threshold is a maximum."""
+
+    name = "error_calls"
+    description = "tool calls that failed, status error (case = sum over turns; threshold = maximum)"
+
+    def score_turn(self, ctx: TurnContext) -> Score | None:
+        failed = [(i, c) for i, c in enumerate(ctx.actual.tool_calls) if c.status == "error"]
+        explanation = f"{len(failed)} of {len(ctx.actual.tool_calls)} call(s) failed"
+        if failed:
+            explanation += " (" + ", ".join(c.signature() for _, c in failed) + ")"
+        details = {
+            "count": len(failed),
+            "failed": [
+                {
+                    "index": i,
+                    "call": c.signature(),
+                    "error": c.result if isinstance(c.result, str) else compact_json(c.result),
+                }
+                for i, c in failed
+            ],
+        }
+        return Score(float(len(failed)), explanation, details)
+
+
 def _parsed(model: type[_Options], spec: MetricSpec) -> Any:
     options, problems = parse_options(model, spec)
     if problems:
@@ -224,4 +449,14 @@ def _parsed(model: type[_Options], spec: MetricSpec) -> Any:
     return options
 
 
-TOOL_METRICS: tuple[type[Metric], ...] = (ToolCalled, ToolNotCalled, ToolCallCount, ToolOrder, MaxToolCalls)
+TOOL_METRICS: tuple[type[Metric], ...] = (
+    ToolCalled,
+    ToolNotCalled,
+    AllowedTools,
+    ToolCallCount,
+    ToolOrder,
+    MaxToolCalls,
+    StepRatio,
+    RedundantCalls,
+    ErrorCalls,
+)

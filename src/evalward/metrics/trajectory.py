@@ -17,6 +17,15 @@ matching under M; LCS = longest common subsequence under M. Duplicates always co
 | `trajectory_f1` | 2PR/(P+R) |
 | `trajectory_ordered_f1` | P, R, F1 with k* replaced by LCS |
 | `trajectory_subsequence` | seed music-store partial credit: greedy left-to-right scan; matched/m, 0 when n < m |
+| `trajectory_weighted_precision` | P_w = k*_w/n, k*_w = Σ credit over a maximum-weight matching (Hungarian) |
+| `trajectory_weighted_recall` | R_w = k*_w/m |
+| `trajectory_weighted_f1` | 2·P_w·R_w/(P_w+R_w) |
+| `trajectory_weighted_ordered_f1` | P, R, F1 with k*_w = Σ credit over a maximum-weight common subsequence |
+
+Weighted (`weighted_*`) metrics replace the 0/1 predicate M by a credit in [0, 1] (METRICS.md §4 partial
+credit, `args.args_credit`): 0 when the names (or the named agent) differ, 1 when M holds, else the share of
+matching argument leaves, `#{p ∈ leaves(e) : a[p] matches} ÷ #(leaves(e) ∪ leaves(a))` (option
+`credit: symmetric`, default) or `÷ #leaves(e)` (`credit: recall`). Over steps the credit is 0/1 equality.
 
 Empty rules: P, R, F1 = `both_empty_score` (default 1.0) when n = m = 0, and 0.0 when exactly one side
 is empty. Boolean modes: empty E passes in_order / any_order (and subset iff A is empty too); exact
@@ -39,21 +48,35 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from evalward.metrics.args import ArgDiff, ArgsMode, ArgsRule, ListPolicy, check_matchers, compare_args
+from evalward.metrics.args import (
+    ArgDiff,
+    ArgsMode,
+    ArgsRule,
+    Credit,
+    CreditMode,
+    ListPolicy,
+    args_credit,
+    check_matchers,
+    compare_args,
+)
 from evalward.metrics.base import Metric, Score, TurnContext
 from evalward.metrics.matching import (
     CompatMatrix,
     Pair,
+    WeightMatrix,
     compat_matrix,
     first_divergence,
     lcs_pairs,
+    max_weight_matching,
     maximum_matching,
     subsequence_pairs,
+    weighted_lcs_pairs,
 )
 from evalward.model import MetricSpec, ToolCall
 from evalward.model.text import ratio
 
 Over = Literal["tool_calls", "steps"]
+AlignmentKind = Literal["tool_calls", "steps", "handoffs"]
 
 
 class ToolArgsOverride(BaseModel):
@@ -87,6 +110,15 @@ class TrajectoryOptions(BaseModel):
     both_empty_score: float = Field(default=1.0, ge=0.0, le=1.0)
 
 
+class WeightedTrajectoryOptions(TrajectoryOptions):
+    """Options of the weighted trajectory metrics: the trajectory options plus the credit formula."""
+
+    credit: CreditMode = Field(
+        default="symmetric",
+        description="`symmetric`: matching leaves ÷ #(leaves(e) ∪ leaves(a)); `recall`: ÷ #leaves(e).",
+    )
+
+
 def parse_options(model: type[BaseModel], spec: MetricSpec) -> tuple[Any, list[str]]:
     """Validate `spec.options` against `model`: (parsed options or None, problems)."""
     try:
@@ -103,7 +135,7 @@ def parse_options(model: type[BaseModel], spec: MetricSpec) -> tuple[Any, list[s
 class Alignment:
     """The two sides of a comparison and the predicate evaluated on every pair."""
 
-    over: Over
+    over: AlignmentKind
     actual: list[Any]
     expected: list[Any]
     compat: CompatMatrix
@@ -113,6 +145,27 @@ class Alignment:
     diff: Callable[[int, int], list[ArgDiff]]
     relaxed: Callable[[int, int], bool] | None = None
     """M without the agent constraint, when the expectation names agents (finds misattributed calls)."""
+    credit: Callable[[int, int, CreditMode], Credit] | None = None
+    """Partial credit of a compatible-by-name pair (tool calls); None: credit is M as 0/1."""
+
+    def weights(self, mode: CreditMode) -> tuple[WeightMatrix, dict[Pair, Credit]]:
+        """The credit matrix for weighted pairing, and each positive partial credit's arithmetic."""
+        detail: dict[Pair, Credit] = {}
+        matrix: WeightMatrix = []
+        for i in range(self.n):
+            row: list[float] = []
+            for j in range(self.m):
+                if self.compat[i][j]:
+                    row.append(1.0)
+                elif self.credit is None:
+                    row.append(0.0)
+                else:
+                    credit = self.credit(i, j, mode)
+                    row.append(credit.value)
+                    if credit.value > 0:
+                        detail[(i, j)] = credit
+            matrix.append(row)
+        return matrix, detail
 
     @property
     def n(self) -> int:
@@ -240,6 +293,16 @@ def call_diffs(actual: ToolCall, expected: ToolCall, options: TrajectoryOptions)
     return diffs
 
 
+def call_credit(actual: ToolCall, expected: ToolCall, options: TrajectoryOptions, mode: CreditMode) -> Credit:
+    """Partial credit of `actual` for `expected`: 0 for another tool (or another agent, when the expectation
+    names one), else `args_credit` under the tool's argument rule."""
+    if actual.name != expected.name or (
+        options.match_agent and expected.agent is not None and actual.agent != expected.agent
+    ):
+        return Credit(0.0, 0, 0, False)
+    return args_credit(actual.args, expected.args, rule_for(expected.name, options), mode)
+
+
 def align(ctx: TurnContext, options: TrajectoryOptions, *, prefer: Over = "tool_calls") -> Alignment | None:
     """Build both sides and the predicate matrix, or None when the turn has no matching expectation."""
     over = options.over
@@ -291,6 +354,7 @@ def align(ctx: TurnContext, options: TrajectoryOptions, *, prefer: Over = "tool_
             if options.match_agent and any(c.agent is not None for c in expected_calls)
             else None
         ),
+        credit=lambda i, j, mode: call_credit(actual_calls[i], expected_calls[j], options, mode),
     )
 
 
@@ -317,15 +381,16 @@ class TrajectoryMetric(Metric):
     scope: ClassVar[Literal["turn", "case"]] = "turn"
     prefer: ClassVar[Over] = "tool_calls"
     allows_parallel_unordered: ClassVar[bool] = False
+    options_model: ClassVar[type[TrajectoryOptions]] = TrajectoryOptions
 
     def check_options(self, spec: MetricSpec) -> list[str]:
-        options, problems = parse_options(TrajectoryOptions, spec)
+        options, problems = parse_options(self.options_model, spec)
         if options is not None and options.parallel_unordered and not self.allows_parallel_unordered:
             problems.append(f"{spec.name}: option parallel_unordered applies to trajectory_exact only")
         return problems
 
     def options(self, spec: MetricSpec) -> TrajectoryOptions:
-        options, problems = parse_options(TrajectoryOptions, spec)
+        options, problems = parse_options(self.options_model, spec)
         if problems:
             raise ValueError("; ".join(problems))
         assert isinstance(options, TrajectoryOptions)
@@ -558,6 +623,100 @@ class TrajectorySubsequence(TrajectoryMetric):
         return Score(len(pairs) / al.m, f"subsequence: {ratio(len(pairs), al.m)}", al.diagnostics(pairs))
 
 
+def _num(value: float) -> str:
+    """A credit or credit sum as explanations print it (three decimals)."""
+    return f"{value:.3f}"
+
+
+def weighted_prf(k: float, n: int, m: int, both_empty: float) -> tuple[float, float, float, str]:
+    """P = k/n, R = k/m, F1 = 2PR/(P+R) for a credit sum k, under the same empty rules as `prf`."""
+    if n == 0 or m == 0:
+        return prf(0, n, m, both_empty)
+    p, r = k / n, k / m
+    f1 = 2 * p * r / (p + r) if p + r else 0.0
+    return p, r, f1, f"P={_num(k)}/{n}={p:.3f}, R={_num(k)}/{m}={r:.3f}, F1={f1:.3f}"
+
+
+class WeightedTrajectoryMetric(TrajectoryMetric):
+    """Shared pairing for the `weighted_*` metrics: maximum-weight matching, or weighted LCS when ordered."""
+
+    options_model = WeightedTrajectoryOptions
+    ordered: ClassVar[bool] = False
+    part: ClassVar[Literal["precision", "recall", "f1"]] = "f1"
+
+    def score_alignment(self, al: Alignment, options: TrajectoryOptions) -> Score:
+        assert isinstance(options, WeightedTrajectoryOptions)
+        weights, partial = al.weights(options.credit)
+        pairs = weighted_lcs_pairs(weights, al.m) if self.ordered else max_weight_matching(weights, al.m)
+        credits = [weights[i][j] for i, j in pairs]
+        k = sum(credits)
+        p, r, f1, arithmetic = weighted_prf(k, al.n, al.m, options.both_empty_score)
+        value = {"precision": p, "recall": r, "f1": f1}[self.part]
+        details = al.diagnostics(pairs)
+        details.update(
+            precision=p,
+            recall=r,
+            credit_mode=options.credit,
+            weighted_k=k,
+            credits=[
+                {
+                    "actual": i,
+                    "expected": j,
+                    "credit": weights[i][j],
+                    "arithmetic": partial[(i, j)].render() if (i, j) in partial else "1.000 (match)",
+                    "arg_diffs": [d.as_dict() for d in al.diff(i, j)] if (i, j) in partial else [],
+                }
+                for i, j in pairs
+            ],
+        )
+        symbol = "Σcredit(LCS)" if self.ordered else "k*=Σcredit"
+        total = f"{' + '.join(_num(c) for c in credits)} = {_num(k)}" if len(credits) > 1 else _num(k)
+        empty = _empty_rule(al.n, al.m, value)
+        if empty is not None:
+            return Score(value, f"{symbol}=0, {empty}", details)
+        shown = {
+            "precision": f"P={_num(k)}/{al.n}={p:.3f}",
+            "recall": f"R={_num(k)}/{al.m}={r:.3f}",
+            "f1": arithmetic,
+        }[self.part]
+        return Score(value, f"{symbol}={total}, {shown}", details)
+
+
+class TrajectoryWeightedPrecision(WeightedTrajectoryMetric):
+    """P_w = k*_w/n, k*_w = Σ credit(a, e) over a maximum-weight bipartite matching (Hungarian algorithm);
+    credit in [0, 1] (module docstring). Both empty → both_empty_score (1.0); one empty → 0."""
+
+    name = "trajectory_weighted_precision"
+    description = "P = Σcredit/n over a maximum-weight matching (partial argument credit)"
+    part = "precision"
+
+
+class TrajectoryWeightedRecall(WeightedTrajectoryMetric):
+    """R_w = k*_w/m, k*_w = Σ credit(a, e) over a maximum-weight bipartite matching (Hungarian algorithm).
+    Both empty → both_empty_score (1.0); one empty → 0."""
+
+    name = "trajectory_weighted_recall"
+    description = "R = Σcredit/m over a maximum-weight matching (partial argument credit)"
+    part = "recall"
+
+
+class TrajectoryWeightedF1(WeightedTrajectoryMetric):
+    """F1 = 2·P_w·R_w/(P_w+R_w) with P_w = k*_w/n, R_w = k*_w/m, k*_w = Σ credit over a maximum-weight
+    bipartite matching (Hungarian algorithm). Both empty → both_empty_score (1.0); one empty → 0."""
+
+    name = "trajectory_weighted_f1"
+    description = "F1 of P = Σcredit/n and R = Σcredit/m over a maximum-weight matching"
+
+
+class TrajectoryWeightedOrderedF1(WeightedTrajectoryMetric):
+    """P, R, F1 with k*_w = Σ credit over a maximum-weight common subsequence (weighted LCS:
+    best[i][j] = max(best[i+1][j], best[i][j+1], w_ij + best[i+1][j+1])). Empty rules as F1."""
+
+    name = "trajectory_weighted_ordered_f1"
+    description = "F1 with k* replaced by the credit of a maximum-weight common subsequence"
+    ordered = True
+
+
 TRAJECTORY_METRICS: tuple[type[TrajectoryMetric], ...] = (
     TrajectoryExact,
     TrajectoryInOrder,
@@ -570,4 +729,8 @@ TRAJECTORY_METRICS: tuple[type[TrajectoryMetric], ...] = (
     TrajectoryF1,
     TrajectoryOrderedF1,
     TrajectorySubsequence,
+    TrajectoryWeightedPrecision,
+    TrajectoryWeightedRecall,
+    TrajectoryWeightedF1,
+    TrajectoryWeightedOrderedF1,
 )

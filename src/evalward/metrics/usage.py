@@ -7,15 +7,26 @@ Native (case scope, lower is better; the threshold is the maximum allowed, pass 
 - `cost_usd` = reported cost summed over the turns.
 Not applicable when the runner recorded no such value.
 
-ADK efficiency names (ADK-FORMATS.md §6.3; informational, lower is better, **no threshold allowed**):
-`tool_call_count_v1` (calls per turn), `inference_call_count_v1` (model requests per turn),
-`token_usage_v1` (tokens per turn) — turn scope, case value = mean over turns with a value;
-`invocation_duration_v1` = case wall-clock time / number of turns (evalward records per-turn latency
-outside the metric context, so the per-turn mean is computed from the case total).
+ADK efficiency metrics (ADK-FORMATS.md §6.3; google-adk 2.13 `_efficiency_evaluators`): informational, lower
+is better, **no threshold allowed** (a threshold is a configuration error, as ADK's evaluators raise on one).
+evalward scores them for every ADK-format eval set without being asked, as ADK appends them to every eval
+(`ADK_EFFICIENCY_METRICS`, `with_adk_efficiency`). Per turn ("invocation"); a turn whose value was not
+recorded is n/a (None, `not_applicable`), never 0:
+- `tool_call_count_v1` = number of tool calls of the turn (every call, as ADK counts every function_call
+  part); case = mean over turns;
+- `inference_call_count_v1` = model requests of the turn (`usage.model_requests`; ADK counts events with
+  usage metadata or a model version, and has None for expectations written as tool uses); n/a when the
+  agent did not report it; case = mean over turns with a value;
+- `token_usage_v1` = input_tokens + output_tokens of the turn (n/a when neither was reported); case =
+  Σ values ÷ number of turns, a turn without a count counting 0 once any turn has one (ADK averages every
+  token count over every invocation); details carry the input/output breakdown;
+- `invocation_duration_v1` = wall-clock seconds of the turn as the runner timed it (n/a when untimed);
+  case = mean over timed turns.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar, Literal
 
 from evalward.metrics.base import CaseContext, Metric, Score, TurnContext
@@ -85,6 +96,31 @@ class CostUsd(_UsageMetric):
         return Score(ctx.usage.cost_usd, f"cost ${ctx.usage.cost_usd:.6f}", {"cost_usd": ctx.usage.cost_usd})
 
 
+ADK_EFFICIENCY_METRICS: tuple[str, ...] = (
+    "tool_call_count_v1",
+    "inference_call_count_v1",
+    "token_usage_v1",
+    "invocation_duration_v1",
+)
+"""ADK's informational efficiency metrics, in the order ADK appends them."""
+
+
+def efficiency_threshold_problem(name: str, threshold: float) -> str:
+    """ADK's rule for a threshold on an efficiency metric, as evalward words it."""
+    return (
+        f"{name} does not support a threshold (found {threshold:g}): it reports a value and never passes or "
+        "fails, as in ADK 2.13. Name it without a threshold, or gate on latency_s, total_tokens, cost_usd or "
+        "max_tool_calls"
+    )
+
+
+def with_adk_efficiency(specs: Sequence[MetricSpec]) -> list[MetricSpec]:
+    """`specs` followed by the efficiency metrics they do not name, informational (ADK's
+    `append_default_efficiency_metrics`)."""
+    named = {spec.name for spec in specs}
+    return [*specs, *(MetricSpec(name=name) for name in ADK_EFFICIENCY_METRICS if name not in named)]
+
+
 class _Efficiency(Metric):
     """ADK efficiency metrics are informational: a threshold is an error, as in ADK 2.13."""
 
@@ -93,18 +129,16 @@ class _Efficiency(Metric):
     def check_options(self, spec: MetricSpec) -> list[str]:
         problems = _no_options(spec)
         if spec.threshold is not None:
-            problems.append(
-                f"{spec.name}: ADK efficiency metrics are informational and take no threshold "
-                f"(found {spec.threshold:g}); gate with latency_s, total_tokens, cost_usd or max_tool_calls"
-            )
+            problems.append(efficiency_threshold_problem(spec.name, spec.threshold))
         return problems
 
 
 class ToolCallCountV1(_Efficiency):
-    """Tool calls in the turn (all statuses, as ADK counts function_call parts)."""
+    """Tool calls in the turn (every call, whatever its status, as ADK counts every function_call part);
+    case = mean over turns."""
 
     name = "tool_call_count_v1"
-    description = "ADK efficiency: tool calls per turn (informational)"
+    description = "ADK efficiency: tool calls per turn (informational, reported for ADK sets)"
 
     def score_turn(self, ctx: TurnContext) -> Score | None:
         count = len(ctx.actual.tool_calls)
@@ -112,44 +146,54 @@ class ToolCallCountV1(_Efficiency):
 
 
 class InferenceCallCountV1(_Efficiency):
-    """Model requests in the turn, when the agent reported them."""
+    """Model requests in the turn as the agent reported them (`usage.model_requests`); n/a otherwise.
+    Case = mean over turns with a value."""
 
     name = "inference_call_count_v1"
-    description = "ADK efficiency: model requests per turn (informational)"
+    description = "ADK efficiency: model requests per turn (informational, n/a unless the agent reports them)"
+    not_applicable = "n/a: the agent reported no model requests (usage.model_requests); never counted as 0"
 
     def score_turn(self, ctx: TurnContext) -> Score | None:
         usage = ctx.actual.usage
         if usage is None or usage.model_requests is None:
             return None
-        return Score(float(usage.model_requests), f"{usage.model_requests} model request(s)")
+        count = usage.model_requests
+        return Score(float(count), f"{count} model request(s)", {"model_requests": count})
 
 
 class TokenUsageV1(_Efficiency):
-    """input + output tokens of the turn, when reported."""
+    """total = input_tokens + output_tokens of the turn (a missing side counts 0; both missing → n/a).
+    Case = Σ totals ÷ number of turns, a turn without counts counting 0 once any turn has one (ADK)."""
 
     name = "token_usage_v1"
-    description = "ADK efficiency: tokens per turn (informational)"
+    description = "ADK efficiency: input + output tokens per turn (informational)"
+    turn_aggregate = "mean_all"
+    not_applicable = "n/a: the agent reported no token counts (usage.input_tokens / output_tokens)"
 
     def score_turn(self, ctx: TurnContext) -> Score | None:
-        total = _tokens(ctx.actual.usage)
-        if total is None:
+        usage = ctx.actual.usage
+        total = _tokens(usage)
+        if total is None or usage is None:
             return None
-        return Score(float(total), f"{total} token(s)")
+        explanation = f"{usage.input_tokens or 0} in + {usage.output_tokens or 0} out = {total} token(s)"
+        return Score(
+            float(total),
+            explanation,
+            {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens, "total_tokens": total},
+        )
 
 
 class InvocationDurationV1(_Efficiency):
-    """Mean turn duration = case wall-clock seconds / number of turns."""
+    """Wall-clock seconds of the turn as the runner timed it (n/a when untimed). Case = mean over timed turns."""
 
     name = "invocation_duration_v1"
-    description = "ADK efficiency: mean seconds per turn (informational)"
-    scope: ClassVar[Literal["turn", "case"]] = "case"
+    description = "ADK efficiency: seconds per turn (informational)"
+    not_applicable = "n/a: the turn was not timed (e.g. replayed outputs without timings)"
 
-    def score_case(self, ctx: CaseContext) -> Score | None:
-        if ctx.latency_s is None or not ctx.turns:
+    def score_turn(self, ctx: TurnContext) -> Score | None:
+        if ctx.latency_s is None:
             return None
-        turns = len(ctx.turns)
-        value = ctx.latency_s / turns
-        return Score(value, f"{ctx.latency_s:.3f}s / {turns} turn(s) = {value:.3f}s")
+        return Score(ctx.latency_s, f"{ctx.latency_s:.3f}s", {"total_seconds": ctx.latency_s})
 
 
 USAGE_METRICS: tuple[type[Metric], ...] = (

@@ -1,0 +1,338 @@
+"""ADK custom metrics: `custom_metrics.<name>.code_config.name` in `test_config.json` (ADK-FORMATS.md §4.3).
+
+A criterion whose name is declared under `custom_metrics` carries the option `custom_metric` =
+`{"code_config": {"name": "pkg.module.function"}, ...}` (the loader checks its shape). The function is
+called as ADK 2.13's `_CustomMetricEvaluator` calls it:
+
+    function(eval_metric, actual_invocations, expected_invocations, conversation_scenario)
+        -> EvaluationResult          (sync, or async: an awaitable is awaited)
+
+with google-adk objects, so a metric written for ADK runs unchanged (it usually imports them itself):
+- `eval_metric`: `EvalMetric(metric_name, threshold=None, criterion=BaseCriterion(threshold, **options),
+  custom_function_path)` — ADK hides the threshold from the function (it sets `threshold` to None) and keeps
+  it in `criterion`;
+- `actual_invocations`: one `Invocation` per answered turn: the query as `user_content`, the response as
+  `final_response`, `intermediate_data = IntermediateData(tool_uses=[FunctionCall(id, name, args)],
+  tool_responses=[FunctionResponse(id, name, response)], intermediate_responses=[(author, [Part(text)])])`,
+  `duration` = the turn's wall-clock seconds;
+- `expected_invocations`: the case's turns (as many as were answered), expected response and tool uses
+  in the same shape; `conversation_scenario`: None.
+
+The result is read by attribute or key: `overall_score` (a number or None), `overall_eval_status`
+(`EvalStatus`, its value 1–4 or its name) and optionally `per_invocation_results[i].score / .eval_status`.
+Status, as ADK takes it: the function's verdict — PASSED → passed, FAILED → failed, NOT_EVALUATED →
+not_applicable, INFORMATIONAL → informational. The direction is inferred as ADK's `AgentEvaluator` does:
+lower is better when the verdict disagrees with `score ≥ threshold` and agrees with `score ≤ threshold`.
+
+Errors name the metric and the dotted path: a path that does not import or is not callable is a
+configuration error before anything runs (`check_custom_spec`); a function that raises or returns something
+else than an EvaluationResult makes the case `error` with the reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import math
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from evalward.model import AgentOutput, EvalCase, MetricResult, MetricSpec, MetricStatus
+
+CUSTOM_OPTION = "custom_metric"
+"""The option key holding a custom metric's `custom_metrics` entry."""
+
+_STATUS_BY_VALUE: dict[int, str] = {1: "PASSED", 2: "FAILED", 3: "NOT_EVALUATED", 4: "INFORMATIONAL"}
+_STATUS_MAP: dict[str, MetricStatus] = {
+    "PASSED": "passed",
+    "FAILED": "failed",
+    "NOT_EVALUATED": "not_applicable",
+    "INFORMATIONAL": "informational",
+}
+
+
+class CustomMetricError(Exception):
+    """A custom metric cannot be loaded or returned something unusable; the message names metric and path."""
+
+
+def is_custom(spec: MetricSpec) -> bool:
+    """True for a criterion declared under `custom_metrics`."""
+    return CUSTOM_OPTION in spec.options
+
+
+def function_path(spec: MetricSpec) -> str:
+    """The dotted path of the metric's function (`code_config.name`), or "" when missing."""
+    config = spec.options.get(CUSTOM_OPTION)
+    code = config.get("code_config") if isinstance(config, Mapping) else None
+    name = code.get("name") if isinstance(code, Mapping) else None
+    return name if isinstance(name, str) else ""
+
+
+def _where(spec: MetricSpec) -> str:
+    return f"custom metric {spec.name!r} ({function_path(spec) or 'no code_config.name'})"
+
+
+def resolve(spec: MetricSpec) -> Callable[..., Any]:
+    """Import the metric's function; CustomMetricError saying what is missing otherwise.
+
+    The working directory is put on `sys.path` first (as `python -m` does), so a path relative to the
+    project root imports as it does under `adk eval` or pytest.
+    """
+    path = function_path(spec)
+    module_name, _, attribute = path.rpartition(".")
+    if not module_name or not attribute:
+        raise CustomMetricError(
+            f"{_where(spec)}: code_config.name must be a dotted path 'package.module.function', found {path!r}"
+        )
+    cwd = str(Path.cwd())
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # any import-time failure of user code is a configuration error
+        raise CustomMetricError(
+            f"{_where(spec)}: cannot import module {module_name!r}: {type(exc).__name__}: {exc}"
+        ) from exc
+    function = getattr(module, attribute, None)
+    if function is None:
+        raise CustomMetricError(f"{_where(spec)}: module {module_name!r} has no attribute {attribute!r}")
+    if not callable(function):
+        raise CustomMetricError(f"{_where(spec)}: {path!r} is a {type(function).__name__}, not a function")
+    return function  # type: ignore[no-any-return]
+
+
+def _adk() -> Any:
+    """google-adk's evaluation models and genai types, imported on first use (slow: seconds)."""
+    try:
+        from google.adk.evaluation import eval_case, eval_metrics
+        from google.genai import types
+    except ImportError as exc:  # pragma: no cover - google-adk is installed with the test extra
+        raise CustomMetricError(
+            "ADK custom metrics receive google-adk objects; install google-adk (pip install 'evalward[adk]')"
+        ) from exc
+    return eval_case, eval_metrics, types
+
+
+def check_custom_spec(spec: MetricSpec) -> list[str]:
+    """Problems with a custom criterion: its path must import to a callable and google-adk must be present."""
+    try:
+        resolve(spec)
+        _adk()
+    except CustomMetricError as exc:
+        return [str(exc)]
+    return []
+
+
+def adk_invocations(
+    case: EvalCase, outputs: Sequence[AgentOutput], latencies: Sequence[float | None] = ()
+) -> tuple[list[Any], list[Any]]:
+    """(actual, expected) ADK `Invocation`s for the answered turns (shapes in the module docstring)."""
+    eval_case, _, types = _adk()
+
+    def content(role: str, text: str | None) -> Any:
+        return types.Content(role=role, parts=[types.Part(text=text)]) if text is not None else None
+
+    actual: list[Any] = []
+    expected: list[Any] = []
+    for index, output in enumerate(outputs[: len(case.turns)]):
+        turn = case.turns[index]
+        user = content("user", turn.query)
+        expected.append(
+            eval_case.Invocation(
+                invocation_id=turn.invocation_id,
+                user_content=user,
+                final_response=content("model", turn.expected_response),
+                intermediate_data=eval_case.IntermediateData(
+                    tool_uses=[
+                        types.FunctionCall(id=c.id, name=c.name, args=c.args) for c in turn.expected_tool_calls or []
+                    ],
+                    intermediate_responses=[
+                        (r.author, [types.Part(text=r.text)]) for r in turn.expected_intermediate_responses or []
+                    ],
+                ),
+            )
+        )
+        actual.append(
+            eval_case.Invocation(
+                invocation_id=turn.invocation_id,
+                user_content=user,
+                final_response=content("model", output.response),
+                intermediate_data=eval_case.IntermediateData(
+                    tool_uses=[types.FunctionCall(id=c.id, name=c.name, args=c.args) for c in output.tool_calls],
+                    tool_responses=[
+                        types.FunctionResponse(
+                            id=c.id,
+                            name=c.name,
+                            response=c.result if isinstance(c.result, dict) else {"result": c.result},
+                        )
+                        for c in output.tool_calls
+                        if c.result is not None
+                    ],
+                    intermediate_responses=[
+                        (r.author, [types.Part(text=r.text)]) for r in output.intermediate_responses
+                    ],
+                ),
+                duration=latencies[index] if index < len(latencies) else None,
+            )
+        )
+    return actual, expected
+
+
+def _eval_metric(spec: MetricSpec) -> Any:
+    _, eval_metrics, _ = _adk()
+    options = {k: v for k, v in spec.options.items() if k != CUSTOM_OPTION}
+    criterion = eval_metrics.BaseCriterion(threshold=spec.threshold, **options) if spec.threshold is not None else None
+    return eval_metrics.EvalMetric(
+        metric_name=spec.name, threshold=None, criterion=criterion, custom_function_path=function_path(spec)
+    )
+
+
+def _field(value: Any, name: str) -> Any:
+    if isinstance(value, Mapping):
+        return value.get(name)
+    return getattr(value, name, None)
+
+
+def _has(value: Any, name: str) -> bool:
+    return name in value if isinstance(value, Mapping) else hasattr(value, name)
+
+
+def _status_name(value: Any) -> str | None:
+    """`EvalStatus.PASSED`, 1 or "PASSED" → "PASSED"; None when not a status."""
+    if isinstance(value, str):
+        return value.upper() if value.upper() in _STATUS_MAP else None
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return _STATUS_BY_VALUE.get(value)
+    name = getattr(value, "name", None)
+    return name if isinstance(name, str) and name in _STATUS_MAP else None
+
+
+def _score(value: Any) -> float | str | None:
+    """A usable score, None, or the reason it is not one."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return f"overall_score must be a number or None, found {type(value).__name__} {value!r}"
+    if not math.isfinite(value):
+        return f"overall_score must be finite, found {value!r}"
+    return float(value)
+
+
+def _error(spec: MetricSpec, message: str) -> MetricResult:
+    return MetricResult(
+        name=spec.name,
+        score=None,
+        threshold=spec.threshold,
+        status="error",
+        explanation=f"{_where(spec)}: {message}",
+        details={"function": function_path(spec)},
+    )
+
+
+def _direction(status: MetricStatus, score: float | None, threshold: float | None) -> bool:
+    """Higher is better, unless the verdict contradicts ≥ and agrees with ≤ (ADK AgentEvaluator's inference)."""
+    if status not in ("passed", "failed") or score is None or threshold is None:
+        return True
+    passed = status == "passed"
+    return not (passed != (score >= threshold) and passed == (score <= threshold))
+
+
+def read_result(spec: MetricSpec, result: Any, n_turns: int) -> tuple[MetricResult, dict[int, MetricResult]]:
+    """The case-level result and per-turn results of one custom metric's return value."""
+    path = function_path(spec)
+    if not (_has(result, "overall_score") and _has(result, "overall_eval_status")):
+        return (
+            _error(
+                spec,
+                f"returned {type(result).__name__}, expected an EvaluationResult "
+                "(overall_score, overall_eval_status, per_invocation_results)",
+            ),
+            {},
+        )
+    score = _score(_field(result, "overall_score"))
+    if isinstance(score, str):
+        return _error(spec, score), {}
+    raw_status = _field(result, "overall_eval_status")
+    status_name = _status_name(raw_status)
+    if status_name is None:
+        return _error(
+            spec,
+            f"overall_eval_status must be an EvalStatus (PASSED, FAILED, NOT_EVALUATED, INFORMATIONAL), found {raw_status!r}",
+        ), {}
+    status = _STATUS_MAP[status_name]
+    higher = _direction(status, score, spec.threshold)
+    shown = "None" if score is None else f"{score:.3f}"
+    explanation = f"{path}: overall_score={shown}, the function's verdict {status_name}"
+    if status in ("passed", "failed") and score is not None and spec.threshold is not None:
+        op = ">=" if higher else "<="
+        holds = score >= spec.threshold if higher else score <= spec.threshold
+        explanation += f" ({shown} {op if holds else 'not ' + op} {spec.threshold:g}"
+        explanation += ", lower is better as the verdict implies)" if not higher else ")"
+    details: dict[str, Any] = {"function": path, "adk_status": status_name}
+    per_turn: dict[int, MetricResult] = {}
+    raw_turns = _field(result, "per_invocation_results") or []
+    if isinstance(raw_turns, Sequence) and len(raw_turns) == n_turns:
+        for index, item in enumerate(raw_turns):
+            turn_score = _score(_field(item, "score"))
+            turn_status_name = _status_name(_field(item, "eval_status")) or "NOT_EVALUATED"
+            if isinstance(turn_score, str):
+                return _error(
+                    spec, f"per_invocation_results[{index}]: {turn_score.replace('overall_score', 'score')}"
+                ), {}
+            per_turn[index] = MetricResult(
+                name=spec.name,
+                score=turn_score,
+                threshold=spec.threshold,
+                status=_STATUS_MAP[turn_status_name],
+                higher_is_better=higher,
+                explanation=f"{path}: score={'None' if turn_score is None else f'{turn_score:.3f}'}, {turn_status_name}",
+            )
+    elif raw_turns:
+        details["notes"] = [
+            f"{len(raw_turns)} per-invocation result(s) for {n_turns} turn(s): they cannot be aligned and are not shown"
+        ]
+    return (
+        MetricResult(
+            name=spec.name,
+            score=score,
+            threshold=spec.threshold,
+            status=status,
+            higher_is_better=higher,
+            explanation=explanation,
+            details=details,
+        ),
+        per_turn,
+    )
+
+
+async def score_custom(
+    spec: MetricSpec,
+    case: EvalCase,
+    outputs: Sequence[AgentOutput],
+    latencies: Sequence[float | None] = (),
+) -> tuple[MetricResult, dict[int, MetricResult]]:
+    """Run one custom metric on a case's answered turns; failures become an `error` result (never a crash)."""
+    try:
+        function = resolve(spec)
+        actual, expected = adk_invocations(case, outputs, latencies)
+        eval_metric = _eval_metric(spec)
+    except CustomMetricError as exc:
+        return _error(spec, str(exc).removeprefix(f"{_where(spec)}: ")), {}
+    except Exception as exc:  # building ADK objects from odd data must not crash the run
+        return _error(spec, f"could not build its arguments: {type(exc).__name__}: {exc}"), {}
+    try:
+        if inspect.iscoroutinefunction(function):
+            result = await function(eval_metric, actual, expected, None)
+        else:
+            # A synchronous metric runs in a worker thread so the agents' turns in flight keep going.
+            result = await asyncio.to_thread(function, eval_metric, actual, expected, None)
+            if inspect.isawaitable(result):
+                result = await result
+    except Exception as exc:  # the user's metric failing is data, never a crash of the run
+        return _error(spec, f"raised {type(exc).__name__}: {exc}"), {}
+    return read_result(spec, result, len(actual))
