@@ -1,6 +1,10 @@
 import json
+import shutil
 from pathlib import Path
 
+import pytest
+
+from evalward.errors import EvalFileError
 from evalward.loaders import load_paths
 from evalward.model import IntermediateResponse, SessionInput, ToolCall
 
@@ -71,3 +75,84 @@ def test_query_must_be_text(load_text: LoadText, problems_of: ProblemsOf) -> Non
     [problem] = problems_of("x.test.json", json.dumps([{"query": 3}]))
     assert (problem.message, problem.found) == ("Input should be a valid string", "number 3")
     assert load_text("y.test.json", json.dumps([{"query": "ok"}])).cases[0].turns[0].query == "ok"
+
+
+# --- initial.session.json beside a legacy test file (ADK's initial_session_file) --------------------------
+
+SESSION = {"state": {"origin": "SFO", "budget": 2000}, "app_name": "trip_planner", "user_id": "test_user"}
+
+
+def _legacy_folder(tmp_path: Path, fixtures: Path, session: str | None) -> Path:
+    folder = tmp_path / "trip"
+    folder.mkdir()
+    shutil.copy(fixtures / "adk/trip_planner_agent/trip_inquiry.test.json", folder / "trip_inquiry.test.json")
+    if session is not None:
+        (folder / "initial.session.json").write_text(session, encoding="utf-8")
+    return folder
+
+
+def test_initial_session_file_gives_every_case_its_session(tmp_path: Path, fixtures: Path) -> None:
+    folder = _legacy_folder(tmp_path, fixtures, json.dumps(SESSION))
+    loaded = load_paths([folder])
+    [case] = loaded.sets[0].cases
+    assert case.session_input == SessionInput(
+        app_name="trip_planner", user_id="test_user", state={"origin": "SFO", "budget": 2000}
+    )
+    assert loaded.warnings == []
+    # missing keys take ADK's defaults ("" and {}); an empty object means no session
+    (folder / "initial.session.json").write_text('{"state": {"tz": "UTC"}}', encoding="utf-8")
+    [partial] = load_paths([folder]).sets[0].cases
+    assert partial.session_input == SessionInput(app_name="", user_id="", state={"tz": "UTC"})
+    (folder / "initial.session.json").write_text("{}", encoding="utf-8")
+    [empty] = load_paths([folder]).sets[0].cases
+    assert empty.session_input is None
+
+
+def test_initial_session_file_is_only_for_legacy_test_files(tmp_path: Path, fixtures: Path) -> None:
+    folder = _legacy_folder(tmp_path, fixtures, json.dumps(SESSION))
+    shutil.copy(fixtures / "adk/diner_legacy/diner.evalset.json", folder / "diner.evalset.json")
+    loaded = load_paths([folder])
+    by_format = {s.format: s for s in loaded.sets}
+    assert by_format["adk_legacy_test"].cases[0].session_input is not None
+    # the other file keeps its own sessions, with a warning that the file was not applied to it
+    own = [c.session_input for c in by_format[next(f for f in by_format if f != "adk_legacy_test")].cases]
+    assert all(s is None or s.app_name != "trip_planner" for s in own)
+    assert loaded.warnings == [
+        f"{folder / 'initial.session.json'}: not applied to {folder / 'diner.evalset.json'}: an initial session "
+        "file applies to legacy test files only (this file's cases carry their own session, as ADK requires)"
+    ]
+
+
+def test_malformed_initial_session_file_is_a_problem_naming_it(tmp_path: Path, fixtures: Path) -> None:
+    session_path = str(tmp_path / "trip" / "initial.session.json")
+    folder = _legacy_folder(tmp_path, fixtures, '{"state": [1, 2], "user_id": 7, "session_id": "s"}')
+    with pytest.raises(EvalFileError) as caught:
+        load_paths([folder])
+    problems = caught.value.problems
+    assert [(p.path, p.json_path, p.message) for p in problems] == [
+        (session_path, "$.state", "Input should be a valid dictionary"),
+        (session_path, "$.user_id", "Input should be a valid string"),
+    ]
+    (folder / "initial.session.json").write_text("[1]", encoding="utf-8")
+    with pytest.raises(EvalFileError) as caught:
+        load_paths([folder])
+    [problem] = caught.value.problems
+    assert (problem.path, problem.message, problem.found) == (
+        session_path,
+        "initial.session.json must be a JSON object",
+        "array [1]",
+    )
+    (folder / "initial.session.json").write_text("{not json", encoding="utf-8")
+    with pytest.raises(EvalFileError) as caught:
+        load_paths([folder])
+    [problem] = caught.value.problems
+    assert problem.path == session_path
+
+
+def test_initial_session_unknown_keys_are_ignored_with_a_warning(tmp_path: Path, fixtures: Path) -> None:
+    folder = _legacy_folder(tmp_path, fixtures, '{\n  "state": {},\n  "app_name": "a",\n  "session_id": "s1"\n}')
+    loaded = load_paths([folder])
+    assert loaded.sets[0].cases[0].session_input == SessionInput(app_name="a", user_id="", state={})
+    assert loaded.warnings == [
+        f"{folder / 'initial.session.json'}:4:3: key 'session_id' is ignored (ADK reads only state, app_name, user_id)"
+    ]

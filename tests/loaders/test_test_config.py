@@ -150,11 +150,17 @@ def test_bad_judge_options_are_reported(tmp_path: Path) -> None:
 def test_efficiency_metrics_take_no_threshold(tmp_path: Path) -> None:
     data = {"criteria": {"tool_call_count_v1": 3, "token_usage_v1": {"threshold": 100}, "invocation_duration_v1": None}}
     problems = _problems(tmp_path, data)
+    # ADK 2.13's evaluators raise on a threshold ("does not support a threshold … Remove it from `criteria`")
     assert [(p.json_path, p.message) for p in problems] == [
-        ("$.criteria.tool_call_count_v1", "tool_call_count_v1 takes no threshold: ADK reports it as information only"),
+        (
+            "$.criteria.tool_call_count_v1",
+            "tool_call_count_v1 does not support a threshold: it reports a value and never passes or fails; "
+            "remove it from 'criteria' (it is reported automatically for every ADK eval set)",
+        ),
         (
             "$.criteria.token_usage_v1.threshold",
-            "token_usage_v1 takes no threshold: ADK reports it as information only",
+            "token_usage_v1 does not support a threshold: it reports a value and never passes or fails; "
+            "remove it from 'criteria' (it is reported automatically for every ADK eval set)",
         ),
     ]
     ok = _config(tmp_path, {"criteria": {"tool_call_count_v1": None, "token_usage_v1": {}}})
@@ -211,3 +217,51 @@ def test_adk_defaults() -> None:
     defaults = adk_default_criteria()
     assert defaults.origin == "adk_defaults"
     assert [m.describe() for m in defaults.metrics] == ["tool_trajectory_avg_score>=1", "response_match_score>=0.8"]
+
+
+def test_custom_metrics_entries_are_checked_and_normalised(tmp_path: Path) -> None:
+    data = {
+        "criteria": {"length_match": 1.0},
+        "customMetrics": {
+            "length_match": {"codeConfig": {"name": "metrics_pkg.checks.length_match"}, "description": "same length"}
+        },
+    }
+    [spec] = load_test_config(_config(tmp_path, data)).metrics
+    assert spec == MetricSpec(
+        name="length_match",
+        threshold=1.0,
+        options={
+            "custom_metric": {"code_config": {"name": "metrics_pkg.checks.length_match"}, "description": "same length"}
+        },
+    )
+
+
+def test_bad_custom_metrics_entries_name_the_metric_and_path(tmp_path: Path) -> None:
+    data = {
+        "criteria": {"a": 1.0, "b": 1.0, "c": 1.0},
+        "custom_metrics": {
+            "a": {"code_config": {"name": "no_dots"}},
+            "b": {"code_config": {}},
+            "c": {"code_config": {"name": "pkg.fn"}, "extra": 1},
+        },
+    }
+    problems = _problems(tmp_path, data)
+    assert [(p.json_path, p.message, p.found) for p in problems] == [
+        (
+            "$.custom_metrics.a.code_config.name",
+            "custom metric 'a': code_config.name must be the dotted path of a function",
+            "'no_dots'",
+        ),
+        ("$.custom_metrics.b.code_config", "missing required key 'name'", None),
+        ("$.custom_metrics.c.extra", "unknown key 'extra'", "'extra'"),
+    ]
+
+
+def test_declared_custom_metric_that_no_criterion_names_is_a_warning(tmp_path: Path) -> None:
+    data = {"criteria": {"response_match_score": 0.5}, "custom_metrics": {"unused": {"code_config": {"name": "p.f"}}}}
+    criteria, found = read_test_config(_config(tmp_path, data))
+    assert [m.name for m in criteria.metrics] == ["response_match_score"]
+    assert found.items == []
+    assert [w.split(": ", 1)[1] for w in found.warnings] == [
+        "custom metric 'unused' is declared but not named in 'criteria', so it does not run (as in ADK)"
+    ]

@@ -11,6 +11,13 @@ Turn mapping follows ADK's conversion: `expected_tool_calls` = `tool_uses` `{nam
 tool_input}` (always a list: a missing `expected_tool_use` expects no calls); `reference` missing or null →
 `""` (ADK's text of a Part with null text), so ROUGE then scores against the empty string;
 `mock_tool_output` is ignored. Keys ADK does not read are ignored too, with a warning.
+
+`initial.session.json` (ADK's `AgentEvaluator.evaluate(initial_session_file=...)`, legacy data only):
+`{"state": {...}, "app_name": "...", "user_id": "..."}` beside a format-A file becomes the `session_input`
+of its case, as ADK's conversion does: a non-empty object → `SessionInput(app_name or "", user_id or "",
+state or {})`; `{}` → no session. Other keys are ignored with a warning; a file that is not such an object
+is a problem naming it. (ADK refuses an initial session for current-format files, whose `session_input`
+holds it; the loader warns that the file does not apply to them.)
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from evalward.loaders.positions import PathKey
-from evalward.loaders.problems import Problems
+from evalward.loaders.problems import Problems, describe_value
 from evalward.model import EvalCase, EvalSet, IntermediateResponse, Invocation, SessionInput, ToolCall
 
 _LEGACY = ConfigDict(extra="ignore", loc_by_alias=False)
@@ -55,6 +62,37 @@ class _LegacySession(BaseModel):
     state: dict[str, Any] = {}
     app_name: str | None = None
     user_id: str | None = None
+
+
+class _InitialSession(BaseModel):
+    model_config = ConfigDict(extra="allow", loc_by_alias=False)
+
+    state: dict[str, Any] = {}
+    app_name: str = ""
+    user_id: str = ""
+
+
+INITIAL_SESSION_FILE_NAME = "initial.session.json"
+
+
+def parse_initial_session(problems: Problems) -> SessionInput | None:
+    """An `initial.session.json` document → the session every case of a format-A file starts with (None for
+    `{}`); problems (not an object, wrong types) and warnings (ignored keys) go to `problems`."""
+    data = problems.document.data
+    if not isinstance(data, dict):
+        problems.add(
+            f"{INITIAL_SESSION_FILE_NAME} must be a JSON object",
+            expected='an object {"state": {...}, "app_name": "...", "user_id": "..."}',
+            found=describe_value(data),
+        )
+        return None
+    parsed = problems.validate(_InitialSession, data, ())
+    if parsed is None:
+        return None
+    _warn_extra(problems, parsed, (), known="state, app_name, user_id")
+    if not data:
+        return None
+    return SessionInput(app_name=parsed.app_name, user_id=parsed.user_id, state=parsed.state)
 
 
 class _LegacyCase(BaseModel):

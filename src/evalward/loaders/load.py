@@ -7,6 +7,10 @@ Criteria per set, first that applies:
 3. other formats → their own (`format_defaults`, or `native` for a native file's `metrics`).
 Per-case metrics (langchain-benchmarks, native) are kept in every case.
 
+Initial session: an `initial.session.json` beside an ADK legacy test file (format A) gives its case the
+`session_input` (ADK's `initial_session_file`); beside a file of another ADK format it is ignored with a
+warning, since those carry their own sessions.
+
 Case ids must be unique within a set. Two sets with the same id are allowed, with a warning, since results
 are keyed by set and case id.
 """
@@ -19,7 +23,12 @@ from pathlib import Path
 
 from evalward.errors import EvalFileError, FileProblem
 from evalward.loaders.adk import load_adk_evalset
-from evalward.loaders.adk_legacy import load_legacy_evalset, load_legacy_test
+from evalward.loaders.adk_legacy import (
+    INITIAL_SESSION_FILE_NAME,
+    load_legacy_evalset,
+    load_legacy_test,
+    parse_initial_session,
+)
 from evalward.loaders.benchmarks import load_benchmarks
 from evalward.loaders.detect import KNOWN_SHAPES, describe_shape, detect_format
 from evalward.loaders.discovery import CONFIG_FILE_NAME, discover, eval_set_stem
@@ -29,7 +38,7 @@ from evalward.loaders.multi_agent import load_multi_agent
 from evalward.loaders.native import load_native
 from evalward.loaders.problems import Problems
 from evalward.loaders.test_config import adk_default_criteria, read_test_config
-from evalward.model import Criteria, EvalFormat, EvalSet
+from evalward.model import Criteria, EvalFormat, EvalSet, SessionInput
 
 ADK_FORMATS: frozenset[EvalFormat] = frozenset({"adk_evalset", "adk_legacy_test", "adk_legacy_evalset"})
 
@@ -78,10 +87,23 @@ def load_paths(
         loaded.warnings.extend(config_problems.warnings)
 
     beside: dict[Path, Criteria | None] = {}
+    sessions: dict[Path, SessionInput | None] = {}
     for file, shown in discovered.files:
         result = load_file_result(file, shown, known_metrics=known_metrics)
         problems.extend(result.problems)
         loaded.warnings.extend(result.warnings)
+        session: SessionInput | None = None
+        if result.format in ADK_FORMATS and (file.parent / INITIAL_SESSION_FILE_NAME).is_file():
+            session_shown = str(Path(shown).parent / INITIAL_SESSION_FILE_NAME)
+            if result.format != "adk_legacy_test":
+                loaded.warnings.append(
+                    f"{session_shown}: not applied to {shown}: an initial session file applies to legacy "
+                    "test files only (this file's cases carry their own session, as ADK requires)"
+                )
+            else:
+                if file.parent not in sessions:
+                    sessions[file.parent] = _session_beside(file, session_shown, problems, loaded.warnings)
+                session = sessions[file.parent]
         # The config beside an ADK file is read even when the file itself has problems, so both are reported.
         found: Criteria | None = None
         if override is None and result.format in ADK_FORMATS:
@@ -92,6 +114,9 @@ def load_paths(
         eval_set = result.eval_set
         if eval_set is None:
             continue
+        if session is not None:
+            for case in eval_set.cases:
+                case.session_input = session.model_copy(deep=True)
         if override is not None:
             eval_set.criteria = override.model_copy(deep=True)
         elif eval_set.format in ADK_FORMATS:
@@ -148,6 +173,19 @@ def _config_beside(
     problems.extend(found.items)
     warnings.extend(found.warnings)
     return criteria
+
+
+def _session_beside(file: Path, shown: str, problems: list[FileProblem], warnings: list[str]) -> SessionInput | None:
+    try:
+        document = read_document(file.parent / INITIAL_SESSION_FILE_NAME, shown)
+    except DocumentError as exc:
+        problems.extend(exc.problems)
+        return None
+    collected = Problems(document)
+    session = parse_initial_session(collected)
+    problems.extend(collected.items)
+    warnings.extend(collected.warnings)
+    return session
 
 
 def _check_case_ids(eval_set: EvalSet, collected: Problems) -> None:

@@ -15,8 +15,14 @@ The result is `MetricSpec(name, threshold, options)` with exactly the option key
 Names must be ADK criteria, names the caller knows (`known_metrics`), or names declared under
 `custom_metrics`; anything else is a problem listing the known names. The efficiency metrics
 (`tool_call_count_v1`, `inference_call_count_v1`, `token_usage_v1`, `invocation_duration_v1`) are
-informational and take no threshold: write them as `null` or `{}`. Judge and Vertex criteria are kept
+informational, reported for every ADK eval set without being named, and take no threshold: a threshold is
+an error (ADK's evaluators raise on one); `null` or `{}` is accepted. Judge and Vertex criteria are kept
 with their options; the pipeline refuses them later when no judge model is configured.
+
+`custom_metrics`: `{name: {"code_config": {"name": "pkg.module.function"}, "description"?, "metric_info"?}}`
+(camelCase accepted; `code_config.name` must be a dotted path). A criterion of that name gets the option
+`custom_metric` = the entry (snake_case, defaults left out); `metrics.custom` runs it. An entry no criterion
+names is not run, as in ADK (a warning says so).
 """
 
 from __future__ import annotations
@@ -102,6 +108,22 @@ class _JudgeModelOptions(BaseModel):
     parallelism_limit: int | None = Field(default=None, ge=1)
 
 
+class _CodeConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True, loc_by_alias=False)
+
+    name: str
+
+
+class _CustomMetricConfig(BaseModel):
+    """ADK's `CustomMetricConfig`: where the function is, and what it measures."""
+
+    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True, loc_by_alias=False)
+
+    code_config: _CodeConfig
+    metric_info: dict[str, Any] | None = None
+    description: str = ""
+
+
 class _CriterionOptions(BaseModel):
     """The option keys ADK knows the type of; others pass through as given."""
 
@@ -114,6 +136,14 @@ class _CriterionOptions(BaseModel):
     judge_model_options: _JudgeModelOptions | None = None
 
 
+def _efficiency_threshold_message(name: str) -> str:
+    """ADK 2.13's refusal (its evaluators raise it, recording the metric NOT_EVALUATED), as a config error."""
+    return (
+        f"{name} does not support a threshold: it reports a value and never passes or fails; remove it from "
+        "'criteria' (it is reported automatically for every ADK eval set)"
+    )
+
+
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
@@ -124,7 +154,7 @@ def metric_spec_from_criterion(name: str, value: Any, at: PathKey, problems: Pro
     if _is_number(value):
         if informational:
             problems.add(
-                f"{name} takes no threshold: ADK reports it as information only",
+                _efficiency_threshold_message(name),
                 at,
                 expected="null or {}",
                 found=describe_value(value),
@@ -163,7 +193,7 @@ def metric_spec_from_criterion(name: str, value: Any, at: PathKey, problems: Pro
             ok = False
     elif informational:
         problems.add(
-            f"{name} takes no threshold: ADK reports it as information only",
+            _efficiency_threshold_message(name),
             (*at, "threshold"),
             on_key=True,
             expected="no 'threshold' key",
@@ -239,9 +269,11 @@ def parse_test_config(problems: Problems, known_metrics: Collection[str] = ()) -
             problems.warn(f"unknown key {key!r} in test_config.json is ignored, as ADK ignores it{hint}", (key,))
     custom = data.get(keys["custom_metrics"]) if "custom_metrics" in keys else None
     custom_names: dict[str, Any] = {}
+    custom_configs: dict[str, dict[str, Any]] = {}
     if custom is not None:
         if isinstance(custom, dict):
             custom_names = dict(custom)
+            custom_configs = _custom_metrics(custom, keys["custom_metrics"], problems)
         else:
             problems.add(
                 "custom_metrics must be an object",
@@ -277,11 +309,40 @@ def parse_test_config(problems: Problems, known_metrics: Collection[str] = ()) -
                 )
                 continue
             spec = metric_spec_from_criterion(name, value, at, problems)
-            if spec is not None and name in custom_names and isinstance(custom_names[name], dict):
-                spec = spec.model_copy(update={"options": {**spec.options, "custom_metric": custom_names[name]}})
+            if spec is not None and name in custom_configs:
+                spec = spec.model_copy(update={"options": {**spec.options, "custom_metric": custom_configs[name]}})
             if spec is not None:
                 metrics.append(spec)
+    named = criteria if isinstance(criteria, dict) else {}
+    for name in custom_configs:
+        if name not in named:
+            problems.warn(
+                f"custom metric {name!r} is declared but not named in 'criteria', so it does not run (as in ADK)",
+                (keys["custom_metrics"], name),
+            )
     return Criteria(metrics=metrics, origin="test_config", config_path=document.path)
+
+
+def _custom_metrics(custom: dict[str, Any], key: str, problems: Problems) -> dict[str, dict[str, Any]]:
+    """The valid `custom_metrics` entries, normalised to snake_case without defaults; problems for the rest."""
+    configs: dict[str, dict[str, Any]] = {}
+    for name, entry in custom.items():
+        at: PathKey = (key, name)
+        parsed = problems.validate(_CustomMetricConfig, entry, at)
+        if parsed is None:
+            continue
+        path = parsed.code_config.name
+        module, _, function = path.rpartition(".")
+        if not module or not function or not all(part.isidentifier() for part in path.split(".")):
+            problems.add(
+                f"custom metric {name!r}: code_config.name must be the dotted path of a function",
+                (*at, next((k for k in entry if to_snake(k) == "code_config"), "code_config"), "name"),
+                expected="'package.module.function'",
+                found=repr(path),
+            )
+            continue
+        configs[name] = parsed.model_dump(exclude_defaults=True)
+    return configs
 
 
 def load_test_config(path: str | Path, *, known_metrics: Collection[str] = ()) -> Criteria:
