@@ -34,6 +34,11 @@ CONFIG = TRAVEL / "test_config.json"
 def adk_scores() -> dict[str, dict[str, Any]]:
     """Per case: ADK's scores, actual calls and responses for the travel eval set (one run)."""
     pytest.importorskip("google.adk.evaluation.evaluation_generator")
+    from google.adk.evaluation._efficiency_evaluators import (
+        _InferenceCallCountV1Evaluator,
+        _TokenUsageV1Evaluator,
+        _ToolCallCountV1Evaluator,
+    )
     from google.adk.evaluation.eval_case import get_all_tool_calls
     from google.adk.evaluation.eval_metrics import EvalMetric
     from google.adk.evaluation.eval_set import EvalSet
@@ -56,6 +61,10 @@ def adk_scores() -> dict[str, dict[str, Any]]:
         scores[case.eval_case.eval_id] = {
             "tool_trajectory_avg_score": trajectory.evaluate_invocations(actual, expected).overall_score,
             "response_match_score": rouge.evaluate_invocations(actual, expected).overall_score,
+            # ADK appends its informational efficiency metrics to every eval; evalward does for ADK sets.
+            "tool_call_count_v1": _ToolCallCountV1Evaluator().evaluate_invocations(actual).overall_score,
+            "inference_call_count_v1": _InferenceCallCountV1Evaluator().evaluate_invocations(actual).overall_score,
+            "token_usage_v1": _TokenUsageV1Evaluator().evaluate_invocations(actual).overall_score,
             "calls": [
                 [(c.name, c.args) for c in get_all_tool_calls(invocation.intermediate_data)] for invocation in actual
             ],
@@ -92,17 +101,41 @@ def evalward_run(adk_scores: dict[str, Any], tmp_path_factory: pytest.TempPathFa
 
 
 def test_per_case_scores_are_identical_to_adks(adk_scores: dict[str, Any], evalward_run: dict[str, Any]) -> None:
-    ours = {c["case_id"]: c["metrics"] for c in evalward_run["cases"]}
-    theirs = {
-        case_id: {k: v for k, v in found.items() if k in ("tool_trajectory_avg_score", "response_match_score")}
-        for case_id, found in adk_scores.items()
-    }
+    compared = (
+        "tool_trajectory_avg_score",
+        "response_match_score",
+        "tool_call_count_v1",
+        "inference_call_count_v1",
+        "token_usage_v1",
+    )
+    ours = {c["case_id"]: {k: v for k, v in c["metrics"].items() if k in compared} for c in evalward_run["cases"]}
+    theirs = {case_id: {k: v for k, v in found.items() if k in compared} for case_id, found in adk_scores.items()}
     assert ours == theirs
     # Hand calculation, rome_two_turns: turn 1 trajectory [] = [] → 1.0; turn 2 search_flights(to=CDG) ≠
     # (to=FCO) → 0.0; mean 0.5. ROUGE turn 1 = 1.0; turn 2 "Flights from home to Rome found." (6 tokens) vs
     # "I found flights from home to Rome for you." (9): overlap 6, P = 1, R = 6/9, F = 0.8; mean 0.9.
-    assert ours["rome_two_turns"] == {"tool_trajectory_avg_score": 0.5, "response_match_score": 0.9}
-    assert ours["book_lisbon"] == {"tool_trajectory_avg_score": 1.0, "response_match_score": 1.0}
+    # Efficiency (ADK's per-turn averages): tool calls = mean calls per turn; the scripted agent calls no
+    # model → 0 model requests and no token counts (n/a, None — never a fake 0).
+    for case_id, found in adk_scores.items():
+        per_turn = [len(calls) for calls in found["calls"]]
+        assert ours[case_id]["tool_call_count_v1"] == sum(per_turn) / len(per_turn)
+        assert (ours[case_id]["inference_call_count_v1"], ours[case_id]["token_usage_v1"]) == (0.0, None)
+    assert (ours["rome_two_turns"]["tool_trajectory_avg_score"], ours["rome_two_turns"]["response_match_score"]) == (
+        0.5,
+        0.9,
+    )
+    assert ours["book_lisbon"]["tool_trajectory_avg_score"] == ours["book_lisbon"]["response_match_score"] == 1.0
+    # informational: recorded without a threshold, never passed or failed
+    for case in evalward_run["cases"]:
+        efficiency = [m for m in case["metric_results"] if m["name"].endswith("_v1")]
+        assert [m["name"] for m in efficiency] == [
+            "tool_call_count_v1",
+            "inference_call_count_v1",
+            "token_usage_v1",
+            "invocation_duration_v1",
+        ]
+        assert {m["status"] for m in efficiency} <= {"informational", "not_applicable"}
+        assert all(m["threshold"] is None for m in efficiency)
 
 
 def test_calls_and_responses_are_the_ones_adk_extracts(

@@ -55,7 +55,8 @@ async def test_home_lists_repositories(dash: httpx.AsyncClient) -> None:
 
 async def test_repo_page_has_a_trend_chart_per_metric_and_flip_rates(dash: httpx.AsyncClient) -> None:
     page = (await dash.get("/repos/acme/dice")).text
-    assert page.count("<svg class=chart") == 2  # tool_trajectory_avg_score and response_match_score
+    # tool_trajectory_avg_score, response_match_score and ADK's four informational efficiency metrics
+    assert page.count("<svg class=chart") == 6
     assert 'data-metric="tool_trajectory_avg_score"' in page and "<polygon class=band" in page
     assert "3 runs on main" in page
     # Hand calculation: each case passed, failed, passed on main → 2 flips / 2 pairs = 1.000.
@@ -150,7 +151,10 @@ def test_pages_render_in_headless_chromium(history_db: str) -> None:
 
                 driver.find_element(By.LINK_TEXT, "acme/dice").click()  # type: ignore[attr-defined]
                 charts = driver.find_elements(By.CSS_SELECTOR, "svg.chart")  # type: ignore[attr-defined]
-                assert len(charts) == 2
+                assert len(charts) == 6  # 2 criteria + ADK's 4 informational efficiency metrics
+                charts = driver.find_elements(  # type: ignore[attr-defined]
+                    By.CSS_SELECTOR, 'svg.chart[data-metric="tool_trajectory_avg_score"]'
+                )
                 line = charts[0].find_element(By.CSS_SELECTOR, "polyline.line")
                 assert line.size["width"] > 100  # drawn across the chart by the browser, not just present
                 band = charts[0].find_element(By.CSS_SELECTOR, "polygon.band")

@@ -15,7 +15,10 @@ the case's initial state (`session_input.state`); every turn sends the query as 
   (a later event without text does not replace one with text); its text parts joined with `"\\n"`;
 - `intermediate_responses`: the text of every other event with text, by author;
 - `agents`: the authors of the events, in order of appearance; `state`: the session state afterwards;
-- `usage`: tokens summed from the events' usage metadata; `model_requests` = events carrying it.
+- `usage`: `model_requests` = events carrying usage metadata or a model version (ADK's count of model
+  calls, `inference_call_count_v1`: 0 for an agent that never called a model); input tokens = prompt +
+  tool-use prompt tokens, output tokens = candidates + thoughts tokens, summed over the usage metadata, None
+  when no event reported them (n/a, as ADK's `token_usage_v1`).
 
 Agents used as tools (`AgentTool`) run in a runner of their own, whose events never reach the caller;
 ADK's own evaluation therefore misses the calls made inside them (google/adk-python#3493). evalward adds
@@ -77,7 +80,9 @@ def extract_output(events: list[Any], state: Any = None, *, own: set[str] | None
     results: dict[str, Any] = {}
     agents: list[str] = []
     final_event: Any = None
-    input_tokens = output_tokens = requests = 0
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    requests = 0
     for event in events:
         author = getattr(event, "author", None) or ""
         if author.lower() == "user":
@@ -85,10 +90,17 @@ def extract_output(events: list[Any], state: Any = None, *, own: set[str] | None
         if author and author not in agents:
             agents.append(author)
         usage = getattr(event, "usage_metadata", None)
-        if usage is not None:
+        if usage is not None or getattr(event, "model_version", None) is not None:
             requests += 1
-            input_tokens += getattr(usage, "prompt_token_count", None) or 0
-            output_tokens += getattr(usage, "candidates_token_count", None) or 0
+        if usage is not None:
+            # ADK's buckets (telemetry TokenUsage): input = prompt + server-side tool prompt tokens,
+            # output = candidates + thoughts; a bucket nothing reported stays None.
+            inputs = [getattr(usage, k, None) for k in ("prompt_token_count", "tool_use_prompt_token_count")]
+            outputs = [getattr(usage, k, None) for k in ("candidates_token_count", "thoughts_token_count")]
+            if any(v is not None for v in inputs):
+                input_tokens = (input_tokens or 0) + sum(v or 0 for v in inputs)
+            if any(v is not None for v in outputs):
+                output_tokens = (output_tokens or 0) + sum(v or 0 for v in outputs)
         content = getattr(event, "content", None)
         parts = list(getattr(content, "parts", None) or [])
         if not parts:
@@ -125,9 +137,7 @@ def extract_output(events: list[Any], state: Any = None, *, own: set[str] | None
         agents=agents or None,
         intermediate_responses=intermediate,
         state=state,
-        usage=Usage(input_tokens=input_tokens, output_tokens=output_tokens, model_requests=requests)
-        if requests
-        else None,
+        usage=Usage(input_tokens=input_tokens, output_tokens=output_tokens, model_requests=requests),
     )
 
 
