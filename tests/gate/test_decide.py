@@ -8,7 +8,7 @@ import pytest
 from gate_builders import binary_pair, reps, result, run
 
 from evalward.gate import GatePolicy, QuarantineEntry, compare, decide
-from evalward.model import Finding, MetricSpec, Verdict
+from evalward.model import CaseResult, Finding, MetricSpec, Verdict
 
 POLICY_M = GatePolicy(metrics=["m"])
 
@@ -474,6 +474,24 @@ class TestMetricSelection:
         cases[0].metric_results[0].status = "passed"
         verdict = decide(run("head", cases), run("base", cases), GatePolicy())
         assert [m.metric for m in verdict.metrics] == ["m"]
+
+    def test_without_thresholds_only_score_like_metrics_are_gated(self) -> None:
+        # No thresholds anywhere: the fallback gates scores in [0, 1], not seconds, tokens or efficiency counts,
+        # so an answer that got slower or used one more model call is not a regression unless asked for.
+        def case(i: int, tokens: float) -> CaseResult:
+            found = result(f"c{i}", {"quality": 0.9, "token_usage_v1": tokens, "latency_s": 0.4})
+            for metric in found.metric_results[1:]:
+                metric.higher_is_better = False
+            return found
+
+        base = run("base", [case(i, 120.0) for i in range(6)])
+        head = run("head", [case(i, 900.0) for i in range(6)])
+        verdict = decide(head, base, GatePolicy())
+        assert [m.metric for m in verdict.metrics] == ["quality"]
+        assert verdict.outcome == "pass"
+        # Named by the policy, an informational metric is gated like any other.
+        named = decide(head, base, GatePolicy(metrics=["token_usage_v1"]))
+        assert [m.metric for m in named.metrics] == ["token_usage_v1"]
 
     def test_case_pass_when_nothing_is_scored(self) -> None:
         base = run("base", [result(f"c{i}", {}) for i in range(3)])

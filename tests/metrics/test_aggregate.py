@@ -68,9 +68,10 @@ def test_mean_interval() -> None:
     mean, low, high = mean_interval([1.0, 0.0, 1.0, 1.0])
     assert mean == 0.75
     assert (low, high) == (0.0, 1.0)
-    # unbounded values (latency) are not clipped: 2, 4 → mean 3, s/√2 = 1, t(0.975, 1) = 12.7062
+    # non-negative unbounded values (latency): 2, 4 → mean 3, s/√2 = 1, t(0.975, 1) = 12.7062; the lower
+    # bound 3 − 12.7 is clipped at 0 (no latency is negative), the upper one is not capped
     mean, low, high = mean_interval([2.0, 4.0])
-    assert low == pytest.approx(3 - 12.7062, abs=1e-3)
+    assert low == 0.0
     assert high == pytest.approx(3 + 12.7062, abs=1e-3)
     assert mean_interval([0.4]) == (0.4, None, None)
 
@@ -176,3 +177,13 @@ def test_case_summaries_computed_during_the_run_are_reused_only_when_they_cover_
     stale = summarize_run(runs[:1], repetitions=2, pass_rule="per_run").case_summaries[0]
     recomputed = summarize_run(runs, repetitions=2, pass_rule="per_run", known_case_summaries={("s", "a"): stale})
     assert recomputed.case_summaries == fresh.case_summaries
+
+
+def test_intervals_of_counts_never_go_below_zero_and_are_not_capped_at_one() -> None:
+    # Counts 0, 0, 0, 4: mean 1, s = 2, t(0.975, 3) = 3.182 → 1 ± 3.182·2/2 = [−2.18, 4.18] → [0, 4.18].
+    mean, low, high = mean_interval([0.0, 0.0, 0.0, 4.0])
+    assert mean == 1.0 and low == 0.0
+    assert high == pytest.approx(1 + 3.182446305284263, rel=1e-6)
+    # A negative value (a signed difference) keeps the plain t interval.
+    _, low_signed, _ = mean_interval([-1.0, 0.0, 0.0, 4.0])
+    assert low_signed is not None and low_signed < 0

@@ -23,8 +23,8 @@ The method and its defaults are GATE.md's. The policy, evaluated in this order:
    current run (`added_case`, info), only in the baseline (`removed_case`, warning) or with a different
    hash (`changed_case`, warning) are listed and excluded. Eval sets whose criteria differ between the
    runs get a `mismatch` warning. Zero comparable cases is `inconclusive`, never "no regressions".
-5. Per metric (the policy's list; else every metric with a threshold in the current run; else every metric
-   scored in both runs; else `case_pass`, the case status as 0/1): per case the means b_i, c_i over its
+5. Per metric (the policy's list; else every metric with a threshold in the current run; else every
+   score-like metric — higher is better, scores in [0, 1] — scored in both runs; else `case_pass`, the case status as 0/1): per case the means b_i, c_i over its
    scored repetitions and d_i = c_i − b_i (sign reversed for lower-is-better metrics). An errored
    repetition, on either side alike, scores the worst value (0, or 1 when lower is better) under
    `fail`/`count_as_failure` and is left out under `ignore`. Test of record: exact McNemar for a
@@ -504,9 +504,7 @@ class _Gate:
         if with_threshold:
             return sorted(with_threshold)
         assert self.baseline is not None
-        scored_now = {m.name for r in self.current.cases for m in r.metric_results if m.score is not None}
-        scored_before = {m.name for r in self.baseline.cases for m in r.metric_results if m.score is not None}
-        return sorted(scored_now & scored_before) or [CASE_PASS_METRIC]
+        return sorted(_score_like(self.current) & _score_like(self.baseline)) or [CASE_PASS_METRIC]
 
     def _direction(self, metric: str) -> bool:
         for run in (self.current, self.baseline):
@@ -1180,3 +1178,22 @@ class _Gate:
             age_s=age,
             chosen_by="",
         )
+
+
+def _score_like(run: RunResult) -> set[str]:
+    """Metrics of `run` that read as scores: higher is better and every score lies in [0, 1] (GATE.md §1).
+
+    The fallback of step 5 gates only these. Latency, tokens, cost, ADK's efficiency counts and other
+    lower-is-better counts are informational unless the policy names them: a longer answer or one more model
+    call is not a regression by default, and the tests assume s ∈ [0, 1]."""
+    scored: set[str] = set()
+    excluded: set[str] = set()
+    for result in run.cases:
+        for metric in result.metric_results:
+            if metric.score is None:
+                continue
+            if metric.higher_is_better and 0.0 <= metric.score <= 1.0:
+                scored.add(metric.name)
+            else:
+                excluded.add(metric.name)
+    return scored - excluded

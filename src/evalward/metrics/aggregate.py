@@ -113,8 +113,9 @@ def t_quantile(probability: float, df: int) -> float:
 def mean_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float | None, float | None]:
     """(mean, low, high): x̄ ± t_{(1+conf)/2, N−1}·s/√N; no interval for fewer than 2 values.
 
-    When every value lies in [0, 1] (scores, pass/fail), the interval is clipped to [0, 1]: a mean of
-    bounded scores cannot leave that range, so bounds outside it would only mislead a reader.
+    When every value lies in [0, 1] (scores, pass/fail), the interval is clipped to [0, 1]; when every value
+    is ≥ 0 (counts, seconds, tokens, cost) its lower bound is clipped at 0: a mean of such values cannot leave
+    that range, so bounds outside it would only mislead a reader.
     """
     count = len(values)
     mean = sum(values) / count
@@ -123,8 +124,10 @@ def mean_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[fl
     variance = sum((v - mean) ** 2 for v in values) / (count - 1)
     half = t_quantile((1.0 + confidence) / 2.0, count - 1) * math.sqrt(variance / count)
     low, high = mean - half, mean + half
-    if all(0.0 <= v <= 1.0 for v in values):
-        low, high = max(0.0, low), min(1.0, high)
+    if all(v >= 0.0 for v in values):
+        low = max(0.0, low)
+        if all(v <= 1.0 for v in values):
+            high = min(1.0, high)
     return mean, low, high
 
 
