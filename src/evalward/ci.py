@@ -790,14 +790,15 @@ def merge_shard_artifacts(store: Store, directory: str, *, run_id: str | None = 
 
 def _server_history(
     options: CiOptions, env: Mapping[str, str], run: RunResult
-) -> tuple[RemoteSearch | None, list[str]]:
+) -> tuple[RemoteSearch | None, Callable[[Verdict], list[str]] | None, list[str]]:
     """With `server-url`: upload the run to the evalward server and gate against the server's history
-    (see `evalward.remote_history`). Returns the remote baseline search for `gate_run` and notes for the log;
-    (None, []) without a server. An upload failure leaves the gate without a baseline, saying why."""
+    (see `evalward.remote_history`). Returns the remote baseline search for `gate_run`, a function that
+    records the resulting verdict on the server (returning notes), and notes for the log; (None, None, [])
+    without a server. An upload failure leaves the gate without a baseline, saying why."""
     from evalward.remote_history import BaselineQuery, RemoteHistory
 
     if not options.server_url:
-        return None, []
+        return None, None, []
     token = env.get("EVALWARD_SERVER_TOKEN")
     if not token:
         note = "server-url is set but server-token (EVALWARD_SERVER_TOKEN) is not: the run was not uploaded"
@@ -806,7 +807,7 @@ def _server_history(
         def refused(_query: BaselineQuery) -> tuple[BaselineSearch, dict[tuple[str, str], float]]:
             raise reason
 
-        return refused, [note]
+        return refused, None, [note]
     history = RemoteHistory(options.server_url, token)
     try:
         history.upload(run)
@@ -817,15 +818,21 @@ def _server_history(
         def unavailable(_query: BaselineQuery) -> tuple[BaselineSearch, dict[tuple[str, str], float]]:
             raise failure
 
-        return unavailable, [str(exc)]
+        return unavailable, None, [str(exc)]
 
     def search(query: BaselineQuery) -> tuple[BaselineSearch, dict[tuple[str, str], float]]:
+        return history.search_baseline(run.run_id, query)
+
+    def publish(verdict: Verdict) -> list[str]:
         try:
-            return history.search_baseline(run.run_id, query)
+            history.record_verdict(verdict)
+        except InfrastructureError as exc:
+            return [str(exc)]
         finally:
             history.close()
+        return []
 
-    return search, []
+    return search, publish, []
 
 
 @dataclass
@@ -956,7 +963,7 @@ def _run_ci(
 
         overrides = {"strict": True} if "inconclusive" in options.fail_on else {}
         policy = load_policy(options.gate_settings, config_path=options.config_path, overrides=overrides)
-        remote, server_notes = _server_history(options, env, run)
+        remote, publish_verdict, server_notes = _server_history(options, env, run)
         outcome = gate_run(
             store,
             run,
@@ -965,7 +972,10 @@ def _run_ci(
             base_branch=options.base_branch or run.context.base_branch,
             repo_dir=root,
             remote=remote,
+            record="ci",
         )
+        if publish_verdict is not None:
+            server_notes.extend(publish_verdict(outcome.verdict))
     except EvalwardError as exc:
         return _report_error(exc, actions, options, target, factory, out, err)
 

@@ -86,11 +86,14 @@ def gate_run(
     allow_mismatch: bool = False,
     repo_dir: Path | None = None,
     remote: RemoteSearch | None = None,
+    record: str | None = None,
 ) -> GateOutcome:
     """Select the baseline for `current` and decide. Mismatched explicit baselines are refused.
 
     With `remote`, the baseline and the flip rates come from an evalward server's history (see
-    `evalward.remote_history`); a server that cannot be reached gives "no baseline" with the reason."""
+    `evalward.remote_history`); a server that cannot be reached gives "no baseline" with the reason.
+    With `record` (gate, ci, serve), the verdict is kept in the history database as the one that gated the
+    run, so the dashboard shows what the pull request got rather than a recomputation."""
     from evalward.errors import InfrastructureError
     from evalward.gate import decide
     from evalward.remote_history import MAX_ANCESTORS, BaselineQuery
@@ -140,6 +143,8 @@ def gate_run(
             f" Passed over run {r.run_id} ({(r.commit or '?')[:12]}): {r.reason}." for r in search.refused[:5]
         )
         verdict = verdict.model_copy(update={"reason": verdict.reason + looked + refused})
+    if record is not None and store.has_run(current.run_id):
+        store.record_verdict(verdict, source=record)
     return GateOutcome(current=current, baseline=baseline, verdict=verdict, search=search)
 
 

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evalward.errors import InfrastructureError
 from evalward.model import RunResult
+from evalward.model.verdict import Verdict
 
 if TYPE_CHECKING:
     import httpx
@@ -128,6 +129,15 @@ class RemoteHistory:
                 f"{exc.errors()[0]['msg']} at {'.'.join(str(p) for p in exc.errors()[0]['loc'])}"
             ) from None
         return search, {(f.eval_set_id, f.case_id): f.rate for f in answer.flip_rates}
+
+    def record_verdict(self, verdict: Verdict) -> None:
+        """Keep the verdict that gated the run on the server too (`POST /api/v1/runs/{run_id}/verdicts`), so
+        its dashboard shows what the pull request got."""
+        response = self._post(
+            f"/api/v1/runs/{verdict.current_run_id}/verdicts", verdict.model_dump_json().encode("utf-8")
+        )
+        if response.status_code != 201:
+            raise InfrastructureError(self._failure("record the verdict", response))
 
     def _post(self, path: str, body: bytes) -> httpx.Response:
         """POST with retries: connection errors, timeouts and 5xx/429 are retried after 1, 2, 4 … s."""

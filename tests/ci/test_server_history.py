@@ -73,6 +73,15 @@ def test_pull_request_is_gated_against_the_servers_history(workspace: Workspace,
     assert result.run is not None
     assert {r["run_id"] for r in server_runs(server)} == {pushed.run.run_id, result.run.run_id}
     assert UPLOAD not in log
+    # The verdict the PR got is kept on the server (and the dashboard shows it) and in the job's database.
+    kept = httpx.get(f"{server}/api/v1/runs/{result.run.run_id}/verdicts", headers={"Authorization": f"Bearer {READ}"})
+    [on_server] = kept.json()["verdicts"]
+    assert (on_server["source"], on_server["verdict"]["outcome"]) == ("upload", "fail")
+    assert on_server["verdict"]["baseline"]["run_id"] == pushed.run.run_id
+    page = httpx.get(f"{server}/runs/{result.run.run_id}", headers={"Authorization": f"Bearer {READ}"})
+    assert page.status_code == 200 and "As gated by upload on" in page.text
+    with open_store(f"sqlite:///{workspace.root / 'b' / 'history.db'}") as local:
+        assert [v.source for v in local.recorded_verdicts(result.run.run_id)] == ["ci"]
 
 
 def test_without_the_token_nothing_is_uploaded_and_the_gate_says_why(workspace: Workspace, server: str) -> None:
@@ -112,3 +121,11 @@ def test_the_baseline_endpoint_checks_tokens_and_input(workspace: Workspace, ser
     assert missing.status_code == 404
     ok = httpx.post(endpoint, json={"base_branch": "master"}, headers={"Authorization": f"Bearer {READ}"})
     assert ok.status_code == 200 and ok.json()["search"]["choice"] is None
+
+    verdicts = f"{server}/api/v1/runs/{pushed.run.run_id}/verdicts"
+    forged = {"outcome": "pass", "reason": "trust me", "current_run_id": "another-run"}
+    assert httpx.post(verdicts, json=forged, headers={"Authorization": f"Bearer {UPLOAD}"}).status_code == 422
+    own = {**forged, "current_run_id": pushed.run.run_id}
+    assert httpx.post(verdicts, json=own).status_code == 401
+    assert httpx.post(verdicts, json=own, headers={"Authorization": f"Bearer {READ}"}).status_code == 403
+    assert httpx.post(verdicts, json=own, headers={"Authorization": f"Bearer {UPLOAD}"}).status_code == 201

@@ -101,6 +101,13 @@ def test_gate_fails_a_regression_and_shows_the_diff(tmp_path: Path) -> None:
     assert "- check_prime(" in comment  # the expected call the PR dropped, in the diff block
     assert len(comment) < 65_536
     assert "<html" in (tmp_path / "r.html").read_text()
+    # The verdict that gated the run is kept with it (the dashboard shows this one, not a recomputation).
+    from evalward.store import open_store
+
+    with open_store(f"sqlite:///{tmp_path}/h.db") as store:
+        [recorded] = store.recorded_verdicts(run_id)
+    assert (recorded.source, recorded.verdict.outcome) == ("gate", "fail")
+    assert recorded.verdict.model_dump(mode="json") == verdict
 
 
 def test_no_baseline_is_inconclusive_or_fail_by_policy(tmp_path: Path) -> None:

@@ -140,6 +140,7 @@ async def test_openapi_document_lists_every_route(api: httpx.AsyncClient) -> Non
         "/api/v1/runs/{run_id}",
         "/api/v1/runs/{run_id}/baseline",
         "/api/v1/runs/{run_id}/compare",
+        "/api/v1/runs/{run_id}/verdicts",
     ]
 
 

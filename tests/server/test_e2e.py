@@ -161,6 +161,11 @@ def test_a_pr_webhook_is_cloned_run_gated_and_reported_once(tmp_path: Path, app_
         assert comments[0]["user"]["login"] == "evalward-test[bot]"
         stored = store.load_run(str(pr_job.run_id))
         assert (stored.context.commit, stored.context.pr_number, stored.passed) == (feature_sha, 2, False)
+        # The verdict posted to the PR is kept with the run, so the dashboard shows that one.
+        [recorded] = store.recorded_verdicts(stored.run_id)
+        assert recorded.source == "serve" and recorded.verdict.outcome == checks[-1]["conclusion"].replace(
+            "failure", "fail"
+        ).replace("success", "pass")
         # No token in any request path or the job rows.
         tokens = list(github.installation_tokens)
         assert tokens and not any(

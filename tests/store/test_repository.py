@@ -260,3 +260,20 @@ def test_loading_an_unknown_run_suggests_similar_ids(store: Store) -> None:
     store.begin_run(make_run("20250301-abcdef"), [])
     with pytest.raises(GateInputError, match=r"run '20250301-zzz' is not in the history database \(similar ids: "):
         store.load_run("20250301-zzz")
+
+
+def test_recorded_verdicts_are_kept_per_run_newest_first(store: Store) -> None:
+    from evalward.model.verdict import BaselineInfo, Verdict
+
+    store.begin_run(make_run("pr"), [])
+    first = Verdict(outcome="fail", reason="a regression", current_run_id="pr", policy_digest="d1")
+    second = Verdict(
+        outcome="pass", reason="re-gated", current_run_id="pr", policy_digest="d2", baseline=BaselineInfo(run_id="b")
+    )
+    store.record_verdict(first, source="ci")
+    store.record_verdict(second, source="gate")
+    recorded = store.recorded_verdicts("pr")
+    assert [(r.source, r.verdict) for r in recorded] == [("gate", second), ("ci", first)]
+    assert store.recorded_verdicts("other") == []
+    with pytest.raises(GateInputError, match="run 'ghost' is not in the history database"):
+        store.record_verdict(Verdict(outcome="pass", reason="", current_run_id="ghost"), source="ci")

@@ -89,6 +89,7 @@ def gate_command(
         baseline_spec=baseline_spec,
         base_branch=base_branch or (settings.base_branch if settings else None),
         allow_mismatch=allow_mismatch,
+        record="gate",
     )
     render_outcome(outcome.current, outcome.verdict, outcome.baseline, json_path, markdown_path, html_path)
     sys.exit(EXIT_OK if outcome.verdict.outcome != "fail" else EXIT_FAILED)

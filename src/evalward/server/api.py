@@ -6,6 +6,8 @@
 | `GET /api/v1/repos/{owner}/{repo}/runs` | read | run rows, newest first (`branch`, `status`, `limit`) |
 | `GET /api/v1/runs/{run_id}` | read | the stored `RunResult` |
 | `POST /api/v1/runs/{run_id}/baseline` | upload token of the run's repository, or read | the baseline search for a stored run, given the merge-base and ancestors the caller's checkout knows (see `evalward.remote_history`) |
+| `POST /api/v1/runs/{run_id}/verdicts` | upload token of the run's repository | 201: the verdict that gated the run (`evalward ci` with `server-url`) is kept and shown by the dashboard |
+| `GET /api/v1/runs/{run_id}/verdicts` | read | the recorded verdicts of a run, newest first |
 | `GET /api/v1/runs/{run_id}/compare` | read | the `Verdict` against `baseline` (auto, none, RUN_ID, commit:SHA, branch:NAME) |
 | `GET /api/v1/repos/{owner}/{repo}/cases/{case_id}/history` | read | per run and metric: the case's mean score |
 | `GET /api/v1/jobs` | read | jobs, newest first (`status`, `repo`, `limit`) |
@@ -146,6 +148,56 @@ async def baseline_for_run(request: Request) -> Response:
     return JSONResponse(answer.model_dump(mode="json"))
 
 
+async def record_run_verdict(request: Request) -> Response:
+    """Keep the verdict a CI job reached for an uploaded run (the run's upload token is required)."""
+    from pydantic import ValidationError
+
+    from evalward.model.verdict import Verdict
+    from evalward.server.app import PayloadTooLarge, read_body_capped
+
+    state = _state(request)
+    run_id = request.path_params["run_id"]
+    token = bearer_token(request.headers.get("authorization"))
+    if token is None:
+        raise HTTPException(401, "an upload token is required: send `Authorization: Bearer <token>`")
+    try:
+        body = await read_body_capped(request, 16 * 1024 * 1024)
+    except PayloadTooLarge:
+        raise HTTPException(413, "the verdict is larger than 16 MiB") from None
+    try:
+        verdict = Verdict.model_validate_json(body)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "body"
+        raise HTTPException(422, f"invalid verdict at {where}: {first['msg']}") from None
+    if verdict.current_run_id != run_id:
+        raise HTTPException(422, f"the verdict is for run {verdict.current_run_id!r}, not {run_id!r}")
+
+    def keep() -> None:
+        if not state.store.has_run(run_id):
+            raise HTTPException(404, f"run {run_id!r} is not stored; upload it first")
+        repo = state.store.load_run(run_id).context.repository or ""
+        if not token_matches(token, state.settings.upload_token_hashes.get(repo, [])):
+            raise HTTPException(403, f"this token may not record verdicts for {repo or 'this run'}")
+        state.store.record_verdict(verdict, source="upload")
+
+    await run_in_threadpool(keep)
+    return JSONResponse({"run_id": run_id, "outcome": verdict.outcome}, status_code=201)
+
+
+async def list_run_verdicts(request: Request) -> Response:
+    require_read(request)
+    state = _state(request)
+    run_id = request.path_params["run_id"]
+
+    def load() -> list[dict[str, Any]]:
+        if not state.store.has_run(run_id):
+            raise HTTPException(404, f"run {run_id!r} is not stored")
+        return [r.model_dump(mode="json") for r in state.store.recorded_verdicts(run_id)]
+
+    return JSONResponse({"run_id": run_id, "verdicts": await run_in_threadpool(load)})
+
+
 async def list_repo_runs(request: Request) -> Response:
     require_read(request)
     state = _state(request)
@@ -259,6 +311,8 @@ def api_routes() -> list[Route]:
         Route("/api/v1/repos/{owner}/{repo}/runs", list_repo_runs, methods=["GET"]),
         Route("/api/v1/runs/{run_id}", get_run, methods=["GET"]),
         Route("/api/v1/runs/{run_id}/baseline", baseline_for_run, methods=["POST"]),
+        Route("/api/v1/runs/{run_id}/verdicts", record_run_verdict, methods=["POST"]),
+        Route("/api/v1/runs/{run_id}/verdicts", list_run_verdicts, methods=["GET"]),
         Route("/api/v1/runs/{run_id}/compare", compare, methods=["GET"]),
         Route("/api/v1/repos/{owner}/{repo}/cases/{case_id:path}/history", case_history, methods=["GET"]),
         Route("/api/v1/jobs", list_jobs, methods=["GET"]),
@@ -356,6 +410,23 @@ def openapi_document() -> dict[str, Any]:
                     },
                     "responses": _responses("The search and the base branch's flip rates", 401, 403, 404, 413, 422),
                 }
+            },
+            "/api/v1/runs/{run_id}/verdicts": {
+                "post": {
+                    "operationId": "recordVerdict",
+                    "summary": "Keep the verdict that gated an uploaded run (shown by the dashboard).",
+                    "security": [{"uploadToken": []}],
+                    "parameters": [_param("run_id", "path")],
+                    "requestBody": {"required": True, "content": {"application/json": {"schema": {"type": "object"}}}},
+                    "responses": _responses("Recorded", 401, 403, 404, 413, 422, ok_status="201"),
+                },
+                "get": {
+                    "operationId": "listVerdicts",
+                    "summary": "The verdicts recorded for a run (by the CI job, `evalward gate` or the daemon), newest first.",
+                    "security": read,
+                    "parameters": [_param("run_id", "path")],
+                    "responses": _responses("Recorded verdicts", 401, 404),
+                },
             },
             "/api/v1/runs/{run_id}/compare": {
                 "get": {

@@ -249,13 +249,19 @@ async def run_page(request: Request) -> Response:
     state = _state(request)
     run_id = request.path_params["run_id"]
 
-    def load() -> tuple[Any, Any]:
+    def load() -> tuple[Any, Any, str]:
         from evalward.gate import GatePolicy
         from evalward.gating import gate_run
 
         if not state.store.has_run(run_id):
             raise HTTPException(404, f"run {run_id!r} is not stored")
         run = state.store.load_run(run_id)
+        recorded = state.store.recorded_verdicts(run_id)
+        if recorded:
+            # The verdict the pull request actually got, with the repository's own policy.
+            newest = recorded[0]
+            when = newest.recorded_at.strftime("%Y-%m-%d %H:%M UTC")
+            return run, newest.verdict, f"As gated by {newest.source} on {when}."
         try:
             with tempfile.TemporaryDirectory(prefix="evalward-dash-") as empty:
                 # No checkout here, so no merge-base from git: without a recorded one, the newest comparable
@@ -268,11 +274,11 @@ async def run_page(request: Request) -> Response:
                 outcome = gate_run(
                     state.store, run, GatePolicy(), baseline_spec=spec, repo_dir=Path(empty), allow_mismatch=True
                 )
-            return run, outcome.verdict
+            return run, outcome.verdict, "Recomputed with the default policy: no gate recorded a verdict for this run."
         except Exception:  # a verdict is a bonus on this page; the run itself is still shown
-            return run, None
+            return run, None, ""
 
-    run, verdict = await run_in_threadpool(load)
+    run, verdict, provenance = await run_in_threadpool(load)
     ctx = run.context
     facts = (
         f"<p class=muted>{esc(ctx.repository or '')} · commit <code>{esc((ctx.commit or '')[:12])}</code> · "
@@ -285,7 +291,7 @@ async def run_page(request: Request) -> Response:
         base = f" Baseline: {esc(verdict.baseline.run_id)}." if verdict.baseline else ""
         verdict_html = (
             f'<div class="verdict verdict-{esc(outcome)}"><span class="{esc(outcome)}">{esc(outcome.upper())}</span> '
-            f"{esc(verdict.reason)}{base}</div>"
+            f"{esc(verdict.reason)}{base}</div><p class=muted>{esc(provenance)}</p>"
         )
         findings = "".join(f"<li>{esc(f.severity)}: {esc(f.message)}</li>" for f in verdict.findings[:50])
         if findings:

@@ -486,7 +486,13 @@ class Handlers:
             return {"run_id": run.run_id, "conclusion": conclusion, "check_run": check}
         policy = load_policy(repo_settings.gate, config_path=str(config_path) if config_path else None)
         outcome = gate_run(
-            self.store, run, policy, base_branch=p.get("base_ref"), repo_dir=repo_dir, allow_mismatch=True
+            self.store,
+            run,
+            policy,
+            base_branch=p.get("base_ref"),
+            repo_dir=repo_dir,
+            allow_mismatch=True,
+            record="serve",
         )
         verdict = outcome.verdict
         markdown = render_verdict(run, verdict, outcome.baseline, title=self.settings.check_name, details_url=details)

@@ -16,7 +16,7 @@ from evalward.store.comparability import comparability_differences, comparabilit
 from evalward.store.engine import DEFAULT_DB_URL, resolve_db_url
 from evalward.store.gitinfo import git_first_parent_ancestors, git_merge_base
 from evalward.store.migrate import HEAD_REVISION, current_revision, upgrade_database
-from evalward.store.repository import HistoryPoint, RunRow, ScoreRow, Store, open_store
+from evalward.store.repository import HistoryPoint, RecordedVerdict, RunRow, ScoreRow, Store, open_store
 
 __all__ = [
     "DEFAULT_DB_URL",
@@ -24,6 +24,7 @@ __all__ = [
     "BaselineChoice",
     "BaselineSearch",
     "HistoryPoint",
+    "RecordedVerdict",
     "Refusal",
     "RunRow",
     "ScoreRow",

@@ -23,9 +23,10 @@ from pydantic import BaseModel, ConfigDict
 
 from evalward.errors import GateInputError, UsageError
 from evalward.model import CaseResult, RunResult
+from evalward.model.verdict import Verdict
 from evalward.store.comparability import comparability_key
 from evalward.store.engine import read_transaction, write_transaction
-from evalward.store.schema import cases_table, plan_table, runs_table, scores_table
+from evalward.store.schema import cases_table, gate_verdicts_table, plan_table, runs_table, scores_table
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection, Engine
@@ -178,6 +179,16 @@ def _unique_keys(keys: Iterable[ItemKey]) -> list[ItemKey]:
     return list(dict.fromkeys((str(e), str(c), int(r)) for e, c, r in keys))
 
 
+class RecordedVerdict(BaseModel):
+    """A verdict as it was reached and reported for a run, with who reached it and when."""
+
+    model_config = ConfigDict(frozen=True)
+
+    source: str
+    recorded_at: datetime
+    verdict: Verdict
+
+
 class Store:
     """The history database. Thread-safe (one connection per call); several processes may share it."""
 
@@ -288,6 +299,42 @@ class Store:
                 )
             self._insert_cases(conn, run.run_id, run.cases)
         return run.run_id
+
+    def record_verdict(self, verdict: Verdict, *, source: str) -> None:
+        """Keep the verdict that gated `verdict.current_run_id` (append-only; `source`: gate, ci, serve, upload)."""
+        from sqlalchemy import insert
+
+        with write_transaction(self.engine) as conn:
+            self._require_run(conn, verdict.current_run_id)
+            conn.execute(
+                insert(gate_verdicts_table).values(
+                    run_id=verdict.current_run_id,
+                    baseline_run_id=verdict.baseline.run_id if verdict.baseline else None,
+                    outcome=verdict.outcome,
+                    policy_digest=verdict.policy_digest,
+                    source=source,
+                    created_at=datetime.now(UTC),
+                    verdict_json=verdict.model_dump(mode="json"),
+                )
+            )
+
+    def recorded_verdicts(self, run_id: str) -> list[RecordedVerdict]:
+        """The verdicts recorded for `run_id`, newest first."""
+        from sqlalchemy import select
+
+        from evalward.model.verdict import Verdict
+
+        t = gate_verdicts_table.c
+        with read_transaction(self.engine) as conn:
+            rows = conn.execute(
+                select(t.source, t.created_at, t.verdict_json)
+                .where(t.run_id == run_id)
+                .order_by(t.created_at.desc(), t.id.desc())
+            ).all()
+        return [
+            RecordedVerdict(source=source, recorded_at=at, verdict=Verdict.model_validate(data))
+            for source, at, data in rows
+        ]
 
     # -- reading ----------------------------------------------------------------------------------
 

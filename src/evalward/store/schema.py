@@ -7,6 +7,8 @@ case_results    one row per (run, eval set, case, repetition) that finished; UNI
 metric_scores   one row per (case result, metric): the queryable scores history and the gate read
 jobs            work items of the `evalward serve` daemon (claimed with row locks)
 webhook_deliveries  GUIDs of the webhook deliveries the daemon accepted, so start-up redelivery skips them
+gate_verdicts   the verdicts that gated a run (by `evalward gate`, `evalward ci` or the daemon), with the policy
+                digest, so the dashboard shows the verdict the pull request got, not a recomputation
 judge_cache     LLM-judge replies by sha256 of (model, prompt messages, parameters), so a re-run makes no calls
 
 The migrations in `migrations/versions/` create exactly these tables; a test compares the two.
@@ -225,6 +227,23 @@ class WebhookDeliveryTable(Base):
     __table_args__ = (Index(None, "received_at"),)
 
 
+class GateVerdictTable(Base):
+    """A verdict reached for a run (append-only: a re-gate adds a row; the newest is the one shown)."""
+
+    __tablename__ = "gate_verdicts"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    run_id: Mapped[str] = mapped_column(String(), ForeignKey("runs.run_id", ondelete="CASCADE"))
+    baseline_run_id: Mapped[str | None] = mapped_column(String())
+    outcome: Mapped[str] = mapped_column(String(16))
+    policy_digest: Mapped[str | None] = mapped_column(String(64))
+    source: Mapped[str] = mapped_column(String(32))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    verdict_json: Mapped[dict[str, Any]] = mapped_column(JSON())
+
+    __table_args__ = (Index(None, "run_id", "created_at"),)
+
+
 class JudgeCacheTable(Base):
     """One judge reply, keyed by sha256 of (model, full prompt messages, parameters incl. sample index)."""
 
@@ -246,3 +265,4 @@ scores_table = cast(Table, ScoreTable.__table__)
 jobs_table = cast(Table, JobTable.__table__)
 judge_cache_table = cast(Table, JudgeCacheTable.__table__)
 webhook_deliveries_table = cast(Table, WebhookDeliveryTable.__table__)
+gate_verdicts_table = cast(Table, GateVerdictTable.__table__)
