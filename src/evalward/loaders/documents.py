@@ -114,8 +114,9 @@ def _parse_jsonl(text: str, shown: str) -> Document:
             problems.append(_json_problem(shown, exc, line_offset=line_number - 1))
             continue
         line_index = index_json(line, prefix=(len(records),), first_line=line_number)
-        index.values.update(line_index.values)
-        index.keys.update(line_index.keys)
+        # Each line's offsets belong to that line's own line map: store them as positions.
+        index.values.update((path, line_index.value_at(path)) for path in line_index.values)  # type: ignore[misc]
+        index.keys.update((path, line_index.key_at(path)) for path in line_index.keys)  # type: ignore[misc]
         records.append(value)
     if problems:
         raise DocumentError(problems)

@@ -37,22 +37,34 @@ class Position:
 
 @dataclass
 class PositionIndex:
-    """Start positions of values (and of object keys) by JSON path."""
+    """Start positions of values (and of object keys) by JSON path.
 
-    values: dict[PathKey, Position] = field(default_factory=dict)
-    keys: dict[PathKey, Position] = field(default_factory=dict)
+    Positions may be stored as character offsets (ints) and turned into line/column only when asked for:
+    an eval file with thousands of cases records tens of thousands of values, of which a run reads a few.
+    """
+
+    values: dict[PathKey, Position | int] = field(default_factory=dict)
+    keys: dict[PathKey, Position | int] = field(default_factory=dict)
+    lines: _LineMap | None = None
+
+    def _resolve(self, found: Position | int) -> Position:
+        if isinstance(found, Position):
+            return found
+        assert self.lines is not None, "offsets are recorded together with their line map"
+        return self.lines.position(found)
 
     def value_at(self, path: PathKey) -> Position | None:
         """The start of the value at `path`, or of its nearest recorded ancestor."""
         for end in range(len(path), -1, -1):
             found = self.values.get(path[:end])
             if found is not None:
-                return found
+                return self._resolve(found)
         return None
 
     def key_at(self, path: PathKey) -> Position | None:
         """The start of the key naming `path` when it is an object member, else `value_at(path)`."""
-        return self.keys.get(path) or self.value_at(path)
+        found = self.keys.get(path)
+        return self._resolve(found) if found is not None else self.value_at(path)
 
 
 def format_json_path(path: Sequence[str | int]) -> str:
@@ -80,25 +92,32 @@ class _LineMap:
         return Position(line=row + self._first_line, column=offset - self._starts[row] + 1)
 
 
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_SKIP = re.compile(r"[ \t\n\r]*")
+
+
 def index_json(text: str, *, prefix: PathKey = (), first_line: int = 1) -> PositionIndex:
-    """Record value and key positions of a JSON text that `json.loads` has already accepted."""
-    index = PositionIndex()
+    """Record value and key positions of a JSON text that `json.loads` has already accepted.
+
+    Offsets are recorded, not line/column pairs (see PositionIndex); strings and whitespace are skipped with
+    compiled regular expressions and keys are decoded with `json.loads` only when they hold an escape."""
     lines = _LineMap(text, first_line)
+    index = PositionIndex(lines=lines)
+    values = index.values
+    keys = index.keys
+    skip_ws = _SKIP.match
+    string_at = _STRING.match
+    scalar_at = _SCALAR.match
 
     def skip(offset: int) -> int:
-        while offset < len(text) and text[offset] in _WHITESPACE:
-            offset += 1
-        return offset
+        return skip_ws(text, offset).end()  # type: ignore[union-attr]  # `*` always matches
 
     def string_end(offset: int) -> int:
-        """The offset just past the string literal opening at `offset` (escapes skip a character)."""
-        offset += 1
-        while text[offset] != '"':
-            offset += 2 if text[offset] == "\\" else 1
-        return offset + 1
+        """The offset just past the string literal opening at `offset`."""
+        return string_at(text, offset).end()  # type: ignore[union-attr]  # valid JSON: it matches
 
     def value(offset: int, path: PathKey) -> int:
-        index.values[path] = lines.position(offset)
+        values[path] = offset
         char = text[offset]
         if char == "{":
             offset = skip(offset + 1)
@@ -107,10 +126,11 @@ def index_json(text: str, *, prefix: PathKey = (), first_line: int = 1) -> Posit
             while True:
                 key_start = offset
                 offset = string_end(offset)
-                key = json.loads(text[key_start:offset])
+                raw_key = text[key_start + 1 : offset - 1]
+                key = json.loads(text[key_start:offset]) if "\\" in raw_key else raw_key
                 offset = skip(offset)  # now at ':'
                 member = (*path, key)
-                index.keys[member] = lines.position(key_start)
+                keys[member] = key_start
                 offset = skip(value(skip(offset + 1), member))
                 if text[offset] == "}":
                     return offset + 1
@@ -128,7 +148,7 @@ def index_json(text: str, *, prefix: PathKey = (), first_line: int = 1) -> Posit
                 offset = skip(offset + 1)
         if char == '"':
             return string_end(offset)
-        match = _SCALAR.match(text, offset)
+        match = scalar_at(text, offset)
         if match is None:  # unreachable for text json.loads accepted
             raise ValueError(f"unexpected character {char!r} at offset {offset}")
         return match.end()
