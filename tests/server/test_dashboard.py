@@ -55,8 +55,15 @@ async def test_home_lists_repositories(dash: httpx.AsyncClient) -> None:
 
 async def test_repo_page_has_a_trend_chart_per_metric_and_flip_rates(dash: httpx.AsyncClient) -> None:
     page = (await dash.get("/repos/acme/dice")).text
-    # tool_trajectory_avg_score, response_match_score and ADK's four informational efficiency metrics
-    assert page.count("<svg class=chart") == 6
+    # tool_trajectory_avg_score and response_match_score first (they have thresholds), then the ADK efficiency
+    # metrics the agent gave values for; token usage and model calls were never reported: a line, not a chart.
+    assert page.count("<svg class=chart") == 4
+    order = [page.index(f'data-metric="{m}"') for m in ("response_match_score", "tool_trajectory_avg_score")]
+    assert order == sorted(order) and order[-1] < page.index('data-metric="invocation_duration_v1"')
+    assert (
+        "No values recorded on this branch for: <code>inference_call_count_v1</code>, <code>token_usage_v1</code>"
+        in page
+    )
     assert 'data-metric="tool_trajectory_avg_score"' in page and "<polygon class=band" in page
     assert "3 runs on main" in page
     # Hand calculation: each case passed, failed, passed on main → 2 flips / 2 pairs = 1.000.
@@ -151,7 +158,7 @@ def test_pages_render_in_headless_chromium(history_db: str) -> None:
 
                 driver.find_element(By.LINK_TEXT, "acme/dice").click()  # type: ignore[attr-defined]
                 charts = driver.find_elements(By.CSS_SELECTOR, "svg.chart")  # type: ignore[attr-defined]
-                assert len(charts) == 6  # 2 criteria + ADK's 4 informational efficiency metrics
+                assert len(charts) == 4  # 2 criteria + the 2 ADK efficiency metrics that have values
                 charts = driver.find_elements(  # type: ignore[attr-defined]
                     By.CSS_SELECTOR, 'svg.chart[data-metric="tool_trajectory_avg_score"]'
                 )

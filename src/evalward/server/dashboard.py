@@ -190,11 +190,24 @@ async def repo_page(request: Request) -> Response:
         return runs, branch, trend, flaky
 
     runs, branch, trend, flaky = await run_in_threadpool(load)
+    # Gated metrics (a threshold in the newest run) first, then informational ones; a metric no run gave a
+    # value (e.g. token usage from an agent that reports none) gets a line, not an empty chart.
+    charted = {m: points for m, points in trend.items() if any(p.mean is not None for p in points)}
+    ordered = sorted(charted, key=lambda m: (charted[m][-1].threshold is None, m))
     charts = "".join(
-        f"<figure><figcaption>{esc(metric)}</figcaption>{trend_svg(metric, points)}"
-        f"<div class=muted>{len(points)} runs on {esc(branch)}; band: 95% interval</div></figure>"
-        for metric, points in sorted(trend.items())
+        f"<figure><figcaption>{esc(metric)}"
+        + (" <span class=muted>(informational)</span>" if charted[metric][-1].threshold is None else "")
+        + f"</figcaption>{trend_svg(metric, charted[metric])}"
+        f"<div class=muted>{len(charted[metric])} runs on {esc(branch)}; band: 95% interval</div></figure>"
+        for metric in ordered
     )
+    unvalued = sorted(set(trend) - set(charted))
+    if unvalued:
+        charts += (
+            "<p class=muted>No values recorded on this branch for: "
+            + ", ".join(f"<code>{esc(m)}</code>" for m in unvalued)
+            + ".</p>"
+        )
     run_rows = "".join(
         f'<tr><td><a href="{_href("runs", r.run_id)}">{esc(r.run_id)}</a></td><td><code>{esc((r.commit or "")[:12])}</code></td>'
         f"<td>{esc(r.branch or '')}</td><td>{esc(str(r.pr_number or ''))}</td><td>{_status(r.status, r.passed)}</td>"
@@ -302,7 +315,7 @@ async def run_page(request: Request) -> Response:
         f"<tr><td>{esc(name)}</td><td class=num>{_fmt(s.mean)}</td><td class=num>[{_fmt(s.ci_low)}, {_fmt(s.ci_high)}]</td>"
         f"<td class=num>{_fmt(s.threshold, 2)}</td><td class=num>{_fmt(s.pass_rate, 2)}</td><td class=num>{s.n}</td>"
         f"<td>{'—' if s.passed is None else ('<span class=pass>pass</span>' if s.passed else '<span class=fail>fail</span>')}</td></tr>"
-        for name, s in sorted(run.summary.items())
+        for name, s in sorted(run.summary.items(), key=lambda item: (item[1].threshold is None, item[0]))
     )
     body = (
         f"<h1>Run {esc(run.run_id)}</h1>{facts}<h2>Verdict</h2>{verdict_html}"

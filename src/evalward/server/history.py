@@ -30,6 +30,8 @@ class TrendPoint(BaseModel):
     ci_low: float | None
     ci_high: float | None
     n: int
+    threshold: float | None = None
+    """The metric's threshold in that run (None: informational)."""
 
 
 class CasePoint(BaseModel):
@@ -89,6 +91,7 @@ def metric_trend(store: Store, repository: str, branch: str, *, limit: int = 50)
                     ci_low=values.get("ci_low"),
                     ci_high=values.get("ci_high"),
                     n=int(values.get("n") or 0),
+                    threshold=values.get("threshold"),
                 )
             )
     return trend
