@@ -60,4 +60,5 @@ def test_case_summaries_built_during_the_run_match_a_summary_of_the_stored_resul
     assert len(run.cases) == 21 and len(run.case_summaries) == 7
     after = summarize_run(run.cases, repetitions=3, pass_rule=run.pass_rule)
     assert run.case_summaries == after.case_summaries
+    assert run.summary == after.summary
     assert {c.passes for c in run.case_summaries} - {0, 3}  # some cases are flaky: the summaries carry counts

@@ -7,6 +7,7 @@ import math
 import pytest
 
 from evalward.metrics.aggregate import (
+    case_metric_parts,
     mean_interval,
     pass_at_k,
     pass_hat_k,
@@ -170,12 +171,17 @@ def test_case_summaries_computed_during_the_run_are_reused_only_when_they_cover_
     a_summary, b_summary = fresh.case_summaries
     # A summary built early from the same results is used as it is (marked, to see that it was not rebuilt).
     early_a = a_summary.model_copy(update={"metric_means": {"m": 0.123}})
-    reused = summarize_run(runs, repetitions=2, pass_rule="per_run", known_case_summaries={("s", "a"): early_a})
+    parts = {("s", "a"): case_metric_parts(runs[:2])}
+    reused = summarize_run(
+        runs, repetitions=2, pass_rule="per_run", known_case_summaries={("s", "a"): early_a}, known_metric_parts=parts
+    )
     assert reused.case_summaries[0].metric_means == {"m": 0.123}
     assert reused.case_summaries[1] == b_summary
     # One built before the last repetition arrived (1 of 2 repetitions) is stale: recomputed from the results.
     stale = summarize_run(runs[:1], repetitions=2, pass_rule="per_run").case_summaries[0]
-    recomputed = summarize_run(runs, repetitions=2, pass_rule="per_run", known_case_summaries={("s", "a"): stale})
+    recomputed = summarize_run(
+        runs, repetitions=2, pass_rule="per_run", known_case_summaries={("s", "a"): stale}, known_metric_parts=parts
+    )
     assert recomputed.case_summaries == fresh.case_summaries
 
 

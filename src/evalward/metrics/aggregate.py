@@ -194,55 +194,95 @@ def summarize_case(runs: Sequence[CaseResult], *, repetitions: int, pass_rule: P
     )
 
 
-def summarize_metric(
-    name: str, groups: dict[tuple[str, str], list[CaseResult]], *, pass_rule: PassRule
-) -> MetricSummary | None:
-    """The metric over the run: mean of case means with a 95% t interval, pass rate, verdict."""
+@dataclass(frozen=True)
+class MetricPart:
+    """One case's share of a metric's run summary: everything `combine_metric` needs from its results."""
+
+    threshold: float | None
+    """The first threshold among the case's results (None: informational here)."""
+    higher_is_better: bool
+    errored: bool
+    case_mean: float | None
+    """Mean of the scored repetitions; None when none was scored."""
+    all_scored_passed: bool
+    """Every repetition with a score passed (the per-run case check)."""
+    n_scored: int
+    n_gated: int
+    n_passed: int
+
+
+def metric_part(results: Sequence[MetricResult]) -> MetricPart:
+    """A case's `MetricPart` from its results for one metric (at least one)."""
+    scores = _scores(results)
+    gated = [r for r in results if r.score is not None and r.status in ("passed", "failed")]
+    return MetricPart(
+        threshold=next((r.threshold for r in results if r.threshold is not None), None),
+        higher_is_better=results[0].higher_is_better,
+        errored=any(r.status == "error" for r in results),
+        case_mean=sum(scores) / len(scores) if scores else None,
+        all_scored_passed=all(r.status == "passed" for r in results if r.score is not None),
+        n_scored=len(scores),
+        n_gated=len(gated),
+        n_passed=sum(1 for r in gated if r.status == "passed"),
+    )
+
+
+def case_metric_parts(runs: Sequence[CaseResult]) -> dict[str, MetricPart]:
+    """Every metric's `MetricPart` for one case's repetitions."""
+    return {name: metric_part(results) for name, results in _metric_results(runs).items()}
+
+
+def combine_metric(parts: Sequence[MetricPart], *, pass_rule: PassRule) -> MetricSummary | None:
+    """The metric over the run from its cases' parts, in case order: the mean of case means with a 95% t
+    interval (`mean_interval`), n = scored repetitions, pass rate = passed / (passed + failed) repetitions,
+    and the verdict: every case meets the threshold (per_run: every scored repetition passed; mean_over_runs:
+    the case mean meets it) and no repetition errored. A case without its own threshold is judged by the
+    threshold of the cases before it; the summary's threshold is the last one seen."""
+    if not parts:
+        return None
     case_means: list[float] = []
-    all_results: list[MetricResult] = []
-    errored = False
     case_ok: list[bool] = []
     threshold: float | None = None
-    higher = True
-    for runs in groups.values():
-        results = [r for run in runs for r in run.metric_results if r.name == name]
-        if not results:
+    for part in parts:
+        threshold = part.threshold if part.threshold is not None else threshold
+        if part.case_mean is None:
             continue
-        all_results.extend(results)
-        higher = results[0].higher_is_better
-        threshold = next((r.threshold for r in results if r.threshold is not None), threshold)
-        errored = errored or any(r.status == "error" for r in results)
-        scores = _scores(results)
-        if scores:
-            case_means.append(sum(scores) / len(scores))
-            if threshold is not None:
-                if pass_rule == "mean_over_runs":
-                    case_ok.append(_meets(case_means[-1], threshold, higher))
-                else:
-                    case_ok.append(all(r.status == "passed" for r in results if r.score is not None))
-    if not all_results:
-        return None
-    scored = [r for r in all_results if r.score is not None and r.status in _SCORED]
+        case_means.append(part.case_mean)
+        if threshold is not None:
+            if pass_rule == "mean_over_runs":
+                case_ok.append(_meets(part.case_mean, threshold, part.higher_is_better))
+            else:
+                case_ok.append(part.all_scored_passed)
+    higher = parts[-1].higher_is_better
+    errored = any(part.errored for part in parts)
     if not case_means:
         return MetricSummary(
             mean=None, threshold=threshold, passed=False if errored else None, n=0, higher_is_better=higher
         )
     mean, low, high = mean_interval(case_means)
-    gated = [r for r in scored if r.status in ("passed", "failed")]
-    pass_rate = sum(1 for r in gated if r.status == "passed") / len(gated) if gated else None
-    passed: bool | None = None
-    if threshold is not None:
-        passed = not errored and all(case_ok)
+    n_gated = sum(part.n_gated for part in parts)
     return MetricSummary(
         mean=mean,
         threshold=threshold,
-        passed=passed,
-        n=len(scored),
+        passed=None if threshold is None else (not errored and all(case_ok)),
+        n=sum(part.n_scored for part in parts),
         ci_low=low,
         ci_high=high,
-        pass_rate=pass_rate,
+        pass_rate=sum(part.n_passed for part in parts) / n_gated if n_gated else None,
         higher_is_better=higher,
     )
+
+
+def summarize_metric(
+    name: str, groups: dict[tuple[str, str], list[CaseResult]], *, pass_rule: PassRule
+) -> MetricSummary | None:
+    """The metric over the run (see `combine_metric`); None when no case has a result for it."""
+    parts = []
+    for runs in groups.values():
+        results = [r for run in runs for r in run.metric_results if r.name == name]
+        if results:
+            parts.append(metric_part(results))
+    return combine_metric(parts, pass_rule=pass_rule)
 
 
 def summarize_run(
@@ -251,29 +291,35 @@ def summarize_run(
     repetitions: int,
     pass_rule: PassRule,
     known_case_summaries: Mapping[tuple[str, str], CaseSummary] | None = None,
+    known_metric_parts: Mapping[tuple[str, str], Mapping[str, MetricPart]] | None = None,
 ) -> RunSummary:
     """Per-metric summaries, per-case summaries and the run verdict under `pass_rule`.
 
-    `known_case_summaries` are summaries already computed from exactly these results (the pipeline builds
-    each as the case's last repetition finishes, while agents are still busy); they are reused when their
-    repetition count still matches, and every other case is summarised here."""
+    `known_case_summaries` and `known_metric_parts` were computed from exactly these results (the pipeline
+    builds them as each case's last repetition finishes, while agents are still busy); they are reused when
+    their repetition count still matches, and every other case is summarised here."""
     groups = _group_by_case(cases)
     names: list[str] = []
     for case in cases:
         for result in case.metric_results:
             if result.name not in names:
                 names.append(result.name)
-    summary: dict[str, MetricSummary] = {}
-    for name in names:
-        metric_summary = summarize_metric(name, groups, pass_rule=pass_rule)
-        if metric_summary is not None:
-            summary[name] = metric_summary
     known = known_case_summaries or {}
+    known_parts = known_metric_parts or {}
     case_summaries: list[CaseSummary] = []
+    parts_by_case: list[Mapping[str, MetricPart]] = []
     for key, runs in groups.items():
         ready = known.get(key)
-        if ready is None or ready.repetitions != len(runs):
+        parts = known_parts.get(key)
+        if ready is None or ready.repetitions != len(runs) or parts is None:
             ready = summarize_case(runs, repetitions=repetitions, pass_rule=pass_rule)
+            parts = case_metric_parts(runs)
         case_summaries.append(ready)
+        parts_by_case.append(parts)
+    summary: dict[str, MetricSummary] = {}
+    for name in names:
+        metric_summary = combine_metric([parts[name] for parts in parts_by_case if name in parts], pass_rule=pass_rule)
+        if metric_summary is not None:
+            summary[name] = metric_summary
     passed = bool(case_summaries) and all(c.passed for c in case_summaries)
     return RunSummary(summary=summary, case_summaries=case_summaries, passed=passed)
