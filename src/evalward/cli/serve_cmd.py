@@ -114,8 +114,9 @@ def run_server(settings: Any) -> None:
         )  # fmt: skip
         # Listen before the app starts: connections made during start-up (webhooks GitHub resends at our
         # start-up redelivery request) wait in the backlog instead of being refused.
-        sock = config.bind_socket()
-        sock.listen(config.backlog)
+        from evalward.server.listen import listening_socket
+
+        sock = listening_socket(settings.host, settings.port, backlog=config.backlog)
         # uvicorn re-raises the signal it caught once it has shut down; with this handler in place a
         # SIGTERM ends the process with exit code 0 after the graceful shutdown instead of killing it.
         signal.signal(signal.SIGTERM, lambda *_: None)
