@@ -24,3 +24,21 @@ def test_a_lost_check_run_answer_leaves_one_check_run(workspace: Workspace, faul
     lookup = workspace.fake.requests_to("GET", f"/commits/{PR_HEAD}/check-runs")
     assert len(lookup) == 1 and checks[0]["external_id"] == posts[0].body["external_id"]
     assert "could not post the check run" not in log and "could not post the check run" not in summary(env)
+
+
+@pytest.mark.parametrize("fault", ["502_after", "disconnect_after"])
+def test_a_lost_comment_answer_is_not_posted_twice(workspace: Workspace, fault: str) -> None:
+    from .conftest import PR_NUMBER, REPO
+
+    workspace.push()
+    workspace.fake.inject(fault, 1, path_contains=f"/issues/{PR_NUMBER}/comments", method="POST")
+    env = workspace.env("pull_request", pull_request_payload())
+    result, _log = workspace.run(env)
+
+    assert result.exit_code == 0
+    # GitHub applied the first POST; evalward looked before posting again and found it: one POST, one comment.
+    assert len(workspace.fake.requests_to("POST", f"/issues/{PR_NUMBER}/comments")) == 1
+    [comment] = workspace.fake.comments_on(REPO, PR_NUMBER)
+    assert comment["body"].startswith("<!-- evalward:")
+    assert result.comment_url and str(comment["id"]) in result.comment_url
+    assert not workspace.fake.requests_to("DELETE", "/issues/comments/")

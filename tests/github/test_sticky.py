@@ -142,11 +142,11 @@ class _LosingRacer(GitHubClient):
 
     fake: FakeGitHub
 
-    def create_issue_comment(self, repo: str, number: int, body: str) -> dict[str, Any]:
+    def create_issue_comment(self, repo: str, number: int, body: str, *, replay_safe: bool = True) -> dict[str, Any]:
         self.other = self.fake.seed_comment(
             repo, number, f"{MARKER}\nother run", login="github-actions[bot]", type="Bot"
         )
-        created = super().create_issue_comment(repo, number, body)
+        created = super().create_issue_comment(repo, number, body, replay_safe=replay_safe)
         self.fake.comments.pop(created["id"])  # the other run's clean-up removed ours
         return created
 

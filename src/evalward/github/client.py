@@ -330,9 +330,11 @@ class GitHubClient:
         path = f"repos/{_check_repo(repo)}/issues/{int(number)}/comments"
         return list(self._paginate(path, {"per_page": PER_PAGE_MAX}))
 
-    def create_issue_comment(self, repo: str, number: int, body: str) -> dict[str, Any]:
+    def create_issue_comment(self, repo: str, number: int, body: str, *, replay_safe: bool = True) -> dict[str, Any]:
+        """`issues/create-comment`. Not idempotent: the sticky comment passes `replay_safe=False` and looks for
+        its comment before posting again (`sticky.upsert_sticky_comment`)."""
         path = f"repos/{_check_repo(repo)}/issues/{int(number)}/comments"
-        return cast(dict[str, Any], self._json("POST", path, json={"body": body}))
+        return cast(dict[str, Any], self._json("POST", path, json={"body": body}, replay_safe=replay_safe))
 
     def update_issue_comment(self, repo: str, comment_id: int, body: str) -> dict[str, Any]:
         path = f"repos/{_check_repo(repo)}/issues/comments/{int(comment_id)}"

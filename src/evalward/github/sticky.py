@@ -17,7 +17,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from evalward.github.client import GitHubClient, GitHubError
+from evalward.github.client import GitHubClient, GitHubError, GitHubUncertainError
 
 COMMENT_BODY_MAX = 65_536
 """GitHub answers 422 "Body is too long (maximum is 65536 characters)" beyond this (not in the spec)."""
@@ -75,6 +75,28 @@ def _delete_quietly(client: GitHubClient, repo: str, comment_id: int) -> None:
             raise
 
 
+def _create_once(
+    client: GitHubClient, repo: str, pr_number: int, full: str, marker: str, bot_logins: Collection[str]
+) -> dict[str, Any]:
+    """POST the comment without blind re-sends: after an answer that leaves it unknown whether GitHub applied
+    the POST (a 5xx, a connection lost after sending), back off and look for our comment first; a second
+    POST would notify every subscriber twice before the duplicate could be deleted. At most
+    `client.max_retries` re-sends, then the last `GitHubUncertainError` is raised."""
+    attempt = 0
+    while True:
+        try:
+            return client.create_issue_comment(repo, pr_number, full, replay_safe=False)
+        except GitHubUncertainError:
+            if attempt >= client.max_retries:
+                raise
+            client.backoff(attempt)
+            attempt += 1
+        landed = [c for c in find_ours(client.list_issue_comments(repo, pr_number), marker, bot_logins)
+                  if c.get("body") == full]  # fmt: skip
+        if landed:
+            return landed[-1]
+
+
 def upsert_sticky_comment(
     client: GitHubClient,
     repo: str,
@@ -108,7 +130,7 @@ def upsert_sticky_comment(
             _delete_quietly(client, repo, int(duplicate["id"]))
         return CommentResult(url=str(keep.get("html_url", "")), id=int(keep["id"]), action=action)
 
-    created = client.create_issue_comment(repo, pr_number, full)
+    created = _create_once(client, repo, pr_number, full, marker, bot_logins)
     ours = find_ours(client.list_issue_comments(repo, pr_number), marker, bot_logins)
     if not ours or int(ours[0]["id"]) == int(created["id"]):
         # Ours is the oldest (or alone): any later duplicate from a racing run goes.
