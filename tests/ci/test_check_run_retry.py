@@ -42,3 +42,26 @@ def test_a_lost_comment_answer_is_not_posted_twice(workspace: Workspace, fault: 
     assert comment["body"].startswith("<!-- evalward:")
     assert result.comment_url and str(comment["id"]) in result.comment_url
     assert not workspace.fake.requests_to("DELETE", "/issues/comments/")
+
+
+@pytest.mark.parametrize("fault", ["502_after", "disconnect_after"])
+def test_a_lost_annotation_batch_answer_does_not_duplicate_annotations(workspace: Workspace, fault: str) -> None:
+    import json
+
+    from .conftest import eval_set
+
+    many = [f"City{i:03d}" for i in range(120)]
+    (workspace.root / "evals" / "weather.eval.json").write_text(json.dumps(eval_set(many), indent=2))
+    workspace.agent("allbad")
+    # The first annotation PATCH (annotations 51-100) is applied, then its answer is lost.
+    workspace.fake.inject(fault, 1, path_contains="/check-runs/", method="PATCH")
+    env = workspace.env("pull_request", pull_request_payload())
+    result, _log = workspace.run(env, baseline="none")
+
+    assert result.exit_code == 1
+    [check] = [r for r in workspace.fake.check_runs.values() if r["head_sha"] == PR_HEAD]
+    # GitHub appends annotations: a blind re-send would have left 170. evalward read annotations_count (100)
+    # after the lost answer, saw the batch had landed, and sent only the last 20.
+    assert len(workspace.fake.annotations_of(int(check["id"]))) == 120
+    patches = workspace.fake.requests_to("PATCH", "/check-runs/")
+    assert [len(p.body["output"]["annotations"]) for p in patches] == [50, 20]

@@ -260,5 +260,30 @@ def post_check_run(
         batch = items[start : start + ANNOTATIONS_PER_REQUEST]
         # The output is sent whole each time (title, summary, text) so a PATCH never blanks it; only
         # `annotations` accumulates.
-        run = client.update_check_run(repo, int(run["id"]), {"output": {**output, "annotations": batch}})
+        run = _append_annotations(
+            client, repo, head_sha, name, int(run["id"]), {"output": {**output, "annotations": batch}}, start
+        )
     return run
+
+
+def _append_annotations(
+    client: GitHubClient, repo: str, head_sha: str, name: str, run_id: int, payload: dict[str, Any], before: int
+) -> dict[str, Any]:
+    """PATCH one batch of annotations without duplicating it: GitHub appends annotations on every PATCH, so
+    one whose answer was lost is not re-sent blindly. After an uncertain answer, back off and read the run's
+    `output.annotations_count`: at least `before` + the batch → it landed; otherwise send it again (at most
+    `client.max_retries` times, then the last `GitHubUncertainError` is raised)."""
+    batch = len(payload["output"]["annotations"])
+    attempt = 0
+    while True:
+        try:
+            return client.update_check_run(repo, run_id, payload, replay_safe=False)
+        except GitHubUncertainError:
+            if attempt >= client.max_retries:
+                raise
+            client.backoff(attempt)
+            attempt += 1
+        runs = client.list_check_runs_for_ref(repo, head_sha, check_name=name, filter="all")
+        ours = [r for r in runs if int(r["id"]) == run_id]
+        if ours and int((ours[0].get("output") or {}).get("annotations_count") or 0) >= before + batch:
+            return ours[0]

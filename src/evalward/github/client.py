@@ -378,9 +378,13 @@ class GitHubClient:
         path = f"repos/{_check_repo(repo)}/commits/{_segment(ref)}/check-runs"
         return list(self._paginate(path, params, key="check_runs"))
 
-    def update_check_run(self, repo: str, check_run_id: int, payload: Mapping[str, Any]) -> dict[str, Any]:
+    def update_check_run(
+        self, repo: str, check_run_id: int, payload: Mapping[str, Any], *, replay_safe: bool = True
+    ) -> dict[str, Any]:
+        """`checks/update`. Replaying it is harmless except for `output.annotations`, which GitHub appends:
+        batches of annotations go with `replay_safe=False` (see `checks.post_check_run`)."""
         path = f"repos/{_check_repo(repo)}/check-runs/{int(check_run_id)}"
-        return cast(dict[str, Any], self._json("PATCH", path, json=dict(payload)))
+        return cast(dict[str, Any], self._json("PATCH", path, json=dict(payload), replay_safe=replay_safe))
 
     def get_pull(self, repo: str, number: int) -> dict[str, Any]:
         return cast(dict[str, Any], self._json("GET", f"repos/{_check_repo(repo)}/pulls/{int(number)}"))
