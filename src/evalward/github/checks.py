@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from evalward.github.client import GitHubClient, GitHubUncertainError
+from evalward.github.client import GitHubClient, send_once
 
 ANNOTATIONS_PER_REQUEST = 50
 OUTPUT_TEXT_MAX = 65_535
@@ -151,22 +151,18 @@ def create_check_run_once(client: GitHubClient, repo: str, payload: dict[str, An
     external_id = payload.get("external_id")
     if not isinstance(external_id, str) or not external_id:
         raise ValueError("create_check_run_once needs an external_id to recognise its own check run")
-    attempt = 0
-    while True:
-        try:
-            return client.create_check_run(repo, payload, replay_safe=False)
-        except GitHubUncertainError:
-            if attempt >= client.max_retries:
-                raise
-            client.backoff(attempt)
-            attempt += 1
+
+    def landed() -> dict[str, Any] | None:
         found = find_check_runs(client, repo, str(payload["head_sha"]), name=str(payload["name"]),
-                                external_id=external_id)  # fmt: skip
-        if found:
-            update = {k: v for k, v in payload.items() if k != "head_sha"}
-            if isinstance(update.get("output"), dict):
-                update["output"] = {k: v for k, v in update["output"].items() if k != "annotations"}
-            return client.update_check_run(repo, int(found[0]["id"]), update)
+                                external_id=str(external_id))  # fmt: skip
+        if not found:
+            return None
+        update = {k: v for k, v in payload.items() if k != "head_sha"}
+        if isinstance(update.get("output"), dict):
+            update["output"] = {k: v for k, v in update["output"].items() if k != "annotations"}
+        return client.update_check_run(repo, int(found[0]["id"]), update)
+
+    return send_once(client, lambda: client.create_check_run(repo, payload, replay_safe=False), landed)
 
 
 def start_check_run(
@@ -274,16 +270,12 @@ def _append_annotations(
     `output.annotations_count`: at least `before` + the batch → it landed; otherwise send it again (at most
     `client.max_retries` times, then the last `GitHubUncertainError` is raised)."""
     batch = len(payload["output"]["annotations"])
-    attempt = 0
-    while True:
-        try:
-            return client.update_check_run(repo, run_id, payload, replay_safe=False)
-        except GitHubUncertainError:
-            if attempt >= client.max_retries:
-                raise
-            client.backoff(attempt)
-            attempt += 1
+
+    def landed() -> dict[str, Any] | None:
         runs = client.list_check_runs_for_ref(repo, head_sha, check_name=name, filter="all")
         ours = [r for r in runs if int(r["id"]) == run_id]
         if ours and int((ours[0].get("output") or {}).get("annotations_count") or 0) >= before + batch:
             return ours[0]
+        return None
+
+    return send_once(client, lambda: client.update_check_run(repo, run_id, payload, replay_safe=False), landed)

@@ -40,7 +40,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 from urllib.parse import quote, urlsplit
 
 import httpx
@@ -48,6 +48,7 @@ import httpx
 from evalward.errors import InfrastructureError
 
 log = logging.getLogger("evalward.github")
+_T = TypeVar("_T")
 
 API_VERSION = "2022-11-28"
 MEDIA_TYPE = "application/vnd.github+json"
@@ -463,3 +464,22 @@ class GitHubClient:
         if expires.tzinfo is None:
             expires = expires.replace(tzinfo=UTC)
         return InstallationToken(token=str(answer["token"]), expires_at=expires)
+
+
+def send_once(client: GitHubClient, send: Callable[[], _T], landed: Callable[[], _T | None]) -> _T:
+    """Send a request that must not be applied twice (rule 5 of the module docstring): `send` makes it with
+    `replay_safe=False`; after an uncertain answer, back off and ask `landed` whether GitHub applied it after
+    all (its result is returned when it did; None sends again). At most `client.max_retries` re-sends, then
+    the last `GitHubUncertainError` is raised."""
+    attempt = 0
+    while True:
+        try:
+            return send()
+        except GitHubUncertainError:
+            if attempt >= client.max_retries:
+                raise
+            client.backoff(attempt)
+            attempt += 1
+        found = landed()
+        if found is not None:
+            return found

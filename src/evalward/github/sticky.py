@@ -17,7 +17,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from evalward.github.client import GitHubClient, GitHubError, GitHubUncertainError
+from evalward.github.client import GitHubClient, GitHubError, send_once
 
 COMMENT_BODY_MAX = 65_536
 """GitHub answers 422 "Body is too long (maximum is 65536 characters)" beyond this (not in the spec)."""
@@ -82,19 +82,13 @@ def _create_once(
     the POST (a 5xx, a connection lost after sending), back off and look for our comment first; a second
     POST would notify every subscriber twice before the duplicate could be deleted. At most
     `client.max_retries` re-sends, then the last `GitHubUncertainError` is raised."""
-    attempt = 0
-    while True:
-        try:
-            return client.create_issue_comment(repo, pr_number, full, replay_safe=False)
-        except GitHubUncertainError:
-            if attempt >= client.max_retries:
-                raise
-            client.backoff(attempt)
-            attempt += 1
-        landed = [c for c in find_ours(client.list_issue_comments(repo, pr_number), marker, bot_logins)
-                  if c.get("body") == full]  # fmt: skip
-        if landed:
-            return landed[-1]
+
+    def landed() -> dict[str, Any] | None:
+        ours = [c for c in find_ours(client.list_issue_comments(repo, pr_number), marker, bot_logins)
+                if c.get("body") == full]  # fmt: skip
+        return ours[-1] if ours else None
+
+    return send_once(client, lambda: client.create_issue_comment(repo, pr_number, full, replay_safe=False), landed)
 
 
 def upsert_sticky_comment(
