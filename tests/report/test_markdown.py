@@ -140,3 +140,28 @@ def test_any_limit_is_respected_and_sections_stay_whole(sample_run: RunResult):
 def test_too_small_limit_is_refused(sample_run: RunResult):
     with pytest.raises(ValueError, match="max_chars must be at least 500, got 499"):
         render_run_markdown(sample_run, max_chars=499)
+
+
+def test_informational_metrics_nobody_reported_are_named_below_the_table(passing_run: RunResult) -> None:
+    import io
+
+    from rich.console import Console
+
+    from evalward.model import MetricSummary
+    from evalward.report.terminal import print_run
+
+    summary = {
+        **passing_run.summary,
+        "token_usage_v1": MetricSummary(mean=None, threshold=None, passed=None, n=0, higher_is_better=False),
+        "inference_call_count_v1": MetricSummary(mean=None, threshold=None, passed=None, n=0, higher_is_better=False),
+    }
+    run = passing_run.model_copy(update={"summary": summary})
+    text = render_run_markdown(run)
+    assert "| token\\_usage\\_v1 |" not in text and "| inference\\_call\\_count\\_v1 |" not in text
+    assert "No values reported for: token\\_usage\\_v1, inference\\_call\\_count\\_v1." in text
+    for name in passing_run.summary:
+        assert f"| {name.replace('_', chr(92) + '_')} |" in text  # the reported metrics keep their rows
+    buffer = io.StringIO()
+    print_run(run, Console(file=buffer, width=200, color_system=None))
+    assert "No values reported for: token_usage_v1, inference_call_count_v1" in buffer.getvalue()
+    assert "token_usage_v1 │" not in buffer.getvalue()

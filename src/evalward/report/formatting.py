@@ -6,6 +6,8 @@ statuses), never untrusted text.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from evalward.model import CaseResult, MetricResult, MetricStatus, MetricSummary
 
 SCORE_FORMAT = "{:.3f}"
@@ -68,6 +70,25 @@ def pass_rate(summary: MetricSummary) -> str:
     if summary.pass_rate is None:
         return MISSING
     return f"{percent(summary.pass_rate)} of {summary.n}"
+
+
+def tabled_metrics(
+    summaries: Mapping[str, MetricSummary],
+) -> tuple[list[tuple[str, MetricSummary]], list[str]]:
+    """The metrics a summary table shows, and the names of those left out: informational metrics for which no
+    case had a value (ADK's token usage and model-call counts from an agent that reports neither) would be a
+    row of dashes; they are named once below the table instead."""
+    shown: list[tuple[str, MetricSummary]] = []
+    unreported: list[str] = []
+    for name, summary in summaries.items():
+        if summary.mean is None and summary.threshold is None and summary.passed is None:
+            unreported.append(name)
+        else:
+            shown.append((name, summary))
+    return shown, unreported
+
+
+UNREPORTED_LABEL = "No values reported for"
 
 
 def summary_status(summary: MetricSummary) -> str:

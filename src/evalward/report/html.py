@@ -252,7 +252,8 @@ def _metrics_section(run: RunResult) -> str:
     if not run.summary:
         return ""
     rows = []
-    for name, summary in run.summary.items():
+    shown, unreported = fmt.tabled_metrics(run.summary)
+    for name, summary in shown:
         status = fmt.summary_status(summary)
         rows.append(
             f"<tr><td><code>{html_escape(name)}</code></td><td class=num>{fmt.score(summary.mean)}</td>"
@@ -266,7 +267,13 @@ def _metrics_section(run: RunResult) -> str:
         "<th>threshold</th><th>pass rate</th><th>status</th><th>plot</th></tr>\n"
         + "\n".join(rows)
         + '\n</table>\n<p class="muted">Plot: bar to the mean, whisker for the interval, red marker at the '
-        "threshold.</p>\n</section>"
+        "threshold."
+        + (
+            f" {fmt.UNREPORTED_LABEL}: " + ", ".join(f"<code>{html_escape(n)}</code>" for n in unreported) + "."
+            if unreported
+            else ""
+        )
+        + "</p>\n</section>"
     )
 
 

@@ -117,12 +117,15 @@ def _summary_table(run: RunResult) -> str:
         "| metric | mean | 95% interval | threshold | pass rate | status |",
         "| --- | ---: | :---: | ---: | ---: | --- |",
     ]
-    for name, summary in run.summary.items():
+    shown, unreported = fmt.tabled_metrics(run.summary)
+    for name, summary in shown:
         status = {"PASSED": "✅ passed", "FAILED": "❌ failed", "INFO": "ℹ️ info"}[fmt.summary_status(summary)]
         rows.append(
             f"| {md_inline(name, max_len=80)} | {fmt.score(summary.mean)} | {fmt.interval(summary)} "
             f"| {fmt.threshold(summary.threshold, summary.higher_is_better)} | {fmt.pass_rate(summary)} | {status} |"
         )
+    if unreported:
+        rows += ["", f"{fmt.UNREPORTED_LABEL}: " + ", ".join(md_inline(n, max_len=80) for n in unreported) + "."]
     return "\n".join(rows)
 
 

@@ -110,7 +110,11 @@ def _summary_table(run: RunResult) -> Table:
             if header == "metric"
             else None,
         )
-    for name, summary in run.summary.items():
+    shown, unreported = fmt.tabled_metrics(run.summary)
+    if unreported:
+        # A Text, not a str: rich would read markup in a str caption, and metric names come from eval files.
+        table.caption = Text(f"{fmt.UNREPORTED_LABEL}: " + ", ".join(strip_unsafe_chars(n)[:80] for n in unreported))
+    for name, summary in shown:
         status = fmt.summary_status(summary)
         style = {"PASSED": "green", "FAILED": "red", "INFO": "cyan"}[status]
         table.add_row(
