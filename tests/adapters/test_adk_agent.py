@@ -157,7 +157,10 @@ def test_sub_agent_calls_are_attributed_and_the_session_state_is_seeded(evalward
     ]
     # `home` comes from the case's session_input.state.
     assert turn["actual_response"] == "Flights from SFO to Lisbon booked."
-    assert turn["output"]["intermediate_responses"] == [{"author": "flights", "text": "Found 2 flights to LIS."}]
+    # said after transfer_to_agent and search_flights, before book_flight
+    assert turn["output"]["intermediate_responses"] == [
+        {"author": "flights", "text": "Found 2 flights to LIS.", "calls_before": 2}
+    ]
     assert turn["output"]["agents"] == ["travel_root", "flights"]
     assert turn["output"]["state"] == {"home": "SFO"}
 

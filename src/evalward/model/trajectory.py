@@ -42,6 +42,12 @@ class IntermediateResponse(BaseModel):
 
     author: str = Field(description="The agent that produced it.")
     text: str
+    calls_before: int | None = Field(
+        default=None,
+        ge=0,
+        description="How many of the turn's tool calls came before this response (its place in the turn); "
+        "None when the agent does not say. The hallucinations judge shows a response only what preceded it.",
+    )
 
 
 class Message(BaseModel):

@@ -13,7 +13,8 @@ the case's initial state (`session_input.state`); every turn sends the query as 
   matching `function_response` (by id) becomes its `result`;
 - `response`: the last final-response event of the turn's own run with content, preferring one with text
   (a later event without text does not replace one with text); its text parts joined with `"\\n"`;
-- `intermediate_responses`: the text of every other event with text, by author;
+- `intermediate_responses`: the text of every other event with text, by author, with `calls_before` = the
+  function calls of the events before it (where it stands in the turn, as ADK's hallucinations judge reads it);
 - `agents`: the authors of the events, in order of appearance; `state`: the session state afterwards;
 - `usage`: `model_requests` = events carrying usage metadata or a model version (ADK's count of model
   calls, `inference_call_count_v1`: 0 for an agent that never called a model); input tokens = prompt +
@@ -124,13 +125,16 @@ def extract_output(events: list[Any], state: Any = None, *, own: set[str] | None
             if not final_has_text or _text(event) is not None:
                 final_event = event
     calls = [c.model_copy(update={"result": results[c.id]}) if c.id in results else c for c in calls]
-    intermediate = [
-        IntermediateResponse(author=event.author, text=text)
-        for event in events
-        if event is not final_event
-        and (getattr(event, "author", "") or "").lower() != "user"
-        and (text := _text(event)) is not None
-    ]
+    intermediate: list[IntermediateResponse] = []
+    calls_so_far = 0
+    for event in events:
+        author = getattr(event, "author", "") or ""
+        if author.lower() == "user":
+            continue
+        if event is not final_event and (text := _text(event)) is not None:
+            intermediate.append(IntermediateResponse(author=event.author, text=text, calls_before=calls_so_far))
+        parts = getattr(getattr(event, "content", None), "parts", None) or []
+        calls_so_far += sum(1 for part in parts if getattr(part, "function_call", None) is not None)
     return AgentOutput(
         response=_text(final_event) if final_event is not None else None,
         tool_calls=calls,
