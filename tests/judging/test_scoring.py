@@ -129,7 +129,8 @@ async def test_no_cache_flag_asks_again(fake_openai: FakeOpenAI, sleep: Recorded
 
 
 async def test_unreadable_reply_is_a_judge_error_not_a_zero(fake_openai: FakeOpenAI, sleep: RecordedSleep) -> None:
-    fake_openai.reply(Reply.text("I'd say it's basically right."))
+    # asked once and again UNREADABLE_REPLY_RETRIES = 2 times: three unreadable replies in a row
+    fake_openai.reply(*[Reply.text("I'd say it's basically right.")] * 3)
     cache = MemoryJudgeCache()
     judging = judging_for(fake_openai, sleep, store=cache)
     spec = MetricSpec(name="answer_correctness", threshold=1.0)
@@ -141,6 +142,21 @@ async def test_unreadable_reply_is_a_judge_error_not_a_zero(fake_openai: FakeOpe
     metric = result.metric("answer_correctness")
     assert metric is not None and metric.score is None and metric.status == "error"
     assert cache.entries == {}  # unreadable replies are not cached
+    assert len(fake_openai.completions()) == 3
+    assert judging.usage.unreadable == 2
+
+
+async def test_an_unreadable_reply_is_asked_again(fake_openai: FakeOpenAI, sleep: RecordedSleep) -> None:
+    fake_openai.reply(Reply.text("Looks right to me."), grade(True, "20 = 20"))
+    cache = MemoryJudgeCache()
+    judging = judging_for(fake_openai, sleep, store=cache)
+    spec = MetricSpec(name="answer_correctness", threshold=1.0)
+    result = await apply_judges(unscored(case()), case(), [spec], [AgentOutput(response="20")], judging)
+    await judging.aclose()
+    assert result.status == "passed"
+    assert len(fake_openai.completions()) == 2
+    assert "1 unreadable replies asked again" in judging.usage.describe()
+    assert len(cache.entries) == 1  # the readable reply is the one stored
 
 
 async def test_server_errors_after_retries_are_judge_errors(fake_openai: FakeOpenAI, sleep: RecordedSleep) -> None:

@@ -13,19 +13,25 @@ from evalward.metrics.judge import (
     JudgeReplyError,
     JudgeSpec,
     JudgeVerdict,
+    ResponseStep,
     Scale,
     applies,
     build_prompt,
     check_judge_options,
+    conversation_prompt,
+    fold_grounding,
     fold_samples,
+    hallucination_steps,
     judge_input,
     judge_spec,
     normalise,
+    parse_grounding,
     parse_reply,
+    parse_segments,
     prompt_identity,
     reply_object,
 )
-from evalward.model import AgentOutput, Invocation, MetricSpec, ToolCall
+from evalward.model import AgentOutput, IntermediateResponse, Invocation, MetricSpec, ToolCall
 
 
 def spec(name: str, **options: Any) -> JudgeSpec:
@@ -181,18 +187,134 @@ def test_rubric_reply_missing_a_rubric_is_an_error() -> None:
         parse_reply(judged, '{"rubrics": [{"id": "r1", "reasoning": "", "verdict": "yes"}]}')
 
 
-def test_hallucinations_ignore_not_applicable_sentences() -> None:
+def test_hallucinations_count_not_applicable_as_grounded_as_adk_does() -> None:
     reply = {
         "sentences": [
-            {"sentence": "We have 20 songs.", "label": "supported", "reasoning": ""},
-            {"sentence": "They are all on sale.", "label": "unsupported", "reasoning": "no price data"},
-            {"sentence": "Anything else?", "label": "not_applicable", "reasoning": ""},
+            {"sentence": "We have 20 songs.", "label": "supported", "rationale": ""},
+            {"sentence": "They are all on sale.", "label": "unsupported", "rationale": "no price data"},
+            {"sentence": "Anything else?", "label": "not_applicable", "rationale": ""},
         ]
     }
     verdict = parse_reply(spec("hallucinations_v1"), json.dumps(reply))
-    # hand calculation: 1 supported of 3 - 1 not applicable = 2 counted -> 1/2
-    assert verdict.value == 0.5
+    # hand calculation: supported + not_applicable = 2 grounded of 3 sentences -> 2/3
+    assert verdict.value == pytest.approx(2 / 3)
+    assert verdict.label == "2/3 grounded"
     assert "unsupported: They are all on sale. (no price data)" in verdict.reasoning
+
+
+def test_grounding_labels_are_matched_by_index_and_normalised() -> None:
+    sentences = ["A is 1.", "B is 2.", "Hello!"]
+    reply = {
+        "sentences": [
+            {"index": 3, "sentence": "Hello!", "label": "Not Applicable", "rationale": ""},
+            {"index": 1, "sentence": "A is 1", "label": "`supported`", "rationale": "", "supporting_excerpt": "A=1"},
+            {"index": 2, "sentence": "B is 2.", "label": "contradictory", "rationale": "B is 3"},
+        ]
+    }
+    verdict = parse_grounding(json.dumps(reply), sentences)
+    # the segmented sentences are kept, in their order, whatever the judge echoed
+    assert verdict.items == (("A is 1.", "supported"), ("B is 2.", "contradictory"), ("Hello!", "not_applicable"))
+    assert verdict.value == pytest.approx(2 / 3)
+    assert verdict.notes[0]["supporting_excerpt"] == "A=1"
+
+
+def test_grounding_reply_that_drops_a_sentence_is_unreadable() -> None:
+    reply = {"sentences": [{"sentence": "A", "label": "supported", "rationale": ""}]}
+    with pytest.raises(JudgeReplyError, match="labelled 1 sentences, the response has 2"):
+        parse_grounding(json.dumps(reply), ["A", "B"])
+    with pytest.raises(JudgeReplyError, match="label must be one of"):
+        parse_grounding('{"sentences": [{"sentence": "A", "label": "true"}]}', ["A"])
+
+
+def test_segments_from_json_or_sentence_tags() -> None:
+    assert parse_segments('{"sentences": ["One.", " ", {"sentence": "Two."}]}') == ("One.", "Two.")
+    assert parse_segments("<sentence>One.</sentence>\n<sentence>Two.</sentence>") == ("One.", "Two.")
+    with pytest.raises(JudgeReplyError):
+        parse_segments("One. Two.")
+
+
+def test_hallucination_steps_and_their_contexts() -> None:
+    expected = Invocation(
+        inputs={"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Songs?"}]}
+    )
+    actual = AgentOutput(
+        response="We have 20.",
+        tool_calls=[
+            ToolCall(name="plan", args={}, result="ok"),
+            ToolCall(name="count", args={"artist": "JB"}, result={"n": 20}),
+        ],
+        intermediate_responses=[
+            IntermediateResponse(author="helper", text="Counting now.", calls_before=1),
+            IntermediateResponse(author="helper", text="Found 20."),
+        ],
+    )
+    assert [s.kind for s in hallucination_steps(spec("hallucinations_v1"), expected, actual)] == ["final"]
+    steps = hallucination_steps(spec("hallucinations_v1", evaluate_intermediate_nl_responses=True), expected, actual)
+    assert [(s.kind, s.text, s.position_known) for s in steps] == [
+        ("intermediate", "Counting now.", True),
+        ("intermediate", "Found 20.", False),
+        ("final", "We have 20.", True),
+    ]
+    # the first intermediate response saw only the call before it
+    assert steps[0].context == (
+        "INSTRUCTIONS:\nBe brief.\n\nUSER QUERY:\nSongs?\n\n"
+        "WHAT THE AGENT DID BEFORE THIS RESPONSE, IN ORDER:\n1. called plan()\n   output: ok"
+    )
+    # the final response sees everything, in order: call, response, call, response without a position
+    assert steps[2].context.endswith(
+        "1. called plan()\n   output: ok\n2. said (helper): Counting now.\n"
+        '3. called count(artist="JB")\n   output: {"n": 20}\n4. said (helper): Found 20.'
+    )
+    assert hallucination_steps(spec("hallucinations_v1"), expected, AgentOutput(response="  ")) == []
+
+
+def test_grounding_folds_samples_by_mean_or_per_sentence_majority() -> None:
+    step = ResponseStep("final", "A. B.", "ctx")
+
+    def sample(*labels: str) -> JudgeVerdict:
+        body = {"sentences": [{"sentence": s, "label": label} for s, label in zip("AB", labels, strict=True)]}
+        return parse_grounding(json.dumps(body), ["A", "B"])
+
+    samples = [
+        sample("supported", "unsupported"),
+        sample("supported", "supported"),
+        sample("unsupported", "unsupported"),
+    ]
+    mean = fold_grounding(spec("hallucinations_v1", num_samples=3), step, samples)
+    # hand calculation: (1/2 + 2/2 + 0/2)/3 = 0.5
+    assert mean.value == pytest.approx(0.5)
+    assert mean.explanation.startswith("final response: mean of 3 samples (1/2, 2/2, 0/2) = 0.500")
+    majority = fold_grounding(spec("hallucinations_v1", num_samples=3, aggregate="majority"), step, samples)
+    # hand calculation: A grounded in 2/3 samples (> 3/2), B in 1/3 -> 1 of 2 sentences = 0.5
+    assert majority.sentences == (("A", "supported", 2), ("B", "unsupported", 1))
+    assert majority.value == 0.5
+
+
+def test_hallucinations_default_to_one_sample() -> None:
+    assert spec("hallucinations_v1").num_samples == 1
+    assert spec("hallucinations_v1", judge_model_options={"num_samples": 3}).num_samples == 3
+    with pytest.raises(ValueError, match="not judged with one prompt per turn"):
+        build_prompt(spec("hallucinations_v1"), JudgeInput(question="q", answer="a"))
+
+
+def test_multi_turn_trajectory_rubrics_are_judged_over_the_conversation() -> None:
+    judged = spec("rubric_based_multi_turn_trajectory_quality_v1", rubrics=["Confirms before booking."])
+    assert (judged.kind, judged.num_samples) == ("rubric", 5)
+    assert check_judge_options(MetricSpec(name=judged.metric, threshold=0.5, options={"rubrics": ["x"]})) == []
+    turns = [
+        (Invocation(query="Book SFO-LIS"), AgentOutput(response="Shall I book flight 12?")),
+        (
+            Invocation(query="Yes"),
+            AgentOutput(response="Booked.", tool_calls=[ToolCall(name="book", args={"flight": 12}, result="ok")]),
+        ),
+    ]
+    prompt = conversation_prompt(judged, turns)
+    assert prompt.messages[1]["content"] == (
+        "CONVERSATION:\nTURN 1\nUSER: Book SFO-LIS\nAGENT answered: Shall I book flight 12?\n\n"
+        "TURN 2\nUSER: Yes\nAGENT called book(flight=12)\n   output: ok\nAGENT answered: Booked.\n\n"
+        "RUBRICS:\n- [r1] Confirms before booking."
+    )
+    assert prompt_identity(judged) != prompt_identity(spec("rubric_based_tool_use_quality_v1", rubrics=["x"]))
 
 
 def test_scale_range_is_normalised_and_bounded() -> None:

@@ -61,6 +61,8 @@ class JudgeUsage:
     cached: int = 0
     """Replies served from the cache (no request)."""
     retries: int = 0
+    unreadable: int = 0
+    """Replies that did not parse and were asked again."""
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float | None = None
@@ -84,6 +86,8 @@ class JudgeUsage:
         text = f"judge: {self.completions + self.cached} replies ({self.cached} cached), {self.requests} requests"
         if self.retries:
             text += f", {self.retries} retries"
+        if self.unreadable:
+            text += f", {self.unreadable} unreadable replies asked again"
         text += f", {self.input_tokens:,} in / {self.output_tokens:,} out tokens"
         if self.cost_usd is not None:
             text += f", ${self.cost_usd:.4f}"

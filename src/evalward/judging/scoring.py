@@ -10,18 +10,26 @@ usage counters. The pipeline
 
 Per turn and judged metric (formulas in `evalward.metrics.judge`): the turn's JudgeInput → prompt → s
 samples, each looked up in the cache by `cache_key(model, messages, {parameters, response format,
-sample index})` and asked when missing → parsed → folded. A judge that cannot be reached after retries, or
-answers something unreadable, makes that metric `error` and the case a `judge_error` (never a zero).
+sample index})` and asked when missing → parsed → folded. A reply that does not parse is asked again, up to
+`UNREADABLE_REPLY_RETRIES` times (the client has already fallen back from structured output to plain JSON
+if the server refused it). A judge that cannot be reached after retries, or still answers something
+unreadable, makes that metric `error` and the case a `judge_error` (never a zero).
 Case score: the mean over the turns where the judge applies (single turn: that turn's score and arithmetic).
+
+Two metrics ask differently:
+- `hallucinations_v1`: per checked response of the turn, a segmentation request (sample 0) and s labelling
+  requests, each cached on its own; the turn's score is the mean over its responses;
+- conversation metrics (`rubric_based_multi_turn_trajectory_quality_v1`): s requests per case over the whole
+  conversation; the result is attached to the last turn and is the case's result.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from evalward.errors import InfrastructureError
 from evalward.judging.cache import CachedReply, JudgeCache, cache_key
@@ -29,23 +37,39 @@ from evalward.judging.client import JudgeCallError, JudgeClient, JudgeUsage, Sle
 from evalward.judging.config import JudgeConfig
 from evalward.judging.merge import merge_metric_results
 from evalward.metrics.judge import (
+    JudgePrompt,
     JudgeReplyError,
     JudgeSpec,
     JudgeVerdict,
+    ResponseStep,
+    StepGrounding,
     applies,
     build_prompt,
+    conversation_prompt,
+    fold_grounding,
     fold_samples,
+    grounding_prompt,
+    hallucination_steps,
+    is_conversation_metric,
     is_judged,
     judge_input,
     judge_spec,
+    parse_grounding,
     parse_reply,
+    parse_segments,
     prompt_identity,
     sample_details,
+    segment_prompt,
 )
 from evalward.model import AgentOutput, CaseError, CaseResult, EvalCase, Invocation, MetricResult, MetricSpec
 
 EXPLANATION_REASONING_CHARS = 600
 """How much of the judge's reasoning an explanation quotes (all of it is in `details`)."""
+
+UNREADABLE_REPLY_RETRIES = 2
+"""How many times a reply that does not parse is asked again before the metric becomes a judge error."""
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -66,10 +90,23 @@ class ResolvedJudge:
         return {"metric": self.spec.metric, "model": self.model, "prompt": self.prompt[:16]}
 
 
-@dataclass
-class _Outcome:
+@dataclass(frozen=True)
+class _Asked:
+    """The parsed replies of one prompt's samples, and how many came from the cache."""
+
+    values: list[Any]
+    cached: int
+
+
+@dataclass(frozen=True)
+class _CheckedStep:
+    step: ResponseStep
+    sentences: tuple[str, ...]
+    grounding: StepGrounding | None
+    """None when the segmentation found no sentence (the step is not scored, as in ADK)."""
     verdicts: list[JudgeVerdict]
     cached: int
+    calls: int
 
 
 class Judging:
@@ -175,82 +212,186 @@ class Judging:
 
     # --- per case ---------------------------------------------------------------------------------------------
 
-    async def _sample(
-        self, judge: ResolvedJudge, messages: list[dict[str, str]], index: int, schema: Any
-    ) -> tuple[JudgeVerdict, bool]:
-        """One sample: from the cache when there, else asked (and stored when it parses)."""
-        name, body = schema
-        parameters = {**judge.spec.parameters(), "response_format": {"name": name, "schema": body}, "sample": index}
+    async def _ask(
+        self, judge: ResolvedJudge, prompt: JudgePrompt, index: int, parse: Callable[[str], T]
+    ) -> tuple[T, bool]:
+        """One sample of `prompt`: from the cache when there, else asked (again while unreadable) and stored
+        once it parses. Returns (parsed reply, from the cache)."""
+        messages = [dict(m) for m in prompt.messages]
+        parameters = {
+            **judge.spec.parameters(),
+            "response_format": {"name": prompt.schema_name, "schema": prompt.schema},
+            "sample": index,
+        }
         key = cache_key(judge.model, messages, parameters)
         if self.cache is not None and self.config.cache:
             cached = await self.cache.get(key)
             if cached is not None:
                 try:
-                    verdict = parse_reply(judge.spec, cached.text)
+                    value = parse(cached.text)
                 except JudgeReplyError:
                     pass  # a stored reply this evalward reads differently: ask again
                 else:
                     self.usage.cached += 1
-                    return verdict, True
+                    return value, True
         client = self.client(judge.base_url, judge.api_key_env)
-        completion = await client.complete(
-            model=judge.model, messages=messages, schema_name=name, schema=body, parameters=judge.spec.parameters()
-        )
-        verdict = parse_reply(judge.spec, completion.text)
+        attempt = 0
+        while True:
+            completion = await client.complete(
+                model=judge.model,
+                messages=messages,
+                schema_name=prompt.schema_name,
+                schema=prompt.schema,
+                parameters=judge.spec.parameters(),
+            )
+            try:
+                value = parse(completion.text)
+            except JudgeReplyError:
+                if attempt >= UNREADABLE_REPLY_RETRIES:
+                    raise
+                attempt += 1
+                self.usage.unreadable += 1
+                continue
+            break
         if self.cache is not None:
             await self.cache.put(
                 key, judge.model, CachedReply(completion.text, completion.input_tokens, completion.output_tokens)
             )
-        return verdict, False
+        return value, False
+
+    async def _samples(
+        self, judge: ResolvedJudge, prompt: JudgePrompt, count: int, parse: Callable[[str], T]
+    ) -> _Asked:
+        """`count` samples of `prompt`, asked concurrently; the first failure is raised."""
+        results = await asyncio.gather(
+            *(self._ask(judge, prompt, i, parse) for i in range(count)), return_exceptions=True
+        )
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
+        pairs = [r for r in results if not isinstance(r, BaseException)]
+        return _Asked([value for value, _ in pairs], sum(1 for _, hit in pairs if hit))
 
     async def judge_turn(
         self, judge: ResolvedJudge, expected: Invocation, actual: AgentOutput, threshold: float | None = None
     ) -> MetricResult | None:
         """The metric's result on one turn; None when it does not apply. Judge failures are `error` results."""
-        from evalward.metrics.scoring import metric_status
-
         spec = judge.spec
+        if spec.kind == "hallucinations":
+            return await self._judge_grounding(judge, expected, actual, threshold)
         item = judge_input(expected, actual)
         if not applies(spec, item):
             return None
-        prompt = build_prompt(spec, item)
-        messages = [dict(m) for m in prompt.messages]
-        schema = (prompt.schema_name, prompt.schema)
-        tasks = [self._sample(judge, messages, i, schema) for i in range(spec.num_samples)]
-        results = await asyncio.gather(*tasks, return_exceptions=True)
-        failures = [r for r in results if isinstance(r, BaseException)]
-        if failures:
-            first = failures[0]
-            if not isinstance(first, JudgeCallError | JudgeReplyError):
-                raise first
-            kind = "answered something unreadable" if isinstance(first, JudgeReplyError) else "failed"
-            return MetricResult(
-                name=spec.metric,
-                score=None,
-                status="error",
-                explanation=f"judge {judge.model!r} {kind}: {first}",
-                details={"judge": judge.identity(), "judge_error": str(first)},
-            )
-        verdicts = [r[0] for r in results if not isinstance(r, BaseException)]
-        cached = sum(1 for r in results if not isinstance(r, BaseException) and r[1])
+        return await self._judge_prompt(judge, build_prompt(spec, item), threshold)
+
+    async def judge_conversation(
+        self, judge: ResolvedJudge, turns: Sequence[tuple[Invocation, AgentOutput]], threshold: float | None = None
+    ) -> MetricResult:
+        """A conversation metric's result: one judgement of the whole conversation (s samples)."""
+        result = await self._judge_prompt(judge, conversation_prompt(judge.spec, turns), threshold)
+        if result.status == "error":
+            return result
+        return result.model_copy(
+            update={"explanation": f"whole conversation ({len(turns)} turn(s)) judged once: {result.explanation}"}
+        )
+
+    async def _judge_prompt(self, judge: ResolvedJudge, prompt: JudgePrompt, threshold: float | None) -> MetricResult:
+        from evalward.metrics.scoring import metric_status
+
+        spec = judge.spec
+        try:
+            asked = await self._samples(judge, prompt, spec.num_samples, lambda text: parse_reply(spec, text))
+        except (JudgeCallError, JudgeReplyError) as exc:
+            return _judge_error(judge, exc)
+        verdicts: list[JudgeVerdict] = asked.values
         folded = fold_samples(spec, verdicts)
         reasoning = folded.reasoning
         if len(reasoning) > EXPLANATION_REASONING_CHARS:
             reasoning = reasoning[: EXPLANATION_REASONING_CHARS - 1] + "…"
         explanation = f"{folded.explanation}; reasoning: {reasoning}" if reasoning else folded.explanation
-        status = metric_status(folded.value, threshold, True)
         return MetricResult(
             name=spec.metric,
             score=folded.value,
             threshold=threshold,
-            status=status,
+            status=metric_status(folded.value, threshold, True),
             explanation=_with_verdict(explanation, folded.value, threshold),
             details={
                 "judge": judge.identity(),
                 "reasoning": folded.reasoning,
                 "samples": sample_details(verdicts),
-                "cached_samples": cached,
+                "cached_samples": asked.cached,
             },
+        )
+
+    async def _check_step(self, judge: ResolvedJudge, step: ResponseStep) -> _CheckedStep:
+        """Segment one response (sample 0), then label its sentences (s samples) and fold them."""
+        segmented = await self._samples(judge, segment_prompt(step), 1, parse_segments)
+        sentences: tuple[str, ...] = segmented.values[0]
+        if not sentences:
+            return _CheckedStep(step, sentences, None, [], segmented.cached, 1)
+        prompt = grounding_prompt(judge.spec, step, sentences)
+        labelled = await self._samples(
+            judge, prompt, judge.spec.num_samples, lambda text: parse_grounding(text, sentences)
+        )
+        verdicts: list[JudgeVerdict] = labelled.values
+        grounding = fold_grounding(judge.spec, step, verdicts)
+        return _CheckedStep(
+            step, sentences, grounding, verdicts, segmented.cached + labelled.cached, 1 + judge.spec.num_samples
+        )
+
+    async def _judge_grounding(
+        self, judge: ResolvedJudge, expected: Invocation, actual: AgentOutput, threshold: float | None
+    ) -> MetricResult | None:
+        """`hallucinations_v1` on one turn: mean over its checked responses (`metrics.judge`, "Hallucinations")."""
+        from evalward.metrics.scoring import metric_status
+
+        steps = hallucination_steps(judge.spec, expected, actual)
+        if not steps:
+            return None
+        results = await asyncio.gather(*(self._check_step(judge, step) for step in steps), return_exceptions=True)
+        checked: list[_CheckedStep] = []
+        for outcome in results:
+            if isinstance(outcome, JudgeCallError | JudgeReplyError):
+                return _judge_error(judge, outcome)
+            if isinstance(outcome, BaseException):
+                raise outcome
+            checked.append(outcome)
+        details: dict[str, Any] = {
+            "judge": judge.identity(),
+            "responses": [_step_details(c) for c in checked],
+            "cached_samples": sum(c.cached for c in checked),
+            "judge_calls": sum(c.calls for c in checked),  # cached ones included
+        }
+        parts = [
+            c.grounding.explanation if c.grounding is not None else f"{c.step.describe()}: no sentence to check"
+            for c in checked
+        ]
+        values = [c.grounding.value for c in checked if c.grounding is not None]
+        if not values:
+            return MetricResult(
+                name=judge.spec.metric,
+                score=None,
+                threshold=threshold,
+                status="not_applicable",
+                explanation="; ".join(parts),
+                details=details,
+            )
+        value = sum(values) / len(values)
+        if len(checked) > 1:
+            terms = " + ".join(f"{v:.3f}" for v in values)
+            parts.append(f"turn = mean over {len(values)} checked response(s): ({terms})/{len(values)} = {value:.3f}")
+        unknown = [c for c in checked if not c.step.position_known]
+        if unknown:
+            parts.append(
+                f"{len(unknown)} intermediate response(s) without a position: checked against all the turn's calls"
+            )
+        return MetricResult(
+            name=judge.spec.metric,
+            score=value,
+            threshold=threshold,
+            status=metric_status(value, threshold, True),
+            explanation=_with_verdict("; ".join(parts), value, threshold),
+            details=details,
         )
 
     async def score_case(
@@ -266,13 +407,30 @@ class Judging:
             judge = self.resolve(metric_spec)
             if judge is None:  # resolve_all refused this before the run; kept for direct callers
                 raise InfrastructureError(f"{metric_spec.name} needs a judge model, and no judge is configured")
-            per_turn = await asyncio.gather(
-                *(self.judge_turn(judge, case.turns[t], outputs[t], metric_spec.threshold) for t in range(n_turns))
-            )
+            per_turn: list[MetricResult | None]
+            if is_conversation_metric(metric_spec.name):
+                if n_turns == 0:
+                    continue
+                conversation = [(case.turns[t], outputs[t]) for t in range(n_turns)]
+                judged_once = await self.judge_conversation(judge, conversation, metric_spec.threshold)
+                # ADK scores the conversation on its last turn; the earlier turns carry no result.
+                per_turn = [None] * (n_turns - 1) + [judged_once]
+            else:
+                per_turn = list(
+                    await asyncio.gather(
+                        *(
+                            self.judge_turn(judge, case.turns[t], outputs[t], metric_spec.threshold)
+                            for t in range(n_turns)
+                        )
+                    )
+                )
             for turn, result in enumerate(per_turn):
                 if result is not None:
                     turn_results.setdefault(turn, []).append(result)
-            case_result = _case_result(metric_spec, judge, list(per_turn))
+            if is_conversation_metric(metric_spec.name):
+                case_result = _case_result(metric_spec, judge, [per_turn[-1]])
+            else:
+                case_result = _case_result(metric_spec, judge, per_turn)
             case_results.append(case_result)
             if case_result.status == "error" and error is None:
                 errored_turn = next((t for t, r in enumerate(per_turn) if r is not None and r.status == "error"), None)
@@ -296,6 +454,36 @@ async def apply_judges(
     return merge_metric_results(result, case_results, turn_results, error)
 
 
+def _judge_error(judge: ResolvedJudge, exc: JudgeCallError | JudgeReplyError) -> MetricResult:
+    kind = "answered something unreadable" if isinstance(exc, JudgeReplyError) else "failed"
+    return MetricResult(
+        name=judge.spec.metric,
+        score=None,
+        status="error",
+        explanation=f"judge {judge.model!r} {kind}: {exc}",
+        details={"judge": judge.identity(), "judge_error": str(exc)},
+    )
+
+
+def _step_details(checked: _CheckedStep) -> dict[str, Any]:
+    """What `details.responses[]` keeps about one checked response: every sentence with its label and votes,
+    and each labelling sample with the judge's rationale and excerpts."""
+    grounding = checked.grounding
+    return {
+        "kind": checked.step.kind,
+        "author": checked.step.author,
+        "position_known": checked.step.position_known,
+        "score": grounding.value if grounding is not None else None,
+        "sentences": [
+            {"sentence": sentence, "label": label, "grounded_votes": votes}
+            for sentence, label, votes in (grounding.sentences if grounding is not None else ())
+        ],
+        "samples": [
+            {"value": v.value, "label": v.label, "sentences": [dict(n) for n in v.notes]} for v in checked.verdicts
+        ],
+    }
+
+
 def _with_verdict(explanation: str, value: float, threshold: float | None) -> str:
     if threshold is None:
         return explanation
@@ -310,6 +498,8 @@ def _case_result(spec: MetricSpec, judge: ResolvedJudge, per_turn: list[MetricRe
     if errored:
         return errored[0].model_copy(update={"threshold": spec.threshold})
     scored = [(t, r) for t, r in enumerate(per_turn) if r is not None and r.score is not None]
+    if not scored and len(per_turn) == 1 and per_turn[0] is not None:
+        return per_turn[0]  # its own explanation says why it is not applicable
     if not scored:
         return MetricResult(
             name=spec.name,
