@@ -99,7 +99,7 @@ ACTION_INPUTS: dict[str, str] = {
 CommentMode = Literal["always", "on-change", "on-failure", "never"]
 COMMENT_MODES: tuple[CommentMode, ...] = ("always", "on-change", "on-failure", "never")
 FAIL_CLASSES: dict[str, frozenset[str]] = {
-    "regression": frozenset({"regression", "cost", "latency"}),
+    "regression": frozenset({"regression", "newly_broken", "cost", "latency"}),
     "threshold": frozenset({"threshold", "must_pass"}),
     "inconclusive": frozenset({"inconclusive"}),
 }
@@ -114,7 +114,7 @@ ARTIFACT_MAX_FILE_BYTES = 64 * 1024 * 1024
 """A results artifact file above this is refused (it is untrusted input in the `workflow_run` workflow)."""
 SUMMARY_MAX_CHARS = 900_000
 """The job summary's report; `append_step_summary` keeps the file within GitHub's 1 MiB."""
-VERDICT_LINE = re.compile(r"^<!-- evalward-verdict: (pass|fail|inconclusive) -->$")
+VERDICT_LINE = re.compile(r"^<!-- evalward-verdict: (pass|fail|inconclusive|error) -->$")
 ZERO_SHA = "0" * 40
 _NAME_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._/-]{0,99}$")
 _SHA_OK = re.compile(r"^[0-9a-f]{7,64}$")
@@ -267,6 +267,18 @@ class Decision:
 
 def decide_exit(verdict: Verdict, fail_on: Collection[str]) -> Decision:
     """Map the verdict onto the step's exit code and GitHub states (see the module docstring)."""
+    if verdict.outcome == "error":
+        # No comparison could be made: infrastructure (exit 3), shown as a failed check and an `error` status,
+        # never a pass (GATE.md §9).
+        return Decision(
+            outcome="error",
+            failing=True,
+            exit_code=EXIT_INFRASTRUCTURE,
+            conclusion="failure",
+            state="error",
+            regressions=0,
+            failed_on=("no_baseline",),
+        )
     named = set().union(*(FAIL_CLASSES[c] for c in fail_on)) if fail_on else set()
     every_class = set().union(*FAIL_CLASSES.values())
     failed_on: list[str] = []
@@ -276,7 +288,9 @@ def decide_exit(verdict: Verdict, fail_on: Collection[str]) -> Decision:
                 failed_on.append(finding.kind)
     failing = bool(failed_on)
     conclusion = "failure" if failing else "success" if verdict.outcome == "pass" else "neutral"
-    regressions = sum(1 for f in verdict.findings if f.kind == "regression" and f.severity == "blocking")
+    regressions = sum(
+        1 for f in verdict.findings if f.kind in FAIL_CLASSES["regression"] and f.severity == "blocking"
+    )
     return Decision(
         outcome=verdict.outcome,
         failing=failing,

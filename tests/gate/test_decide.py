@@ -8,7 +8,7 @@ import pytest
 from gate_builders import binary_pair, reps, result, run
 
 from evalward.gate import GatePolicy, QuarantineEntry, compare, decide
-from evalward.model import CaseResult, Finding, MetricSpec, Verdict
+from evalward.model import CaseResult, Finding, MetricSpec, NoBaseline, Verdict
 
 POLICY_M = GatePolicy(metrics=["m"])
 
@@ -25,18 +25,42 @@ def only(verdict: Verdict, kind: str) -> Finding:
 
 class TestPairedComparison:
     def test_identical_runs_pass(self) -> None:
-        base, head = binary_pair(30, down=0, up=0)
+        # 60 = 3/δ_ni cases: with none worse, a drop affecting 5% of cases would have shown (rule of three)
+        base, head = binary_pair(60, down=0, up=0)
         verdict = decide(head, base, POLICY_M)
         assert verdict.outcome == "pass"
-        assert (
-            verdict.reason
-            == "Passed: no gated metric (m) regressed over 30 compared cases, and every hard check passed."
+        assert verdict.reason == (
+            "Passed: no gated metric (m) regressed over 60 compared cases, each shown within its margin, and every "
+            "hard check passed."
         )
+        assert verdict.headline == "No regression: m 1.000 → 1.000 over 60 cases, within the 0.05 margin."
         (metric,) = verdict.metrics
         # no discordant case: McNemar p = 1, Δ̂ = 0
         assert (metric.verdict, metric.delta, metric.p_value, metric.test) == ("pass", 0.0, 1.0, "mcnemar_exact")
-        assert verdict.counts.compared == 30
+        assert verdict.counts.compared == 60
         assert {d.label for d in verdict.cases} == {"stable_pass"}
+
+    def test_identical_runs_of_too_few_cases_are_not_evidence(self) -> None:
+        # 30 identical cases: the bootstrap interval has zero width, but a drop affecting up to 3/30 = 10% of
+        # cases would go unseen 95% of the time, which is more than δ_ni = 0.05 → inconclusive, not pass.
+        base, head = binary_pair(30, down=0, up=0)
+        verdict = decide(head, base, POLICY_M)
+        assert verdict.outcome == "inconclusive"
+        (metric,) = verdict.metrics
+        assert metric.verdict == "inconclusive"
+        assert "no case got worse, but with 30 cases a drop affecting up to 10% of them would go unseen" in (
+            metric.explanation
+        )
+        assert "≈60 cases would show non-inferiority → INCONCLUSIVE" in metric.explanation
+        assert "detectable effect cannot be estimated" in metric.explanation
+        assert verdict.headline == "Not enough evidence either way: m 1.000 → 1.000 over 30 cases; too few cases differ to tell."
+
+    def test_four_cases_can_never_pass(self) -> None:
+        base = run("base", [result(f"c{i}", {"m": 0.5}) for i in range(4)])
+        head = run("head", [result(f"c{i}", {"m": 0.9}) for i in range(4)])
+        (metric,) = decide(head, base, POLICY_M).metrics
+        assert metric.verdict == "inconclusive"
+        assert "only 4 independent cases: too few to show that nothing got worse" in metric.explanation
 
     def test_six_drops_against_one_gain_is_not_significant(self) -> None:
         # n10 = 6, n01 = 1: p = 8/128 = 0.0625 ≥ 0.05; Δ̂ = (1 − 6)/30 = −0.167 and the bootstrap L is far
@@ -55,7 +79,7 @@ class TestPairedComparison:
         assert metric.explanation == (
             "m (gated): n=30 paired cases, k=1/1 (baseline/current); mean 0.967 → 0.800, Δ̂ = -0.167; "
             "exact McNemar: n10=6 worse, n01=1 better; p = P[Bin(7, ½) ≥ 6] = 8/128 = 0.0625; "
-            "Holm over 1 gated metric(s): p_adj = 0.0625 ≥ α = 0.05; "
+            "weighted Holm over 1 gate test(s): p_adj = 0.0625 ≥ α = 0.05; "
             "paired bootstrap (S=10000, percentile): L = -0.300, U = -0.033 (one-sided 95% bounds); "
             "not a significant drop of ≥ δ_block and L < −δ_ni = -0.050, so non-inferiority is not shown "
             "→ INCONCLUSIVE; s_d = 0.461; minimum detectable effect 0.209; ≈3287 cases to detect a 0.02 drop "
@@ -134,7 +158,7 @@ class TestPairedComparison:
         assert metric.verdict == "regressed"
 
     def test_improvement_is_reported(self) -> None:
-        base, head = binary_pair(30, down=0, up=10)
+        base, head = binary_pair(60, down=0, up=10)
         verdict = decide(head, base, POLICY_M)
         assert verdict.outcome == "pass"
         assert only(verdict, "improvement").severity == "info"
@@ -188,9 +212,24 @@ class TestHolm:
 
 
 class TestAbsoluteChecks:
-    def test_threshold_failure_blocks(self) -> None:
+    def test_a_case_failing_as_at_the_baseline_is_still_failing_not_blocking(self) -> None:
+        # thresholds = "change" (default): c1 misses 0.8 now and did at the baseline too
         cases = [result("c0", {"m": 0.9}, threshold=0.8), result("c1", {"m": 0.5}, threshold=0.8)]
         verdict = decide(run("head", cases), run("base", cases), GatePolicy())
+        assert verdict.outcome != "fail"
+        finding = only(verdict, "still_failing")
+        assert (finding.case_id, finding.severity) == ("c1", "warning")
+        assert finding.message == (
+            "Case s/c1 still fails its thresholds (0/1 repetitions pass; 0/1 at the baseline): not new, so not blocking."
+        )
+        assert verdict.counts.still_failing == 1
+        assert verdict.headline.endswith("1 case still misses its thresholds in some repetition, as at the baseline.")
+        # the pass rate is gated, the thresholded metric compared and reported
+        assert [(m.metric, m.gated) for m in verdict.metrics] == [("case_pass", True), ("m", False)]
+
+    def test_threshold_failure_blocks_under_the_absolute_rule(self) -> None:
+        cases = [result("c0", {"m": 0.9}, threshold=0.8), result("c1", {"m": 0.5}, threshold=0.8)]
+        verdict = decide(run("head", cases), run("base", cases), GatePolicy(thresholds="block"))
         assert verdict.outcome == "fail"
         finding = only(verdict, "threshold")
         assert (finding.case_id, finding.metric, finding.current_value) == ("c1", "m", 0.5)
@@ -201,7 +240,7 @@ class TestAbsoluteChecks:
     def test_threshold_warn_policy(self) -> None:
         cases = [result("c0", {"m": 0.9}, threshold=0.8), result("c1", {"m": 0.5}, threshold=0.8)]
         verdict = decide(run("head", cases), run("base", cases), GatePolicy(thresholds="warn"))
-        assert verdict.outcome == "pass"
+        assert verdict.outcome != "fail"
         assert only(verdict, "threshold").severity == "warning"
 
     def test_mean_over_runs_rule(self) -> None:
@@ -231,20 +270,40 @@ class TestAbsoluteChecks:
         cases = [result("c0", {"m": 0.5}, threshold=0.8, must_pass=True)]
         verdict = compare(run("base", cases), run("head", cases), GatePolicy())
         assert "threshold" not in kinds(verdict) and "must_pass" not in kinds(verdict)
-        assert verdict.outcome == "pass"
+        assert "still_failing" not in kinds(verdict)
+        assert verdict.outcome != "fail"
         assert verdict.current_run_id == "head"
         assert verdict.baseline is not None and verdict.baseline.run_id == "base"
 
 
 class TestCompleteness:
-    def errored_runs(self) -> tuple[object, object]:
-        base = run("base", [result(f"c{i}", {"m": 1.0}) for i in range(4)])
-        head = run("head", [result(f"c{i}", {"m": 1.0}) for i in range(3)] + [result("c3", {"m": 1.0}, errored=True)])
+    def errored_runs(self, n: int = 4) -> tuple[object, object]:
+        base = run("base", [result(f"c{i}", {"m": 1.0}) for i in range(n)])
+        head = run(
+            "head",
+            [result(f"c{i}", {"m": 1.0}) for i in range(n - 1)] + [result(f"c{n - 1}", {"m": 1.0}, errored=True)],
+        )
         return base, head
 
-    def test_errors_fail_by_default(self) -> None:
-        base, head = self.errored_runs()
+    def test_errors_are_compared_by_default(self) -> None:
+        # errors=compare: the errored repetition is left out of the scores, the case is listed, and one error in
+        # 70 cases is no evidence that errors rose (min p of the error-rate test 1/2 > its share of α: left out)
+        base, head = self.errored_runs(70)
         verdict = decide(head, base, POLICY_M)  # type: ignore[arg-type]
+        [finding] = [f for f in verdict.findings if f.kind == "error" and f.case_id == "c69"]
+        assert finding.severity == "info"
+        assert finding.message == (
+            "Case s/c69 errored in 1 of 1 repetitions (timeout: turn 0 exceeded 30s); left out of the scores on "
+            "both sides; the error rate is compared with the baseline's (errors=compare)."
+        )
+        assert verdict.metrics[0].n_cases == 69
+        [errors] = [m for m in verdict.metrics if m.metric == "error_rate"]
+        assert (errors.guard, errors.verdict, errors.current_mean) == (True, "pass", pytest.approx(1 / 70))
+        assert verdict.outcome == "pass"
+
+    def test_errors_fail_policy(self) -> None:
+        base, head = self.errored_runs()
+        verdict = decide(head, base, GatePolicy(metrics=["m"], errors="fail"))  # type: ignore[arg-type]
         assert verdict.outcome == "fail"
         finding = only(verdict, "error")
         assert finding.severity == "blocking"
@@ -263,10 +322,11 @@ class TestCompleteness:
 
     def test_errors_ignored(self) -> None:
         # the errored repetition is left out: c3 has no current score, so 3 cases are compared
-        base, head = self.errored_runs()
+        base, head = self.errored_runs(70)
         verdict = decide(head, base, GatePolicy(metrics=["m"], errors="ignore"))  # type: ignore[arg-type]
         assert only(verdict, "error").severity == "info"
-        assert verdict.metrics[0].n_cases == 3
+        assert verdict.metrics[0].n_cases == 69
+        assert [m.metric for m in verdict.metrics] == ["m"]
         assert verdict.outcome == "pass"
 
     def test_empty_run_never_passes(self) -> None:
@@ -288,7 +348,7 @@ class TestCompleteness:
         assert (finding.case_id, finding.severity) == ("c1", "blocking")
         assert verdict.outcome == "fail"
         verdict = decide(head, run("base", cases), GatePolicy(metrics=["m"], missing_cases="warn"))
-        assert verdict.outcome == "pass"
+        assert verdict.outcome != "fail"
 
     def test_missing_repetitions(self) -> None:
         head = run("head", reps("c0", "m", [1.0, 1.0]), repetitions=3)
@@ -297,8 +357,44 @@ class TestCompleteness:
 
 
 class TestBaseline:
+    def test_no_baseline_is_an_error_by_default(self) -> None:
+        verdict = decide(
+            run("head", [result("c0", {"m": 1.0})]),
+            None,
+            POLICY_M,
+            no_baseline=NoBaseline(kind="unavailable", reason="the base side at abc1234 could not start"),
+        )
+        assert verdict.outcome == "error"
+        finding = only(verdict, "no_baseline")
+        assert finding.severity == "blocking"
+        assert finding.message.startswith("No baseline could be made (the base side at abc1234 could not start)")
+        assert verdict.reason.startswith("Error: No baseline could be made")
+        assert verdict.headline.startswith("No verdict: no baseline could be made")
+
+    def test_real_failures_win_over_the_missing_baseline(self) -> None:
+        head = run("head", reps("safe", "m", [1.0, 0.0, 1.0], must_pass=True), repetitions=3)
+        assert decide(head, None, POLICY_M).outcome == "fail"
+
+    def test_no_base_side_judges_by_the_thresholds_alone(self) -> None:
+        # no merge-base at all (a first run): ADK's absolute semantics, said so
+        first = NoBaseline(kind="no_base", reason="no merge-base: the run is on a branch with no base")
+        passing = run("head", [result(f"c{i}", {"m": 0.9}, threshold=0.8) for i in range(3)])
+        verdict = decide(passing, None, GatePolicy(), no_baseline=first)
+        assert verdict.outcome == "pass"
+        assert only(verdict, "no_baseline").severity == "warning"
+        assert verdict.reason.startswith("Passed on the absolute thresholds alone")
+        failing = run("head", [result("c0", {"m": 0.9}, threshold=0.8), result("c1", {"m": 0.5}, threshold=0.8)])
+        verdict = decide(failing, None, GatePolicy(), no_baseline=first)
+        assert verdict.outcome == "fail"
+        assert only(verdict, "threshold").severity == "blocking"
+        assert verdict.headline == (
+            "1 case misses its thresholds: s/c1. (There is no base side to compare with, so the thresholds alone decide.)"
+        )
+
     def test_no_baseline_neutral(self) -> None:
-        verdict = decide(run("head", [result("c0", {"m": 1.0})]), None, POLICY_M)
+        verdict = decide(
+            run("head", [result("c0", {"m": 1.0})]), None, GatePolicy(metrics=["m"], on_missing_baseline="neutral")
+        )
         assert verdict.outcome == "inconclusive"
         assert only(verdict, "no_baseline").severity == "warning"
         assert verdict.reason == (
@@ -313,8 +409,8 @@ class TestBaseline:
         assert verdict.outcome == "fail"
 
     def test_no_baseline_neutral_with_failed_threshold_fails(self) -> None:
-        verdict = decide(run("head", [result("c0", {"m": 0.1}, threshold=0.5)]), None, GatePolicy())
-        assert verdict.outcome == "fail"
+        head = run("head", [result("c0", {"m": 0.1}, threshold=0.5)])
+        assert decide(head, None, GatePolicy(on_missing_baseline="neutral")).outcome == "fail"
 
     def test_added_removed_changed_cases_are_listed_and_excluded(self) -> None:
         base = run("base", [result(c, {"m": 1.0}) for c in ("a", "b", "c", "d")])
@@ -328,6 +424,8 @@ class TestBaseline:
             "removed": 1,
             "changed": 1,
             "errored": 0,
+            "baseline_errored": 0,
+            "still_failing": 0,
             "quarantined": 0,
         }
         assert {(f.kind, f.case_id) for f in verdict.findings} >= {
@@ -359,7 +457,8 @@ class TestBaseline:
         head = run("head", cases, criteria=[MetricSpec(name="m", threshold=0.5)])
         verdict = decide(head, base, POLICY_M)
         assert only(verdict, "mismatch").message == (
-            "Eval set s: criteria differ (m>=0.8 → m>=0.5); scores are compared as recorded."
+            "Eval set s: criteria differ (m>=0.8 → m>=0.5) and the baseline was not re-scored; scores are compared "
+            "as recorded."
         )
 
 
@@ -435,7 +534,7 @@ class TestCostAndLatency:
         assert finding.effect == pytest.approx(2.0)
         assert finding.test == "log_ratio_bootstrap"
         assert finding.message.startswith("Cost ratio ×2.000")
-        assert verdict.outcome == "pass"
+        assert verdict.outcome != "fail"
         # latency 2.0 → 2.1: ratio 1.05 ≤ 1.10, info
         assert only(verdict, "latency").severity == "info"
 
@@ -468,12 +567,13 @@ class TestDeterminism:
 
 
 class TestMetricSelection:
-    def test_thresholded_metrics_are_gated_by_default(self) -> None:
+    def test_thresholds_gate_the_pass_rate_by_default(self) -> None:
         cases = [result("a", {"m": 0.9, "info": 0.3}, threshold=None)]
         cases[0].metric_results[0].threshold = 0.5
         cases[0].metric_results[0].status = "passed"
         verdict = decide(run("head", cases), run("base", cases), GatePolicy())
-        assert [m.metric for m in verdict.metrics] == ["m"]
+        assert [(m.metric, m.gated) for m in verdict.metrics] == [("case_pass", True), ("m", False)]
+        assert "reported only: thresholds decide each case's pass/fail" in verdict.metrics[1].explanation
 
     def test_without_thresholds_only_score_like_metrics_are_gated(self) -> None:
         # No thresholds anywhere: the fallback gates scores in [0, 1], not seconds, tokens or efficiency counts,
@@ -488,7 +588,7 @@ class TestMetricSelection:
         head = run("head", [case(i, 900.0) for i in range(6)])
         verdict = decide(head, base, GatePolicy())
         assert [m.metric for m in verdict.metrics] == ["quality"]
-        assert verdict.outcome == "pass"
+        assert verdict.outcome != "fail"
         # Named by the policy, an informational metric is gated like any other.
         named = decide(head, base, GatePolicy(metrics=["token_usage_v1"]))
         assert [m.metric for m in named.metrics] == ["token_usage_v1"]
@@ -526,4 +626,6 @@ class TestVerdictModel:
     def test_compare_keeps_completeness(self) -> None:
         base = run("base", [result("c0", {"m": 1.0})])
         head = run("head", [result("c0", {"m": 1.0}, errored=True)])
-        assert compare(base, head, POLICY_M).outcome == "fail"
+        assert compare(base, head, GatePolicy(metrics=["m"], errors="fail")).outcome == "fail"
+        assert compare(base, head, POLICY_M).outcome != "pass"
+        assert compare(base, head.model_copy(update={"status": "cancelled"}), POLICY_M).outcome == "fail"

@@ -14,7 +14,8 @@ from evalward.gate import GatePolicy, MetricOverride, QuarantineEntry
 def test_defaults_follow_gate_md() -> None:
     policy = GatePolicy()
     assert (policy.alpha, policy.delta_block, policy.delta_ni) == (0.05, 0.02, 0.05)
-    assert (policy.errors, policy.missing_cases, policy.on_missing_baseline) == ("fail", "fail", "neutral")
+    assert (policy.errors, policy.missing_cases, policy.on_missing_baseline) == ("compare", "fail", "error")
+    assert (policy.thresholds, policy.newly_broken_share, policy.error_rate_share) == ("change", 0.1, 0.1)
     assert (policy.resamples, policy.exact_enumeration_max_n, policy.correction) == (10_000, 16, "holm")
     assert (policy.cost.gate, policy.cost.tau, policy.latency.gate) == (False, 0.10, False)
 

@@ -14,7 +14,11 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from evalward.model import canonical_hash
 
 CASE_PASS_METRIC = "case_pass"
-"""Pseudo-metric: a case repetition's status as a score (passed = 1, failed = 0). Gated when no metric is."""
+"""Pseudo-metric: a case repetition's status as a score (passed = 1, failed = 0): the pass rate the gate compares
+when the criteria have thresholds."""
+
+ERROR_RATE_METRIC = "error_rate"
+"""Pseudo-metric: the share of a case's repetitions that errored (lower is better), compared under errors=compare."""
 
 
 class MetricOverride(BaseModel):
@@ -61,29 +65,52 @@ class GatePolicy(BaseModel):
     delta_ni: float = Field(default=0.05, gt=0, description="δ_ni: non-inferiority margin.")
     metrics: list[str] | None = Field(
         default=None,
-        description="Metrics to compare. None: every metric with a threshold in the current run (or, when none "
-        f"has one, `{CASE_PASS_METRIC}`: the case status as a 0/1 score).",
+        description="Metrics to gate. None: when the run's criteria have thresholds, the case pass rate "
+        f"(`{CASE_PASS_METRIC}`: thresholds decide each case's pass/fail, the gate asks whether passing got worse) "
+        "and the thresholded metrics are compared and reported; without thresholds, every score-like metric "
+        f"scored in both runs, else `{CASE_PASS_METRIC}`.",
     )
     overrides: dict[str, MetricOverride] = Field(default_factory=dict, description="Per-metric margins.")
     primary_metric: str | None = Field(
         default=None, description="Gate on this metric only; the others are compared and reported."
     )
     correction: Literal["holm", "none"] = Field(default="holm", description="Multiplicity correction.")
-    thresholds: Literal["block", "warn", "off"] = Field(
-        default="block",
-        description="How a case missing an absolute threshold of the run's criteria counts (ADK semantics).",
+    thresholds: Literal["change", "block", "warn", "off"] = Field(
+        default="change",
+        description="How the run's absolute thresholds (ADK semantics: they decide each case's pass/fail) count. "
+        "`change`: the gate blocks when passing got worse than at the baseline (the paired pass-rate test and "
+        "newly broken cases); a case that also failed at the baseline is reported as still failing; only a run "
+        "with no base side at all is judged by the thresholds alone. `block`: any case × metric missing its "
+        "threshold blocks (ADK's absolute rule, flaky cases included). `warn`: reported only. `off`: ignored.",
     )
     must_pass_allowed_failures: int = Field(
         default=0, ge=0, description="Repetitions a must_pass case may fail (0 = pass^k)."
     )
-    on_missing_baseline: Literal["neutral", "fail"] = Field(
-        default="neutral", description="`neutral`: inconclusive unless something else fails; `fail`: blocking."
+    on_missing_baseline: Literal["error", "absolute", "neutral", "fail"] = Field(
+        default="error",
+        description="A base side exists (there is a merge-base) but no baseline could be stored or run. `error`: "
+        "no verdict, exit 3 (infrastructure), never a silent pass; `absolute`: judge by the thresholds alone, as "
+        "for a first run; `neutral`: inconclusive unless an absolute check failed; `fail`: blocking.",
     )
-    errors: Literal["fail", "count_as_failure", "ignore"] = Field(
-        default="fail",
-        description="`fail`: any errored case of the current run is blocking; `count_as_failure`: a warning. "
-        "Under both an errored repetition scores the worst value (either run). `ignore`: info, and errored "
-        "repetitions are left out of the means.",
+    errors: Literal["compare", "fail", "count_as_failure", "ignore"] = Field(
+        default="compare",
+        description="`compare`: errored repetitions (either side alike) are left out of the scores and the error "
+        "*rate* is compared with the baseline's, blocking when it rose beyond noise; `fail`: any errored case of "
+        "the current run blocks; `count_as_failure`: a warning, and an errored repetition scores the worst value "
+        "(either run); `ignore`: info, errored repetitions left out.",
+    )
+    newly_broken_share: float = Field(
+        default=0.1,
+        ge=0,
+        lt=1,
+        description="Share of α spent on the newly-broken test (cases that passed every repetition at the baseline "
+        "and fail every one now, k ≥ 3 on both sides); 0 turns it off. The pass-rate test gets the rest.",
+    )
+    error_rate_share: float = Field(
+        default=0.1,
+        ge=0,
+        lt=1,
+        description="Share of α spent on the error-rate test (errors=compare) when some compared case errored.",
     )
     missing_cases: Literal["fail", "warn"] = Field(
         default="fail", description="A case of the eval set with no (or too few) results."

@@ -54,7 +54,15 @@ def mcnemar_exact_p(n10: int, n01: int) -> float:
 # ------------------------------------------------------------------------------------------ random bits
 
 
-def _generator(seed: int) -> np.random.RandomState:
+def _require_finite(values: Sequence[float]) -> None:
+    """NaN compares false with everything, so a NaN difference would silently count as "at least as extreme"
+    in no draw and give p = 0; such input is a bug upstream and is refused."""
+    bad = [v for v in values if not math.isfinite(v)]
+    if bad:
+        raise ValueError(f"the gate's tests need finite numbers; found {bad[0]!r} among {len(values)} values")
+
+
+def seeded_generator(seed: int) -> np.random.RandomState:
     """numpy's legacy Mersenne Twister, seeded with the 64-bit `seed` as two 32-bit words.
 
     `RandomState` is used on purpose: NEP 19 freezes its stream (unlike `Generator`, whose methods may
@@ -114,6 +122,7 @@ def sign_flip_test(
     Example: d = (−1, −1, −1, −1, 0): only the identity keeps T = −4 among the 2⁴ vectors over the four
     non-zero values → p = 1/16 = 2/32 = 0.0625 (the 2⁵ count also sees both signs of the zero).
     """
+    _require_finite(diffs)
     nonzero = np.asarray([d for d in diffs if d != 0.0], dtype=np.float64)
     m = int(nonzero.size)
     if m == 0:
@@ -129,7 +138,7 @@ def sign_flip_test(
         return SignFlipResult(
             p_value=count / 2**m, test="sign_flip_exact", nonzero=m, at_least_as_extreme=count, draws=2**m
         )
-    rng = _generator(seed)
+    rng = seeded_generator(seed)
     count = 0
     for start in range(0, resamples, _ROWS_PER_CHUNK):
         rows = min(_ROWS_PER_CHUNK, resamples - start)
@@ -160,11 +169,12 @@ def bootstrap_mean_bounds(
     """
     if not values:
         raise ValueError("bootstrap needs at least one value")
+    _require_finite(values)
     if not 0.0 < alpha < 0.5:
         raise ValueError(f"alpha must be in (0, 0.5), got {alpha}")
     data = np.asarray(values, dtype=np.float64)
     n = int(data.size)
-    rng = _generator(seed)
+    rng = seeded_generator(seed)
     means = np.empty(resamples, dtype=np.float64)
     for start in range(0, resamples, _ROWS_PER_CHUNK):
         rows = min(_ROWS_PER_CHUNK, resamples - start)
@@ -195,7 +205,7 @@ def bootstrap_cluster_mean_bounds(
     totals = np.asarray(sums, dtype=np.float64)
     counts = np.asarray(sizes, dtype=np.float64)
     clusters = int(totals.size)
-    rng = _generator(seed)
+    rng = seeded_generator(seed)
     means = np.empty(resamples, dtype=np.float64)
     for start in range(0, resamples, _ROWS_PER_CHUNK):
         rows = min(_ROWS_PER_CHUNK, resamples - start)

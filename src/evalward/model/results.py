@@ -40,8 +40,12 @@ class MetricResult(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     name: str
-    score: float | None = Field(description="The score; None when not applicable or on error.")
-    threshold: float | None = None
+    score: float | None = Field(
+        description="The score; None when not applicable or on error. Finite: NaN and ±inf are refused here, at "
+        "the model boundary, so no later stage can average or test them.",
+        allow_inf_nan=False,
+    )
+    threshold: float | None = Field(default=None, allow_inf_nan=False)
     status: MetricStatus
     higher_is_better: bool = True
     explanation: str = Field(default="", description="The arithmetic, e.g. `LCS=2, precision=2/3=0.667`.")

@@ -15,15 +15,19 @@ from pydantic import BaseModel, ConfigDict, Field
 VERDICT_SCHEMA_VERSION = 1
 """Version of the persisted `Verdict` JSON; bump it with a migration note when the shape changes."""
 
-Outcome = Literal["pass", "fail", "inconclusive"]
+Outcome = Literal["pass", "fail", "inconclusive", "error"]
 """`fail`: at least one blocking finding. `inconclusive`: no blocking finding, but a gated metric could
-neither be shown to regress nor to be non-inferior (or there was no baseline under a neutral policy)."""
+neither be shown to regress nor to be non-inferior (or there was no baseline under a neutral policy).
+`error`: no verdict could be reached because the comparison itself could not be made (a base side exists but
+no baseline could be stored or run, under `on_missing_baseline = "error"`): exit 3, never a silent pass."""
 
 Severity = Literal["blocking", "warning", "info"]
 """`blocking` makes the outcome `fail`; `warning` and `info` are shown only."""
 
 FindingKind = Literal[
     "regression",  # a gated metric (or, at info level, one case) got worse beyond noise
+    "newly_broken",  # cases that passed every repetition at the baseline fail every one now
+    "still_failing",  # a case that misses its thresholds now and already did at the baseline
     "threshold",  # a case missed an absolute threshold from the run's criteria
     "must_pass",  # a must_pass case failed more repetitions than allowed
     "error",  # a case errored (agent crash, timeout, judge error) or the run is incomplete
@@ -43,9 +47,11 @@ FindingKind = Literal[
 
 MetricVerdict = Literal["regressed", "pass", "inconclusive"]
 
-TestName = Literal["mcnemar_exact", "sign_flip_exact", "sign_flip_mc"]
+TestName = Literal["mcnemar_exact", "sign_flip_exact", "sign_flip_mc", "stratified_exact", "stratified_mc"]
 """`mcnemar_exact`: binary metric, one repetition per side; `sign_flip_exact`: all 2^m sign vectors of the
-m non-zero differences enumerated; `sign_flip_mc`: Monte Carlo sign flips, p = (1 + #{≤}) / (1 + S)."""
+m non-zero differences enumerated; `sign_flip_mc`: Monte Carlo sign flips, p = (1 + #{≤}) / (1 + S);
+`stratified_exact` / `stratified_mc`: pass/fail repetitions exchanged within each case (the pass-rate test of
+`gate.stratified`), enumerated exactly or drawn S times."""
 
 CaseLabel = Literal["regressed", "improved", "flaky", "stable_pass", "stable_fail", "new", "removed", "changed"]
 
@@ -87,6 +93,11 @@ class MetricComparison(BaseModel):
 
     metric: str = Field(description="Metric name (`case_pass` is the case status as a 0/1 score).")
     gated: bool = Field(description="True: may block; False: reported only (another metric is primary).")
+    guard: bool = Field(
+        default=False,
+        description="A gated check that blocks on a significant worsening but needs no evidence to pass (the "
+        "error rate): it never makes the outcome inconclusive.",
+    )
     higher_is_better: bool = Field(default=True, description="Direction of improvement.")
     baseline_mean: float | None = Field(description="Mean over cases of b_i (each b_i a mean over repetitions).")
     current_mean: float | None = Field(description="Mean over cases of c_i.")
@@ -196,6 +207,43 @@ class BaselineInfo(BaseModel):
     chosen_by: str = Field(
         default="", description="How it was chosen, e.g. `merge-base abc123 by exact SHA and fingerprint`."
     )
+    notes: list[str] = Field(
+        default_factory=list,
+        description="What a reader should know about it: the agent changes between the runs (the treatment), "
+        "cases re-scored under this run's criteria, cases run on demand on the base side.",
+    )
+    rescored_cases: int = Field(
+        default=0, description="Baseline cases re-scored from their recorded outputs under this run's criteria."
+    )
+    on_demand_cases: int = Field(default=0, description="Cases whose baseline side was run on demand in this job.")
+
+
+class NoBaseline(BaseModel):
+    """Why a verdict has no baseline, as the caller that looked for one knows it (`gate.decide` is pure)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    kind: Literal["no_base", "unavailable"] = Field(
+        description="`no_base`: there is no base side at all (no merge-base, or a first-ever run whose base could "
+        "not be run): the thresholds alone judge, as ADK does. `unavailable`: a base side exists but no baseline "
+        "could be stored or run: the policy's `on_missing_baseline` decides (default: error, exit 3)."
+    )
+    reason: str = Field(description="What was looked for or tried, for the report.")
+
+
+class NewlyBroken(BaseModel):
+    """The newly-broken test (`gate.stratified.newly_broken_test`): cases that passed every repetition at the
+    baseline and fail every one now, against what chance alone gives."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    cases: list[str] = Field(default_factory=list, description="`eval_set/case` of each newly broken case.")
+    eligible: int = Field(description="Cases with ≥ 3 repetitions per side whose passes could all have moved.")
+    expected: float = Field(description="Newly broken cases expected by chance: Σ q_i, q_i = 1/C(N_i, k_b,i).")
+    p_value: float = Field(description="P(at least this many by chance), exact.")
+    p_adjusted: float | None = Field(default=None, description="Adjusted across the gate's tests (weighted Holm).")
+    alpha_share: float = Field(description="Share of α this test spends.")
+    significant: bool = Field(description="p_adjusted < α: blocking.")
 
 
 class VerdictCounts(BaseModel):
@@ -208,6 +256,10 @@ class VerdictCounts(BaseModel):
     removed: int = Field(default=0, description="Cases only in the baseline.")
     changed: int = Field(default=0, description="Cases on both sides whose content hash differs.")
     errored: int = Field(default=0, description="Cases of the current run with at least one errored repetition.")
+    baseline_errored: int = Field(
+        default=0, description="Compared cases with at least one errored repetition in the baseline."
+    )
+    still_failing: int = Field(default=0, description="Cases missing their thresholds now and at the baseline.")
     quarantined: int = Field(default=0, description="Cases excluded from gating by an active quarantine.")
 
 
@@ -217,14 +269,22 @@ class Verdict(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     schema_version: int = VERDICT_SCHEMA_VERSION
-    outcome: Outcome = Field(description="`pass`, `fail` or `inconclusive`.")
-    reason: str = Field(description="One sentence a reader understands.")
+    outcome: Outcome = Field(description="`pass`, `fail`, `inconclusive` or `error` (no comparison possible).")
+    headline: str = Field(
+        default="",
+        description="What happened, in plain words, for the first line of every report (e.g. \"3 cases that "
+        "always passed now always fail: a, b, c.\"). Untrusted names inside: escape when rendering.",
+    )
+    reason: str = Field(description="One sentence with the deciding statistics.")
     current_run_id: str = Field(default="", description="The run that was judged.")
     findings: list[Finding] = Field(default_factory=list, description="Blocking findings first, then warnings, info.")
     metrics: list[MetricComparison] = Field(default_factory=list, description="One per compared metric.")
     cases: list[CaseDiagnostic] = Field(default_factory=list, description="One per case on either side.")
     baseline: BaselineInfo | None = Field(default=None, description="Filled by the caller who chose the baseline.")
     counts: VerdictCounts = Field(default_factory=VerdictCounts)
+    newly_broken: NewlyBroken | None = Field(
+        default=None, description="The newly-broken test; None when no case had k ≥ 3 on both sides or it is off."
+    )
     per_case_tests: PerCaseTests | None = Field(
         default=None, description="The per-case Fisher + BH diagnostics; None when nothing was compared."
     )

@@ -33,8 +33,8 @@ MAX_FINDINGS_PER_CASE = 5
 
 AnnotationLevel = Literal["failure", "warning", "notice"]
 _LEVEL_ORDER: dict[str, int] = {"failure": 0, "warning": 1, "notice": 2}
-_OUTCOME_WORDS = {"pass": "passed", "fail": "failed", "inconclusive": "inconclusive"}
-_OUTCOME_MARKS = {"pass": "✅", "fail": "❌", "inconclusive": "⚠️"}
+_OUTCOME_WORDS = {"pass": "passed", "fail": "failed", "inconclusive": "inconclusive", "error": "could not compare"}
+_OUTCOME_MARKS = {"pass": "✅", "fail": "❌", "inconclusive": "⚠️", "error": "💥"}
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,8 @@ def check_title(verdict: Verdict, *, failing: bool) -> str:
         text += f": {_plural(len(blocking), 'blocking finding')} ({_kinds(blocking)})"
     elif outcome == "inconclusive":
         text += ": no regression shown, and no non-inferiority either"
+    elif outcome == "error":
+        text += ": no baseline could be stored or run"
     else:
         text += f": {_plural(verdict.counts.compared, 'case')} compared"
     if outcome == "fail" and not failing:
@@ -81,7 +83,9 @@ def status_description(verdict: Verdict, *, failing: bool) -> str:
     """The commit status line: outcome and counts only (≤ 140 characters, no untrusted text)."""
     blocking = verdict.blocking()
     counts = verdict.counts
-    if blocking:
+    if verdict.outcome == "error":
+        text = "Could not compare: no baseline could be stored or run"
+    elif blocking:
         text = f"Failed: {_plural(len(blocking), 'blocking finding')} ({_kinds(blocking)})"
         if not failing:
             text += ", report only"

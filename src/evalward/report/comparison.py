@@ -1,7 +1,8 @@
 """The gate's verdict (this PR's run against its baseline) as the PR comment body and on the terminal.
 
 Layout, by priority (GITHUB.md §14, GATE.md §6 and §8):
-1. head, always kept: the outcome (✅ pass / ❌ fail / ⚠️ inconclusive) with the gate's reason; the
+1. head, always kept: first line, the outcome mark (✅ pass / ❌ fail / ⚠️ inconclusive / 💥 error) with the
+   gate's headline — what happened in plain words — then the outcome word and the gate's reason; the
    baseline (run, commit, branch, age, how it was chosen) or what having none means; the summary table
    (metric | baseline | this PR | Δ | interval | p (test) | verdict); when the analysis was clustered,
    which metrics and G; blocking findings, then warnings; the case counts; the per-case tests (Fisher +
@@ -60,19 +61,28 @@ MAX_REASON_CHARS = 600
 MAX_MESSAGE_CHARS = 500
 MAX_EXPLANATION_CHARS = 2_000
 
-OUTCOME_MARKS: dict[Outcome, str] = {"pass": "✅", "fail": "❌", "inconclusive": "⚠️"}
-OUTCOME_WORDS: dict[Outcome, str] = {"pass": "passed", "fail": "failed", "inconclusive": "inconclusive"}
+OUTCOME_MARKS: dict[Outcome, str] = {"pass": "✅", "fail": "❌", "inconclusive": "⚠️", "error": "💥"}
+OUTCOME_WORDS: dict[Outcome, str] = {
+    "pass": "passed",
+    "fail": "failed",
+    "inconclusive": "inconclusive",
+    "error": "could not compare",
+}
+MAX_HEADLINE_CHARS = 400
 METRIC_VERDICTS = {"regressed": "❌ regressed", "pass": "✅ pass", "inconclusive": "⚠️ inconclusive"}
 TEST_LABELS = {
     "mcnemar_exact": "exact McNemar",
     "sign_flip_exact": "exact sign-flip",
     "sign_flip_mc": "Monte Carlo sign-flip",
+    "stratified_exact": "exact stratified permutation",
+    "stratified_mc": "Monte Carlo stratified permutation",
+    "newly_broken_exact": "exact newly-broken count",
     "log_ratio_bootstrap": "log-ratio bootstrap",
     "fisher_exact": "one-sided Fisher exact, Benjamini–Hochberg q",
 }
 NO_BASELINE_TEXT = (
-    "no baseline: there was no comparable run to compare with, so only the absolute checks (errors, "
-    "thresholds, must-pass cases) ran and no metric could be shown to regress or to hold"
+    "no baseline: there was no run to compare with, stored or run on demand, so only the absolute checks "
+    "(errors, thresholds, must-pass cases) ran and no metric could be shown to regress or to hold"
 )
 
 # Why a case gets a section, most urgent first (its rank is the smallest reason it has).
@@ -596,9 +606,12 @@ def render_verdict_markdown(
 
 
 def _md_headline(verdict: Verdict, title: str) -> str:
+    """First line: what happened in plain words; then the outcome and the deciding statistics."""
     mark = OUTCOME_MARKS[verdict.outcome]
-    head = f"### {mark} {md_inline(title, max_len=80)}: gate {OUTCOME_WORDS[verdict.outcome]}"
-    return f"{head}\n\n{md_inline(verdict.reason, max_len=MAX_REASON_CHARS)}"
+    said = verdict.headline or verdict.reason
+    head = f"### {mark} {md_inline(said, max_len=MAX_HEADLINE_CHARS)}"
+    outcome = f"**{md_inline(title, max_len=80)}: gate {OUTCOME_WORDS[verdict.outcome]}.**"
+    return f"{head}\n\n{outcome} {md_inline(verdict.reason, max_len=MAX_REASON_CHARS)}"
 
 
 @dataclass(frozen=True)
@@ -636,7 +649,11 @@ def _md_baseline(verdict: Verdict, baseline: RunResult | None) -> str:
         parts.append(facts.age)
     chosen = facts.chosen_by
     parts.append(f"chosen by {md_inline(chosen, max_len=300)}" if chosen else "how it was chosen is not recorded")
-    return "**Baseline**: " + " · ".join(parts)
+    text = "**Baseline**: " + " · ".join(parts)
+    notes = verdict.baseline.notes if verdict.baseline is not None else []
+    if notes:
+        text += "\n" + "\n".join(f"- {md_inline(note, max_len=300)}" for note in notes[:10])
+    return text
 
 
 def _md_table(verdict: Verdict) -> str:
@@ -935,8 +952,13 @@ def print_verdict(current: RunResult, verdict: Verdict, console: Console, *, bas
         for part in parts:
             console.print(part, markup=False, emoji=False, highlight=False, soft_wrap=isinstance(part, Text))
 
-    style = {"pass": "bold green", "fail": "bold red", "inconclusive": "bold yellow"}[verdict.outcome]
-    out(Text.assemble((f"GATE {verdict.outcome.upper()}", style), "  ", _label(verdict.reason, MAX_REASON_CHARS)))
+    style = {"pass": "bold green", "fail": "bold red", "inconclusive": "bold yellow", "error": "bold magenta"}[
+        verdict.outcome
+    ]
+    said = verdict.headline or verdict.reason
+    out(Text.assemble((f"GATE {verdict.outcome.upper()}", style), "  ", _label(said, MAX_HEADLINE_CHARS)))
+    if verdict.headline:
+        out(_label(verdict.reason, MAX_REASON_CHARS))
     out(_term_baseline(verdict, baseline))
     if verdict.metrics:
         table = Table(show_edge=True, header_style="bold")
@@ -1058,6 +1080,8 @@ def _term_baseline(verdict: Verdict, baseline: RunResult | None) -> Text:
         line.append(", chosen by ").append_text(label(chosen, 300))
     else:
         line.append(", how it was chosen is not recorded")
+    for note in (info.notes if info is not None else [])[:10]:
+        line.append("\n  - ").append_text(label(note, 300))
     return line
 
 

@@ -304,7 +304,8 @@ async def run_page(request: Request) -> Response:
         base = f" Baseline: {esc(verdict.baseline.run_id)}." if verdict.baseline else ""
         verdict_html = (
             f'<div class="verdict verdict-{esc(outcome)}"><span class="{esc(outcome)}">{esc(outcome.upper())}</span> '
-            f"{esc(verdict.reason)}{base}</div><p class=muted>{esc(provenance)}</p>"
+            f"{esc(verdict.headline or verdict.reason)}{base}</div><p>{esc(verdict.reason)}</p>"
+            f"<p class=muted>{esc(provenance)}</p>"
         )
         findings = "".join(f"<li>{esc(f.severity)}: {esc(f.message)}</li>" for f in verdict.findings[:50])
         if findings:

@@ -58,7 +58,7 @@ log = logging.getLogger("evalward.server.evaluate")
 
 STDERR_TAIL_CHARS = 3000
 _KEEP_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "SYSTEMROOT", "TMPDIR")
-CONCLUSION_BY_OUTCOME = {"pass": "success", "fail": "failure", "inconclusive": "neutral"}
+CONCLUSION_BY_OUTCOME = {"pass": "success", "fail": "failure", "inconclusive": "neutral", "error": "failure"}
 _APPROVAL_KEYS = ("approval", "verify_write_access", "result")
 """Payload keys a re-run must not inherit from the earlier job at the same head (re-running approves it)."""
 

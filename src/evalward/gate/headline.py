@@ -1,0 +1,221 @@
+"""The first line of every report: what the gate found, in plain words a newcomer understands.
+
+`headline(verdict)` reads only the verdict (pure). It leads with the one thing that decided the outcome —
+"3 cases that always passed now always fail: a, b, c." — then adds what a reviewer must not miss (cases the
+change removes while they were failing, cases still failing as before). The statistics stay in
+`Verdict.reason`, the metric table and the findings below it. Case names are untrusted text: renderers escape
+the headline like any other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from evalward.gate.policy import CASE_PASS_METRIC, ERROR_RATE_METRIC
+from evalward.model.verdict import Finding, MetricComparison, Verdict
+
+NAMES_SHOWN = 5
+"""Case names a headline lists before "and N more"."""
+
+
+def headline(verdict: Verdict) -> str:
+    """One to three plain sentences (see the module docstring)."""
+    sentences = [_main(verdict)]
+    if verdict.outcome != "fail":
+        broken = [f for f in verdict.findings if f.kind == "newly_broken"]
+        if broken and verdict.newly_broken is not None and verdict.newly_broken.cases:
+            sentences.append(
+                f"{_count(len(verdict.newly_broken.cases), 'case')} that always passed now always "
+                f"{_verb(len(verdict.newly_broken.cases), 'fail')} ({_names(verdict.newly_broken.cases)}), which "
+                "chance explains here: worth a look."
+            )
+    removed = [f for f in verdict.findings if f.kind == "removed_case" and f.case_id is None]
+    if removed:
+        failing = [f for f in verdict.findings if f.kind == "removed_case" and f.case_id and "failing" in f.message]
+        sentences.append(
+            f"This change also removes {_count(len(failing), 'case')} that failed at the baseline: "
+            f"{_names([_key(f) for f in failing])}."
+        )
+    if verdict.counts.still_failing and verdict.outcome != "fail":
+        count = verdict.counts.still_failing
+        sentences.append(
+            f"{_count(count, 'case')} still {_verb(count, 'miss', 'misses')} {_their(count)} thresholds in some "
+            "repetition, as at the baseline."
+        )
+    return " ".join(sentences)
+
+
+def _main(verdict: Verdict) -> str:
+    if verdict.outcome == "error":
+        return "No verdict: no baseline could be made, so nothing was compared (see below for why)."
+    if verdict.outcome == "fail":
+        return _failure(verdict)
+    if verdict.outcome == "pass":
+        return _passed(verdict)
+    return _inconclusive(verdict)
+
+
+def _failure(verdict: Verdict) -> str:
+    blocking = verdict.blocking()
+    kinds = {f.kind for f in blocking}
+    gated = {m.metric: m for m in verdict.metrics if m.gated}
+    if any(f.kind == "error" and f.metric == ERROR_RATE_METRIC for f in blocking):
+        m = gated.get(ERROR_RATE_METRIC)
+        lead = (
+            f"More runs error: {_pct(m.baseline_mean)} → {_pct(m.current_mean)} of repetitions errored, more than "
+            "the baseline's errors explain."
+            if m is not None
+            else "More runs error than at the baseline."
+        )
+    elif "newly_broken" in kinds and verdict.newly_broken is not None:
+        cases = verdict.newly_broken.cases
+        lead = (
+            f"{_count(len(cases), 'case')} that always passed now always {_verb(len(cases), 'fail')}: "
+            f"{_names(cases)}."
+        )
+        rate = gated.get(CASE_PASS_METRIC)
+        if rate is not None and rate.baseline_mean is not None and rate.current_mean is not None and rate.delta:
+            lead += f" Repetitions passing: {_pct(rate.baseline_mean)} → {_pct(rate.current_mean)}."
+    elif any(f.kind == "regression" for f in blocking):
+        lead = _regression(next(f for f in blocking if f.kind == "regression"), gated)
+    elif "must_pass" in kinds:
+        cases = _keys_of(blocking, "must_pass")
+        lead = f"Must-pass {_plural_word(len(cases), 'case')} failed: {_names(cases)}."
+    elif "threshold" in kinds:
+        cases = _keys_of(blocking, "threshold")
+        lead = f"{_count(len(cases), 'case')} {_verb(len(cases), 'miss', 'misses')} {_their(len(cases))} thresholds: {_names(cases)}."
+        if any(f.kind == "no_baseline" for f in verdict.findings):
+            lead += " (There is no base side to compare with, so the thresholds alone decide.)"
+    elif "error" in kinds:
+        cases = _keys_of(blocking, "error")
+        if cases:
+            lead = f"{_count(len(cases), 'case')} errored: {_names(cases)}."
+        else:
+            lead = next(f for f in blocking if f.kind == "error").message
+    elif "missing_case" in kinds:
+        cases = _keys_of(blocking, "missing_case")
+        lead = f"{_count(len(cases), 'case')} {_verb(len(cases), 'have', 'has')} no results: {_names(cases)}."
+    elif kinds & {"cost", "latency"}:
+        finding = next(f for f in blocking if f.kind in ("cost", "latency"))
+        what = "Cost" if finding.kind == "cost" else "Latency"
+        ratio = f" ×{finding.effect:.2f} per case" if finding.effect is not None else ""
+        lead = f"{what} rose{ratio}, more than allowed."
+    elif "no_baseline" in kinds:
+        lead = "There is no baseline to compare with, and the policy fails without one."
+    elif "inconclusive" in kinds:
+        lead = "Not enough evidence either way, and strict mode fails an undecided comparison."
+    else:
+        lead = blocking[0].message if blocking else "The gate failed."
+    # The pass-rate regression and the newly broken cases are one piece of evidence seen twice.
+    lead_kind = _lead_kind(blocking)
+    others = {f.kind for f in blocking} - {lead_kind}
+    if lead_kind == "newly_broken":
+        others.discard("regression")
+    if len(blocking) > 1 and others:
+        lead += f" Other blocking problems: {', '.join(sorted(k.replace('_', ' ') for k in others))}."
+    return lead
+
+
+def _lead_kind(blocking: Sequence[Finding]) -> str:
+    """The kind `_failure` leads with (same order)."""
+    if any(f.kind == "error" and f.metric == ERROR_RATE_METRIC for f in blocking):
+        return "error"
+    for kind in ("newly_broken", "regression", "must_pass", "threshold", "error", "missing_case", "cost", "latency"):
+        if any(f.kind == kind for f in blocking):
+            return kind
+    return blocking[0].kind if blocking else ""
+
+
+def _regression(finding: Finding, gated: dict[str, MetricComparison]) -> str:
+    m = gated.get(finding.metric or "")
+    if m is None or m.baseline_mean is None or m.current_mean is None or m.delta is None:
+        return f"{finding.metric or 'A gated metric'} got worse, more than noise explains."
+    if m.metric == CASE_PASS_METRIC:
+        return (
+            f"Fewer runs pass: {_pct(m.baseline_mean)} → {_pct(m.current_mean)} of repetitions over "
+            f"{_count(m.n_cases, 'case')} ({100 * m.delta:+.1f} points), more than noise explains."
+        )
+    direction = "rose" if not m.higher_is_better else "fell"
+    return (
+        f"{m.metric} {direction} from {m.baseline_mean:.3f} to {m.current_mean:.3f} over {_count(m.n_cases, 'case')} "
+        f"({m.delta:+.3f}), more than noise explains."
+    )
+
+
+def _passed(verdict: Verdict) -> str:
+    gated = [m for m in verdict.metrics if m.gated and not m.guard]
+    if not gated:
+        return "Every case met its thresholds (a first run: there is no base side to compare with yet)."
+    m = gated[0]
+    if m.baseline_mean is None or m.current_mean is None:
+        return "No regression found."
+    if m.metric == CASE_PASS_METRIC:
+        return (
+            f"No regression: {_pct(m.current_mean)} of repetitions pass, against {_pct(m.baseline_mean)} at the "
+            f"baseline, over {_count(m.n_cases, 'case')} (within the {100 * m.delta_ni:g}-point margin)."
+        )
+    return (
+        f"No regression: {m.metric} {m.baseline_mean:.3f} → {m.current_mean:.3f} over {_count(m.n_cases, 'case')}, "
+        f"within the {m.delta_ni:g} margin."
+    )
+
+
+def _inconclusive(verdict: Verdict) -> str:
+    if verdict.baseline is None and any(f.kind == "no_baseline" for f in verdict.findings):
+        return "No baseline to compare with, so no regression check ran; the absolute checks passed."
+    if verdict.counts.compared == 0:
+        return "Nothing could be compared: no case is the same on both sides."
+    pending = [m for m in verdict.metrics if m.gated and not m.guard and m.verdict == "inconclusive"]
+    if not pending:
+        return "Not enough evidence either way."
+    m = pending[0]
+    if m.baseline_mean is None or m.current_mean is None or m.delta is None:
+        return f"Not enough evidence either way: {m.metric} could not be compared."
+    if m.metric == CASE_PASS_METRIC:
+        moved = (
+            f"{_pct(m.current_mean)} of repetitions pass, {_pct(m.baseline_mean)} at the baseline "
+            f"({100 * m.delta:+.1f} points over {_count(m.n_cases, 'case')})"
+        )
+    else:
+        moved = f"{m.metric} {m.baseline_mean:.3f} → {m.current_mean:.3f} over {_count(m.n_cases, 'case')}"
+    tail = (
+        f"; this run can only detect drops of {100 * m.mde:.0f} points or more"
+        if m.mde is not None and m.metric == CASE_PASS_METRIC
+        else f"; this run can only detect drops of {m.mde:.3f} or more"
+        if m.mde is not None
+        else "; too few cases differ to tell"
+    )
+    return f"Not enough evidence either way: {moved}{tail}."
+
+
+def _keys_of(findings: Sequence[Finding], kind: str) -> list[str]:
+    return list(dict.fromkeys(_key(f) for f in findings if f.kind == kind and f.case_id is not None))
+
+
+def _key(finding: Finding) -> str:
+    return f"{finding.eval_set_id}/{finding.case_id}" if finding.eval_set_id else str(finding.case_id)
+
+
+def _names(names: Sequence[str]) -> str:
+    shown = ", ".join(names[:NAMES_SHOWN])
+    return shown + (f" and {len(names) - NAMES_SHOWN} more" if len(names) > NAMES_SHOWN else "")
+
+
+def _count(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def _plural_word(count: int, word: str) -> str:
+    return word if count == 1 else word + "s"
+
+
+def _verb(count: int, plural: str, singular: str | None = None) -> str:
+    return plural if count != 1 else (singular or plural + "s")
+
+
+def _their(count: int) -> str:
+    return "its" if count == 1 else "their"
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.1f}%".replace(".0%", "%")
