@@ -288,9 +288,7 @@ def decide_exit(verdict: Verdict, fail_on: Collection[str]) -> Decision:
                 failed_on.append(finding.kind)
     failing = bool(failed_on)
     conclusion = "failure" if failing else "success" if verdict.outcome == "pass" else "neutral"
-    regressions = sum(
-        1 for f in verdict.findings if f.kind in FAIL_CLASSES["regression"] and f.severity == "blocking"
-    )
+    regressions = sum(1 for f in verdict.findings if f.kind in FAIL_CLASSES["regression"] and f.severity == "blocking")
     return Decision(
         outcome=verdict.outcome,
         failing=failing,

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from evalward.judging.scoring import Judging, ResolvedJudge
     from evalward.metrics.aggregate import MetricPart
     from evalward.runners.base import Agent
-    from evalward.runners.executor import CaseRun, WorkItem
+    from evalward.runners.executor import CaseRun, RateLimiter, WorkItem
     from evalward.store import Store
 
 PassRule = Literal["per_run", "mean_over_runs"]
@@ -228,6 +228,7 @@ def eval_set_info(eval_set: EvalSet) -> EvalSetInfo:
         criteria=list(eval_set.criteria.metrics),
         criteria_origin=eval_set.criteria.origin,
         case_hashes={c.case_id: c.content_hash for c in eval_set.cases},
+        case_input_hashes={c.case_id: c.input_hash for c in eval_set.cases},
         case_sources={c.case_id: c.source.model_dump(mode="json") for c in eval_set.cases if c.source},
     )
 
@@ -427,8 +428,13 @@ async def run_prepared(
     resume_run_id: str | None = None,
     progress: ProgressCallback | None = None,
     agent: Agent | None = None,
+    slots: asyncio.Semaphore | None = None,
+    rate_limiter: RateLimiter | None = None,
 ) -> RunResult:
     """Run the agent on every planned case, scoring and storing each result as it completes.
+
+    `slots` and `rate_limiter` are shared with a run going on at the same time (the base side of a pull
+    request, `run_pair`): one concurrency limit and one request rate for both.
 
     With `resume_run_id`, only the case × repetitions the stored run lacks are run, and the result is the
     whole run (stored plus new). A KeyboardInterrupt/cancel ends the run as `cancelled`, keeping what finished.
@@ -547,7 +553,15 @@ async def run_prepared(
     )
     status = "complete"
     try:
-        summary = await execute(items, agent, executor_options, on_case_done=on_case_done, on_progress=progress)
+        summary = await execute(
+            items,
+            agent,
+            executor_options,
+            on_case_done=on_case_done,
+            on_progress=progress,
+            rate_limiter=rate_limiter,
+            slots=slots,
+        )
         if summary.cancelled:
             status = "cancelled"
     except asyncio.CancelledError:
@@ -598,18 +612,31 @@ async def start_judging(prepared: PreparedRun, store: Store | None) -> Judging |
 
 
 async def score_outside(
-    result: CaseResult, item: WorkItem, case_run: CaseRun, agent: Agent, judging: Judging | None, options: RunOptions
+    result: CaseResult,
+    item: WorkItem,
+    case_run: CaseRun,
+    agent: Agent | None,
+    judging: Judging | None,
+    options: RunOptions,
+    *,
+    recorded: CaseResult | None = None,
 ) -> CaseResult:
     """Add what `score_case` cannot compute from the outputs alone: teacher-forced step metrics (more agent
     calls), ADK custom metrics (user functions, possibly async) and judged metrics (judge calls), then
-    recompute the case status (`judging.merge`)."""
+    recompute the case status (`judging.merge`).
+
+    Without an `agent` (re-scoring a baseline's recorded outputs), step metrics cannot be recomputed; those of
+    `recorded`, the original result, are kept."""
     from evalward.judging.merge import merge_metric_results
     from evalward.judging.scoring import apply_judges
     from evalward.metrics.custom import is_custom, score_custom
 
-    stepwise = await score_stepwise(item, case_run, agent, options)
-    if stepwise is not None:
-        result = merge_metric_results(result, stepwise[0], stepwise[1])
+    if agent is not None:
+        stepwise = await score_stepwise(item, case_run, agent, options)
+        if stepwise is not None:
+            result = merge_metric_results(result, stepwise[0], stepwise[1])
+    elif recorded is not None:
+        result = _keep_stepwise(result, recorded)
     custom = [s for s in item.eval_set.metrics_for(item.case) if is_custom(s)]
     if custom and case_run.outputs:
         for spec in custom:
@@ -621,6 +648,22 @@ async def score_outside(
         specs = item.eval_set.metrics_for(item.case)
         result = await apply_judges(result, item.case, specs, case_run.outputs, judging)
     return result
+
+
+def _keep_stepwise(result: CaseResult, recorded: CaseResult) -> CaseResult:
+    """`result` with the teacher-forced step metrics of `recorded` (they need the agent to recompute)."""
+    from evalward.judging.merge import merge_metric_results
+    from evalward.metrics.registry import is_stepwise
+
+    case_level = [m for m in recorded.metric_results if is_stepwise(m.name)]
+    turn_level = {
+        turn.turn: [m for m in turn.metric_results if is_stepwise(m.name)]
+        for turn in recorded.invocations
+        if any(is_stepwise(m.name) for m in turn.metric_results)
+    }
+    if not case_level and not turn_level:
+        return result
+    return merge_metric_results(result, case_level, turn_level)
 
 
 async def score_stepwise(
@@ -714,11 +757,69 @@ def run_blocking(prepared: PreparedRun, **kwargs: Any) -> RunResult:
     async def main() -> None:
         holder.append(await run_prepared(prepared, **kwargs))
 
-    # Everything loaded so far (modules, eval sets, the agent) lives for the whole run: freezing it keeps the
-    # cyclic GC from re-scanning it on every full collection, which otherwise stalls the event loop for tens
-    # of milliseconds at a time once a run holds thousands of results. The results themselves live until the
-    # end too, so young-generation collections are made rarer (every 10,000 allocations instead of 700);
-    # collection still happens, so cyclic garbage stays bounded (measured by benchmarks/overhead.py).
+    _run_frozen(main)
+    return holder[0]
+
+
+@dataclass
+class PairedRuns:
+    """The current run and, when one was asked for, the base side's run made at the same time."""
+
+    current: RunResult
+    base: RunResult | None
+    base_error: str | None = None
+    """Why the base side produced no run (its agent could not start, its database writes failed)."""
+
+
+def run_pair(
+    prepared: PreparedRun,
+    base: tuple[PreparedRun, Agent] | None,
+    *,
+    store: Store | None,
+    progress: ProgressCallback | None = None,
+) -> PairedRuns:
+    """Run `prepared` and, interleaved with it, the base side (GATE.md §9): one concurrency limit and one rate
+    limit shared case by case, so both sides meet the same provider conditions and its drift cancels out.
+
+    A failure of the current run propagates; a failure of the base side is returned as `base_error`."""
+    holder: list[PairedRuns] = []
+
+    async def main() -> None:
+        options = prepared.options
+        slots = asyncio.Semaphore(options.concurrency)
+        limiter = None
+        if options.rate_limit_per_s is not None:
+            from evalward.runners.executor import RateLimiter
+
+            limiter = RateLimiter(options.rate_limit_per_s)
+        head = run_prepared(prepared, store=store, progress=progress, slots=slots, rate_limiter=limiter)
+        if base is None:
+            holder.append(PairedRuns(current=await head, base=None))
+            return
+        base_prepared, base_agent = base
+        other = run_prepared(base_prepared, store=store, agent=base_agent, slots=slots, rate_limiter=limiter)
+        current, base_run = await asyncio.gather(head, other, return_exceptions=True)
+        if isinstance(current, BaseException):
+            raise current
+        if isinstance(base_run, BaseException):
+            if not isinstance(base_run, Exception):
+                raise base_run
+            holder.append(PairedRuns(current=current, base=None, base_error=f"{type(base_run).__name__}: {base_run}"))
+            return
+        holder.append(PairedRuns(current=current, base=base_run))
+
+    _run_frozen(main)
+    return holder[0]
+
+
+def _run_frozen(main: Callable[[], Any]) -> None:
+    """`asyncio.run(main())` with the run's garbage-collection settings.
+
+    Everything loaded so far (modules, eval sets, the agent) lives for the whole run: freezing it keeps the
+    cyclic GC from re-scanning it on every full collection, which otherwise stalls the event loop for tens
+    of milliseconds at a time once a run holds thousands of results. The results themselves live until the
+    end too, so young-generation collections are made rarer (every 10,000 allocations instead of 700);
+    collection still happens, so cyclic garbage stays bounded (measured by benchmarks/overhead.py)."""
     thresholds = gc.get_threshold()
     gc.freeze()
     gc.set_threshold(RUN_GC_THRESHOLD, *thresholds[1:])
@@ -727,7 +828,6 @@ def run_blocking(prepared: PreparedRun, **kwargs: Any) -> RunResult:
     finally:
         gc.set_threshold(*thresholds)
         gc.unfreeze()
-    return holder[0]
 
 
 def new_run_id() -> str:

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 DICE = ROOT / "examples" / "dice_agent"
 GOOD = f"{DICE}/agent.py:root_agent"
@@ -44,13 +46,15 @@ def root_agent(request):  # the PR's change: it forgets the check_prime call
 )
 
 
-def baseline_and_pr(tmp_path: Path, *, broken: bool) -> str:
+def baseline_and_pr(tmp_path: Path, *, broken: bool, repeat: int = 3) -> str:
     """A baseline on main and a PR run of the same agent target, whose code the PR may have changed."""
     agent_file = tmp_path / "agent_under_test.py"
     agent_file.write_text(DICE_SOURCE)
     target = f"{agent_file}:root_agent"
     evals = str(DICE / "dice.evalset.json")
-    base = cli(["run", evals, "--agent", target, "--repeat", "3", "--commit", "a" * 40, "--branch", "main"], tmp_path)
+    base = cli(
+        ["run", evals, "--agent", target, "--repeat", str(repeat), "--commit", "a" * 40, "--branch", "main"], tmp_path
+    )
     assert base.returncode == 0, base.stdout + base.stderr
     if broken:
         agent_file.write_text(BROKEN_SOURCE)
@@ -61,7 +65,7 @@ def baseline_and_pr(tmp_path: Path, *, broken: bool) -> str:
             "--agent",
             target,
             "--repeat",
-            "3",
+            str(repeat),
             "--commit",
             "b" * 40,
             "--branch",
@@ -77,27 +81,32 @@ def baseline_and_pr(tmp_path: Path, *, broken: bool) -> str:
     return run_id_of(pr)
 
 
-def test_gate_passes_an_unchanged_agent(tmp_path: Path) -> None:
+def test_gate_does_not_fail_an_unchanged_agent(tmp_path: Path) -> None:
+    # two cases × 3 repetitions, all passing on both sides: nothing got worse, but two cases are too few to
+    # show that nothing did (a pass needs evidence), so the gate says so instead of claiming a pass
     run_id = baseline_and_pr(tmp_path, broken=False)
     gate = cli(["gate", "--run", run_id, "--json", "v.json", "--markdown", "c.md"], tmp_path)
     assert gate.returncode == 0, gate.stdout + gate.stderr
     verdict = json.loads((tmp_path / "v.json").read_text())
-    assert verdict["outcome"] == "pass"
+    assert verdict["outcome"] == "inconclusive"
+    assert verdict["headline"].startswith("Not enough evidence either way: 100% of repetitions pass, 100% at the")
     assert verdict["baseline"]["chosen_by"].startswith("merge-base")
-    assert "✅" in (tmp_path / "c.md").read_text()
+    assert (tmp_path / "c.md").read_text().startswith("### ⚠️ Not enough evidence either way")
 
 
 def test_gate_fails_a_regression_and_shows_the_diff(tmp_path: Path) -> None:
-    run_id = baseline_and_pr(tmp_path, broken=True)
+    run_id = baseline_and_pr(tmp_path, broken=True, repeat=5)
     gate = cli(["gate", "--run", run_id, "--markdown", "c.md", "--html", "r.html", "--json", "v.json"], tmp_path)
     assert gate.returncode == 1, gate.stdout + gate.stderr
     verdict = json.loads((tmp_path / "v.json").read_text())
-    # Same agent target, changed code: the baseline is the merge-base run, and 2 cases × 3 repetitions
-    # are too few for a significant paired drop, so the absolute threshold is what blocks.
+    # Same agent target, changed code: the baseline is the merge-base run. The prime-check case passed all five
+    # repetitions there and fails all five now: by chance that split has probability 1/C(10, 5) = 1/252 —
+    # newly broken (its share of α is 0.1 · 0.05 = 0.005 > 1/252).
     assert verdict["baseline"]["chosen_by"].startswith("merge-base")
-    assert {f["kind"] for f in verdict["findings"] if f["severity"] == "blocking"} == {"threshold"}
+    assert "newly_broken" in {f["kind"] for f in verdict["findings"] if f["severity"] == "blocking"}
+    assert verdict["newly_broken"]["p_value"] == pytest.approx(1 / 252)
     comment = (tmp_path / "c.md").read_text()
-    assert "❌" in comment
+    assert comment.startswith("### ❌ 1 case that always passed now always fails: dice\\_basic/roll\\_16\\_sided")
     assert "- check_prime(" in comment  # the expected call the PR dropped, in the diff block
     assert len(comment) < 65_536
     assert "<html" in (tmp_path / "r.html").read_text()
@@ -110,28 +119,43 @@ def test_gate_fails_a_regression_and_shows_the_diff(tmp_path: Path) -> None:
     assert recorded.verdict.model_dump(mode="json") == verdict
 
 
-def test_no_baseline_is_inconclusive_or_fail_by_policy(tmp_path: Path) -> None:
+def test_a_first_run_without_a_base_side_is_judged_by_its_thresholds(tmp_path: Path) -> None:
+    # a fresh history and a base commit that is not in any checkout: nothing to compare with, ever — the
+    # thresholds alone decide (ADK's semantics), and the report says so
     pr = cli(
-        [
-            "run",
-            str(DICE / "dice.evalset.json"),
-            "--agent",
-            GOOD,
-            "--commit",
-            "c" * 40,
-            "--branch",
-            "x",
-            "--base-branch",
-            "main",
-            "--base-sha",
-            "d" * 40,
-        ],
+        ["run", str(DICE / "dice.evalset.json"), "--agent", GOOD, "--commit", "c" * 40, "--branch", "x",
+         "--base-branch", "main", "--base-sha", "d" * 40],
         tmp_path,
+    )  # fmt: skip
+    gate = cli(["gate", "--run", run_id_of(pr), "--json", "v.json"], tmp_path)
+    assert gate.returncode == 0, gate.stdout + gate.stderr
+    verdict = json.loads((tmp_path / "v.json").read_text())
+    assert verdict["outcome"] == "pass"
+    [finding] = [f for f in verdict["findings"] if f["kind"] == "no_baseline"]
+    assert "a first run: no stored history" in finding["message"]
+    assert "judged by the absolute thresholds alone" in finding["message"]
+
+
+def test_a_missing_baseline_with_history_is_an_error_or_the_policy_says(tmp_path: Path) -> None:
+    # the history has runs, but none at this PR's base, and the base cannot be checked out: no verdict (exit 3)
+    other = cli(
+        ["run", str(DICE / "dice.evalset.json"), "--agent", GOOD, "--commit", "e" * 40, "--branch", "main"], tmp_path
     )
+    assert other.returncode == 0, other.stderr
+    pr = cli(
+        ["run", str(DICE / "dice.evalset.json"), "--agent", GOOD, "--commit", "c" * 40, "--branch", "x",
+         "--base-branch", "main", "--base-sha", "d" * 40],
+        tmp_path,
+    )  # fmt: skip
     run_id = run_id_of(pr)
-    neutral = cli(["gate", "--run", run_id, "--json", "v.json"], tmp_path)
+    error = cli(["gate", "--run", run_id, "--json", "v.json"], tmp_path)
+    assert error.returncode == 3, error.stdout + error.stderr
+    verdict = json.loads((tmp_path / "v.json").read_text())
+    assert verdict["outcome"] == "error"
+    assert verdict["reason"].startswith("Error: No baseline could be made")
+    neutral = cli(["gate", "--run", run_id, "--on-missing-baseline", "neutral", "--json", "n.json"], tmp_path)
     assert neutral.returncode == 0
-    assert json.loads((tmp_path / "v.json").read_text())["outcome"] == "inconclusive"
+    assert json.loads((tmp_path / "n.json").read_text())["outcome"] == "inconclusive"
     strict = cli(["gate", "--run", run_id, "--on-missing-baseline", "fail"], tmp_path)
     assert strict.returncode == 1
 

@@ -53,7 +53,10 @@ class TestPairedComparison:
         )
         assert "≈60 cases would show non-inferiority → INCONCLUSIVE" in metric.explanation
         assert "detectable effect cannot be estimated" in metric.explanation
-        assert verdict.headline == "Not enough evidence either way: m 1.000 → 1.000 over 30 cases; too few cases differ to tell."
+        assert (
+            verdict.headline
+            == "Not enough evidence either way: m 1.000 → 1.000 over 30 cases; too few cases differ to tell."
+        )
 
     def test_four_cases_can_never_pass(self) -> None:
         base = run("base", [result(f"c{i}", {"m": 0.5}) for i in range(4)])

@@ -112,7 +112,7 @@ def test_newly_broken_needs_three_repetitions() -> None:
 
 def test_poisson_binomial_matches_the_binomial() -> None:
     p = [0.2] * 12
-    for observed in range(0, 14):
+    for observed in range(14):
         binomial = sum(math.comb(12, j) * 0.2**j * 0.8 ** (12 - j) for j in range(observed, 13))
         assert poisson_binomial_upper_tail(p, observed) == pytest.approx(binomial)
 

@@ -20,7 +20,6 @@ from evalward.errors import GateInputError
 from evalward.model import RunResult
 from evalward.store import (
     Store,
-    comparability_key,
     git_first_parent_ancestors,
     git_merge_base,
     search_baseline,
@@ -148,11 +147,8 @@ def test_auto_without_any_run_on_the_history_is_none(store: Store, history: dict
     assert select_baseline(store, "auto", current=_current(history), base_branch="main", merge_base=None) is None
 
 
-def test_auto_refuses_mismatched_unfinished_and_partial_runs_and_says_why(
-    store: Store, history: dict[str, str]
-) -> None:
+def test_auto_refuses_unfinished_and_partial_runs_and_says_why(store: Store, history: dict[str, str]) -> None:
     merge_base, ancestors = _inputs(history)
-    _stored(store, "other-criteria", history["m3"], hours=5, threshold=0.5)
     _stored(store, "still-running", history["m3"], hours=4, status="running")
     _stored(store, "shard-only", history["m3"], hours=3, shard=(1, 2))
     _stored(store, "pr-branch", history["m3"], hours=2, branch="feature")
@@ -165,7 +161,6 @@ def test_auto_refuses_mismatched_unfinished_and_partial_runs_and_says_why(
     assert search.choice is not None
     assert search.choice.run.run_id == "good-at-m2"
     assert {r.run_id: r.reason for r in search.refused} == {
-        "other-criteria": "not comparable: criteria of eval set 'smoke' differ (metrics, thresholds or judge options)",
         "still-running": "it is running, not complete",
         "shard-only": "it is only shard 1/2 (merge the shards first)",
         "pr-branch": "it ran on branch 'feature', not the base branch 'main'",
@@ -173,21 +168,41 @@ def test_auto_refuses_mismatched_unfinished_and_partial_runs_and_says_why(
     assert search.choice.refused == search.refused
 
 
-def test_a_mismatched_fingerprint_alone_is_refused(store: Store, history: dict[str, str]) -> None:
+def test_other_criteria_are_the_instrument_and_never_refuse_a_baseline(store: Store, history: dict[str, str]) -> None:
+    # a loosened threshold changes how outputs are scored, not what the agent did: the caller re-scores
     merge_base, ancestors = _inputs(history)
-    other = make_run("x", commit=history["m3"]).model_copy(
-        update={"agent": make_run("x").agent.model_copy(update={"config_hash": "cfg-2"})}  # type: ignore[union-attr]
-    )
-    store.begin_run(other, [])
-    store.finish_run(other.model_copy(update={"status": "complete", "passed": True}))
-    assert comparability_key(other) != comparability_key(_current(history))
+    _stored(store, "other-criteria", history["m3"], threshold=0.5)
 
-    search = search_baseline(
+    choice = select_baseline(
         store, "auto", current=_current(history), base_branch="main", merge_base=merge_base, ancestors=ancestors
     )
 
-    assert search.choice is None
-    assert [r.reason for r in search.refused] == ["not comparable: agent target or configuration differs"]
+    assert choice is not None and choice.run.run_id == "other-criteria"
+    assert choice.notes == [
+        "measured differently: criteria of eval set 'smoke' differ (metrics, thresholds or judge options)"
+    ]
+
+
+def test_a_changed_agent_is_the_treatment_and_never_refuses_a_baseline(store: Store, history: dict[str, str]) -> None:
+    merge_base, ancestors = _inputs(history)
+    agent = make_run("x").agent
+    assert agent is not None
+    for hours, (run_id, changed) in enumerate(
+        (("new-config", {"config_hash": "cfg-2"}), ("new-target", {"target": "agents.v2:agent"}))
+    ):
+        other = make_run(run_id, commit=history["m3"]).model_copy(update={"agent": agent.model_copy(update=changed)})
+        cases = [make_case("a"), make_case("b")]
+        store.begin_run(other, [c.key for c in cases])
+        finished = T0 + timedelta(hours=hours + 1)
+        store.finish_run(
+            other.model_copy(update={"status": "complete", "passed": True, "cases": cases, "finished_at": finished})
+        )
+        choice = select_baseline(
+            store, "auto", current=_current(history), base_branch="main", merge_base=merge_base, ancestors=ancestors
+        )
+        assert choice is not None and choice.run.run_id == run_id
+        assert choice.refused == []
+    assert choice.notes == ["agent target changed: agents.v2:agent → agents.support:agent"]
 
 
 def test_changed_and_added_cases_are_noted_not_refused(store: Store, history: dict[str, str]) -> None:
@@ -199,10 +214,37 @@ def test_changed_and_added_cases_are_noted_not_refused(store: Store, history: di
     choice = select_baseline(store, "auto", current=current, base_branch="main", merge_base=merge_base)
 
     assert choice is not None
-    # a same, b changed, c added; nothing removed.
-    assert choice.notes == [
-        "1 cases comparable; 1 changed content, 1 added, 0 removed (only comparable cases are paired)"
-    ]
+    # a same, b changed (no input hashes recorded here, so content decides), c added; nothing removed.
+    assert choice.notes == ["1 cases ask the same as in the baseline run; 1 with changed inputs, 1 added, 0 removed"]
+
+
+def test_runs_at_one_commit_complete_each_other(store: Store, history: dict[str, str]) -> None:
+    # an older run has a and b; a newer one (e.g. run on demand for a case a pull request added) has only c
+    merge_base, ancestors = _inputs(history)
+    _stored(store, "at-m3-ab", history["m3"], hours=1)
+    newer = make_run("at-m3-c", commit=history["m3"], started=T0 + timedelta(hours=2), case_ids=["c"])
+    store.begin_run(newer, [make_case("c").key])
+    finished = T0 + timedelta(hours=3)
+    store.finish_run(
+        newer.model_copy(
+            update={"status": "complete", "passed": True, "cases": [make_case("c")], "finished_at": finished}
+        )
+    )
+
+    choice = select_baseline(
+        store,
+        "auto",
+        current=_current(history, case_ids=["a", "b", "c"]),
+        base_branch="main",
+        merge_base=merge_base,
+        ancestors=ancestors,
+    )
+
+    assert choice is not None
+    assert choice.run.run_id == "at-m3-c"
+    assert sorted(c.case_id for c in choice.run.cases) == ["a", "b", "c"]
+    assert sorted(choice.run.eval_sets[0].case_hashes) == ["a", "b", "c"]
+    assert choice.notes[-1] == "completed with cases of 1 older run(s) at the same commit: at-m3-ab"
 
 
 def test_explicit_specs(store: Store, history: dict[str, str]) -> None:
@@ -219,9 +261,11 @@ def test_explicit_specs(store: Store, history: dict[str, str]) -> None:
 
     assert by_commit is not None and by_commit.run.run_id == "at-m4"
     assert by_commit.how == f"explicit commit {history['m4'][:7]}"
-    assert by_branch is not None and by_branch.run.run_id == "at-m5"  # newest *comparable* on main
+    assert by_branch is not None and by_branch.run.run_id == "mismatch"  # newest usable on main (re-scored later)
     assert by_id is not None and by_id.how == "explicit run id"
-    assert by_id.notes == ["not comparable: criteria of eval set 'smoke' differ (metrics, thresholds or judge options)"]
+    assert by_id.notes == [
+        "measured differently: criteria of eval set 'smoke' differ (metrics, thresholds or judge options)"
+    ]
     assert select_baseline(store, "none", current=current, base_branch="main", merge_base=None) is None
     with pytest.raises(GateInputError, match="--baseline latest is not supported"):
         select_baseline(store, "latest", current=current, base_branch="main", merge_base=None)

@@ -44,11 +44,21 @@ def _outputs(func: Any) -> Any:
 @click.option("--strict", is_flag=True, envvar="EVALWARD_STRICT", help="An inconclusive verdict fails (exit 1)")
 @click.option(
     "--on-missing-baseline",
-    type=click.Choice(["neutral", "fail"]),
+    type=click.Choice(["error", "absolute", "neutral", "fail"]),
     envvar="EVALWARD_ON_MISSING_BASELINE",
-    help="No comparable baseline: neutral (inconclusive) or fail [default: from the policy, neutral]",
+    help="A base side exists but no baseline could be stored or run: error (exit 3), absolute (thresholds "
+    "alone), neutral (inconclusive) or fail [default: from the policy, error] [env: EVALWARD_ON_MISSING_BASELINE]",
 )
-@click.option("--allow-mismatch", is_flag=True, help="Compare with a baseline made with other criteria or judge")
+@click.option(
+    "--baseline-run",
+    type=click.Choice(["missing", "always", "never"]),
+    default="missing",
+    show_default=True,
+    envvar="EVALWARD_BASELINE_RUN",
+    help="Run the base side on demand (the merge-base's agent on this run's cases, in a git worktree): "
+    "missing = only for cases no stored run covers, always, never [env: EVALWARD_BASELINE_RUN]",
+)
+@click.option("--allow-mismatch", is_flag=True, help="Compare with an explicit baseline that shares no case")
 @_outputs
 @db_option
 @click.pass_context
@@ -59,6 +69,7 @@ def gate_command(
     base_branch: str | None,
     strict: bool,
     on_missing_baseline: str | None,
+    baseline_run: str,
     allow_mismatch: bool,
     json_path: str | None,
     markdown_path: str | None,
@@ -67,11 +78,16 @@ def gate_command(
 ) -> None:
     """Gate a stored run against its baseline: pass, fail or inconclusive, with every finding explained.
 
+    The baseline is a stored run at the merge-base (re-scored under this run's criteria when they differ),
+    completed by running the base side on demand for the cases no stored run covers (--baseline-run).
+
     Exit codes: 0 pass or inconclusive, 1 fail (inconclusive too with --strict), 2 bad input
-    (unknown run, mismatched baseline), 3 the database is unreachable.
+    (unknown run, mismatched baseline), 3 no baseline could be made, or the database is unreachable.
     """
     from evalward.cli.run_cmd import open_history
+    from evalward.errors import EXIT_INFRASTRUCTURE
     from evalward.gating import gate_run, load_current_run, load_policy
+    from evalward.gating.instrument import load_instrument
 
     loaded = ctx.obj
     settings = loaded.settings if loaded is not None else None
@@ -82,6 +98,11 @@ def gate_command(
     )
     store = open_history(db_url or (settings.db if settings else None))
     current = load_current_run(store, run_ref)
+    instrument = load_instrument(current)
+    if instrument.problem is not None:
+        click.echo(
+            f"note: the baseline is used as recorded, not re-scored or run on demand: {instrument.problem}", err=True
+        )
     outcome = gate_run(
         store,
         current,
@@ -90,9 +111,12 @@ def gate_command(
         base_branch=base_branch or (settings.base_branch if settings else None),
         allow_mismatch=allow_mismatch,
         record="gate",
+        instrument=instrument.prepared,
+        baseline_run=baseline_run,  # type: ignore[arg-type]
     )
     render_outcome(outcome.current, outcome.verdict, outcome.baseline, json_path, markdown_path, html_path)
-    sys.exit(EXIT_OK if outcome.verdict.outcome != "fail" else EXIT_FAILED)
+    codes = {"fail": EXIT_FAILED, "error": EXIT_INFRASTRUCTURE}
+    sys.exit(codes.get(outcome.verdict.outcome, EXIT_OK))
 
 
 @click.command("compare")

@@ -538,7 +538,9 @@ class _Gate:
                 "(on_missing_baseline=error: exit 3, never a silent pass).",
             )
         elif policy == "fail":
-            self.add("no_baseline", "blocking", f"No baseline run to compare with ({why}), and on_missing_baseline=fail.")
+            self.add(
+                "no_baseline", "blocking", f"No baseline run to compare with ({why}), and on_missing_baseline=fail."
+            )
         else:
             self.add(
                 "no_baseline",
@@ -650,7 +652,6 @@ class _Gate:
         """A baseline case the current run lists but did not run is `missing_case` (step 0), not removed."""
         return any(info.eval_set_id == key[0] and key[1] in info.case_hashes for info in self.current.eval_sets)
 
-
     # -- step 5 -------------------------------------------------------------------------------------
 
     def has_thresholds(self) -> bool:
@@ -688,7 +689,6 @@ class _Gate:
                 if found is not None:
                     return found.higher_is_better
         return True
-
 
     def _worst_value(self, metric: str) -> float | None:
         """The worst score an errored repetition takes under fail/count_as_failure: 0 when higher is better;
@@ -763,7 +763,6 @@ class _Gate:
                     return result.cluster
         return None
 
-
     def compare_metrics(self) -> list[MetricComparison]:
         gated, reported = self.metric_names()
         names = [*gated, *(name for name in reported if name not in gated)]
@@ -782,7 +781,9 @@ class _Gate:
         err_in = errors is not None and errors[0].min_p < alpha * self.policy.error_rate_share
         gated_with_p = [name for name in gated if name in tests]
         family: list[tuple[str, float, float]] = []  # (member, p, weight)
-        main = 1.0 - (self.policy.newly_broken_share if nb_in else 0.0) - (self.policy.error_rate_share if err_in else 0.0)
+        main = (
+            1.0 - (self.policy.newly_broken_share if nb_in else 0.0) - (self.policy.error_rate_share if err_in else 0.0)
+        )
         if gated_with_p:
             family.extend((name, tests[name][0], main / len(gated_with_p)) for name in gated_with_p)
         if nb_in and nb is not None:
@@ -808,7 +809,6 @@ class _Gate:
     def _oriented(self, name: str, paired: _PairedMetric) -> list[float]:
         sign = 1.0 if self.higher_is_better[name] else -1.0
         return [sign * (c - b) for b, c in zip(paired.b, paired.c, strict=True)]
-
 
     # -- the stratified tests -----------------------------------------------------------------------
 
@@ -846,9 +846,7 @@ class _Gate:
         from evalward.gate.stratified import NEWLY_BROKEN_MIN_RUNS
 
         broken = [
-            key
-            for key, s in strata
-            if s.newly_broken and min(s.baseline_runs, s.current_runs) >= NEWLY_BROKEN_MIN_RUNS
+            key for key, s in strata if s.newly_broken and min(s.baseline_runs, s.current_runs) >= NEWLY_BROKEN_MIN_RUNS
         ]
         return result, broken
 
@@ -877,7 +875,9 @@ class _Gate:
             return self._clustered_test(name, clusters, len(diffs))
         if name == CASE_PASS_METRIC:
             strata = [s for _, s in self._pass_strata(paired.keys)]
-            result = pass_rate_test(strata, seed=_sub_seed(self.seed, f"stratified:{name}"), resamples=self.policy.resamples)
+            result = pass_rate_test(
+                strata, seed=_sub_seed(self.seed, f"stratified:{name}"), resamples=self.policy.resamples
+            )
             return result.p_value, result.test, _stratified_how(result, len(strata))
         if paired.binary:
             n10 = sum(d < 0 for d in diffs)

@@ -27,7 +27,7 @@ def headline(verdict: Verdict) -> str:
             sentences.append(
                 f"{_count(len(verdict.newly_broken.cases), 'case')} that always passed now always "
                 f"{_verb(len(verdict.newly_broken.cases), 'fail')} ({_names(verdict.newly_broken.cases)}), which "
-                "chance explains here: worth a look."
+                "could still be chance with this many cases and repetitions: worth a look."
             )
     removed = [f for f in verdict.findings if f.kind == "removed_case" and f.case_id is None]
     if removed:
@@ -70,8 +70,7 @@ def _failure(verdict: Verdict) -> str:
     elif "newly_broken" in kinds and verdict.newly_broken is not None:
         cases = verdict.newly_broken.cases
         lead = (
-            f"{_count(len(cases), 'case')} that always passed now always {_verb(len(cases), 'fail')}: "
-            f"{_names(cases)}."
+            f"{_count(len(cases), 'case')} that always passed now always {_verb(len(cases), 'fail')}: {_names(cases)}."
         )
         rate = gated.get(CASE_PASS_METRIC)
         if rate is not None and rate.baseline_mean is not None and rate.current_mean is not None and rate.delta:
@@ -178,13 +177,14 @@ def _inconclusive(verdict: Verdict) -> str:
         )
     else:
         moved = f"{m.metric} {m.baseline_mean:.3f} → {m.current_mean:.3f} over {_count(m.n_cases, 'case')}"
-    tail = (
-        f"; this run can only detect drops of {100 * m.mde:.0f} points or more"
-        if m.mde is not None and m.metric == CASE_PASS_METRIC
-        else f"; this run can only detect drops of {m.mde:.3f} or more"
-        if m.mde is not None
-        else "; too few cases differ to tell"
-    )
+    if m.mde is not None and m.mde >= 1.0 and m.higher_is_better:
+        tail = f"; {_count(m.n_cases, 'case')} are too few to detect any drop"
+    elif m.mde is not None and m.metric == CASE_PASS_METRIC:
+        tail = f"; this run can only detect drops of {100 * m.mde:.0f} points or more"
+    elif m.mde is not None:
+        tail = f"; this run can only detect drops of {m.mde:.3f} or more"
+    else:
+        tail = "; too few cases differ to tell"
     return f"Not enough evidence either way: {moved}{tail}."
 
 

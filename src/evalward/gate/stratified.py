@@ -101,7 +101,9 @@ def hypergeometric_pmf(size: int, successes: int, draws: int) -> tuple[int, npt.
     low = max(0, draws - (size - successes))
     high = min(successes, draws)
     denominator = math.comb(size, draws)
-    values = [math.comb(successes, x) * math.comb(size - successes, draws - x) / denominator for x in range(low, high + 1)]
+    values = [
+        math.comb(successes, x) * math.comb(size - successes, draws - x) / denominator for x in range(low, high + 1)
+    ]
     return low, np.asarray(values, dtype=np.float64)
 
 
@@ -185,9 +187,7 @@ def pass_rate_test(strata: Sequence[Stratum], *, seed: int, resamples: int = 10_
             values = (values[:, None] + points[None, :]).ravel()
             probabilities = (probabilities[:, None] * law[None, :]).ravel()
         p = float(probabilities[values <= observed + tolerance].sum())
-        return PassRateResult(
-            min(1.0, p), "stratified_exact", informative, len(laws), observed, expected, 0, 0, min_p
-        )
+        return PassRateResult(min(1.0, p), "stratified_exact", informative, len(laws), observed, expected, 0, 0, min_p)
     rng = seeded_generator(seed)
     totals = np.zeros(resamples, dtype=np.float64)
     for weight, offset, law in laws:

@@ -161,6 +161,20 @@ class EvalCase(BaseModel):
             turn.pop("source", None)
         return canonical_hash(payload)
 
+    @cached_property
+    def input_hash(self) -> str:
+        """sha256 of what the agent is given: every turn's query and inputs, and the initial session.
+
+        Two cases with the same id and input hash ask the agent the same thing, so a baseline's recorded
+        outputs for one can be re-scored under the other's expectations and criteria (GATE.md §9: the eval
+        set is the instrument). A different input hash is a different case."""
+        return canonical_hash(
+            {
+                "turns": [{"query": turn.query, "inputs": turn.inputs} for turn in self.turns],
+                "session_input": None if self.session_input is None else self.session_input.model_dump(mode="json"),
+            }
+        )
+
 
 EvalFormat = Literal[
     "adk_evalset",

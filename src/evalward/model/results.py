@@ -174,6 +174,12 @@ class EvalSetInfo(BaseModel):
     criteria: list[MetricSpec] = Field(default_factory=list)
     criteria_origin: str = ""
     case_hashes: dict[str, str] = Field(default_factory=dict, description="{case_id: content hash}.")
+    case_input_hashes: dict[str, str] = Field(
+        default_factory=dict,
+        description="{case_id: input hash}: what the agent was asked (turn queries and inputs, initial session). "
+        "Equal input hashes pair a baseline's recorded outputs with this run's case even when expectations "
+        "differ (the baseline is then re-scored). Empty for runs made before evalward recorded it.",
+    )
     case_sources: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="{case_id: SourceLocation as dict}, for annotations."
     )
@@ -204,6 +210,11 @@ class RunContext(BaseModel):
     shard_index: int | None = Field(default=None, description="1-based shard index when sharded.")
     shard_count: int | None = None
     group_id: str | None = Field(default=None, description="Shards of one logical run share a group id.")
+    base_side_for: str | None = Field(
+        default=None,
+        description="Set on a base side run on demand (`evalward.gating.base_side`): the commit whose gate made it. "
+        "Such a run is a baseline for later pull requests, never the run `--run latest` means.",
+    )
 
 
 class RunResult(BaseModel):

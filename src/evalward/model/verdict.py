@@ -272,8 +272,8 @@ class Verdict(BaseModel):
     outcome: Outcome = Field(description="`pass`, `fail`, `inconclusive` or `error` (no comparison possible).")
     headline: str = Field(
         default="",
-        description="What happened, in plain words, for the first line of every report (e.g. \"3 cases that "
-        "always passed now always fail: a, b, c.\"). Untrusted names inside: escape when rendering.",
+        description='What happened, in plain words, for the first line of every report (e.g. "3 cases that '
+        'always passed now always fail: a, b, c."). Untrusted names inside: escape when rendering.',
     )
     reason: str = Field(description="One sentence with the deciding statistics.")
     current_run_id: str = Field(default="", description="The run that was judged.")

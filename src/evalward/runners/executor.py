@@ -313,10 +313,14 @@ async def execute(
     on_case_done: Callable[[CaseRun], Awaitable[None]] | None = None,
     on_progress: Callable[[int, int], None] | None = None,
     rate_limiter: RateLimiter | None = None,
+    slots: asyncio.Semaphore | None = None,
 ) -> ExecutionSummary:
     """Run `items` on a started `agent` (rules in the module docstring); always closes the agent.
 
     `rate_limiter` replaces the one built from `options.rate_limit_per_s` (tests inject a fake clock).
+    `slots` is shared with another `execute` running at the same time (the base side of a pull request run in
+    the same job): each case holds one slot while it runs, so both together keep to one concurrency limit,
+    and since waiting cases are woken in arrival order the two runs interleave case by case.
     An exception raised by `on_case_done` stops the run and propagates after in-flight cases are cancelled.
     """
     if options.concurrency < 1:
@@ -363,7 +367,11 @@ async def execute(
         while queue and not failures:
             item = queue.popleft()
             in_flight[worker_id] = item
-            case_run = await runner.run(item)
+            if slots is None:
+                case_run = await runner.run(item)
+            else:
+                async with slots:
+                    case_run = await runner.run(item)
             del in_flight[worker_id]
             await pending.acquire()
             delivery = asyncio.create_task(deliver(case_run))

@@ -6,9 +6,12 @@
    (`ancestors`, nearest first, computed by the caller with git);
 3. else no baseline (None): the caller runs the base side on demand or reports "no baseline".
 
-Comparable = equal `comparability_key` (comparability.py) and at least one case whose content hash is
-the same on both sides. Every candidate passed over is recorded with the reason, so a report can say
-"run X at 1a2b3c4 refused: criteria of eval set 'smoke' differ".
+Usable = complete, on the base branch, not a single shard, and at least one case that asks the agent the
+same thing (same eval set, case id and input hash; `comparability.py`). The agent is the treatment and
+never a reason to pass a run over; a run scored with other criteria or another grader is usable too (the
+caller re-scores it from its recorded outputs). At the chosen commit, up to `COMPOSE_MAX` usable runs are
+combined, newest first per case, so cases run on demand for one pull request complete the baseline of the
+next. Every candidate passed over is recorded with the reason ("run X at 1a2b3c4: it is cancelled").
 
 Explicit specs: `<run_id>` (used even when not comparable — the differences become notes),
 `commit:SHA` (newest complete comparable run at that commit, any branch), `branch:NAME` (newest complete
@@ -19,26 +22,33 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from evalward.errors import GateInputError
 from evalward.model import RunResult
 from evalward.store.comparability import (
-    comparability_differences,
+    agent_changes,
+    case_keys,
     comparability_key,
+    input_overlap,
+    instrument_differences,
+    same_input,
     scorer_version,
 )
 from evalward.store.engine import read_transaction
 from evalward.store.repository import Store
 from evalward.store.schema import runs_table
 
+COMPOSE_MAX = 10
+"""Usable runs at one commit combined into the baseline, newest first."""
+
 __all__ = [
     "BaselineChoice",
     "BaselineSearch",
     "Refusal",
     "comparability_key",
+    "compose",
     "search_baseline",
     "select_baseline",
 ]
@@ -130,7 +140,8 @@ def search_baseline(
         notes.insert(0, f"the baseline run is {run.status}, not complete")
     if run.context.shard_count is not None and run.context.shard_count > 1:
         notes.insert(0, f"the baseline run is only shard {run.context.shard_index}/{run.context.shard_count}")
-    notes[:0] = [f"not comparable: {reason}" for reason in comparability_differences(current, run)]
+    if input_overlap(current, run)[0] == 0 and any(i.case_hashes for i in current.eval_sets):
+        notes.insert(0, "not comparable: no case asks the agent the same thing in both runs")
     return BaselineSearch(choice=BaselineChoice(run=run, how="explicit run id", notes=notes))
 
 
@@ -200,36 +211,19 @@ def _candidates(
 
 
 def _header(store: Store, run_id: str) -> RunResult:
-    """The stored run without its cases (enough to explain a comparability mismatch)."""
-    from sqlalchemy import select
-
-    with read_transaction(store.engine) as conn:
-        data: dict[str, Any] = dict(
-            conn.execute(select(runs_table.c.run_json).where(runs_table.c.run_id == run_id)).scalar_one()
-        )
-    data["cases"] = []
-    return RunResult.model_validate(data)
-
-
-def _case_overlap(current: RunResult, baseline: RunResult) -> tuple[int, int, int, int]:
-    """(same, changed, added, removed) case counts by (eval set, case id) and content hash."""
-    mine = {(i.eval_set_id, case): h for i in current.eval_sets for case, h in i.case_hashes.items()}
-    theirs = {(i.eval_set_id, case): h for i in baseline.eval_sets for case, h in i.case_hashes.items()}
-    same = sum(1 for key, h in mine.items() if theirs.get(key) == h)
-    changed = sum(1 for key, h in mine.items() if key in theirs and theirs[key] != h)
-    added = sum(1 for key in mine if key not in theirs)
-    removed = sum(1 for key in theirs if key not in mine)
-    return same, changed, added, removed
+    """The stored run without its cases (enough to check which cases it has)."""
+    return store.load_run_header(run_id)
 
 
 def _notes(current: RunResult, baseline: RunResult) -> list[str]:
-    notes: list[str] = []
-    same, changed, added, removed = _case_overlap(current, baseline)
+    notes: list[str] = list(agent_changes(baseline, current))
+    same, changed, added, removed = input_overlap(current, baseline)
     if changed or added or removed:
         notes.append(
-            f"{same} cases comparable; {changed} changed content, {added} added, {removed} removed "
-            "(only comparable cases are paired)"
+            f"{same} cases ask the same as in the baseline run; {changed} with changed inputs, {added} added, "
+            f"{removed} removed"
         )
+    notes.extend(f"measured differently: {reason}" for reason in instrument_differences(current, baseline))
     if baseline.evalward_version != current.evalward_version and scorer_version(
         baseline.evalward_version
     ) == scorer_version(current.evalward_version):
@@ -239,8 +233,10 @@ def _notes(current: RunResult, baseline: RunResult) -> list[str]:
     return notes
 
 
-def _judge(store: Store, current: RunResult, candidate: _Candidate, key: str, *, base_branch: str | None) -> str | None:
-    """Why `candidate` cannot be the baseline of `current`; None when it can (before the case check)."""
+def _judge(store: Store, current: RunResult, candidate: _Candidate, *, base_branch: str | None) -> str | None:
+    """Why `candidate` cannot be the baseline of `current`; None when it can (before the case check).
+
+    The agent and the instrument are never reasons (module docstring)."""
     if candidate.run_id == current.run_id:
         return "it is the current run"
     if base_branch is not None and candidate.branch != base_branch:
@@ -249,9 +245,6 @@ def _judge(store: Store, current: RunResult, candidate: _Candidate, key: str, *,
         return f"it is {candidate.status}, not complete"
     if candidate.shard_count is not None and candidate.shard_count > 1:
         return f"it is only shard {candidate.shard_index}/{candidate.shard_count} (merge the shards first)"
-    if candidate.key != key:
-        reasons = comparability_differences(current, _header(store, candidate.run_id))
-        return "not comparable: " + ("; ".join(reasons) or "comparability key differs")
     return None
 
 
@@ -263,18 +256,83 @@ def _first_acceptable(
     base_branch: str | None,
     refused: list[Refusal],
 ) -> tuple[RunResult, list[str]] | None:
-    key = comparability_key(current)
+    """The usable runs among `candidates` (newest first), combined (`compose`), with the notes; None if none."""
+    usable: list[RunResult] = []
     for candidate in candidates:
-        reason = _judge(store, current, candidate, key, base_branch=base_branch)
+        if len(usable) >= COMPOSE_MAX:
+            break
+        reason = _judge(store, current, candidate, base_branch=base_branch)
         if reason is None:
-            run = store.load_run(candidate.run_id)
-            same, *_ = _case_overlap(current, run)
+            header = _header(store, candidate.run_id)
+            same, *_ = input_overlap(current, header)
             if same == 0 and any(i.case_hashes for i in current.eval_sets):
-                reason = "no case has the same content in both runs"
+                reason = "no case asks the agent the same thing in both runs (ids or inputs differ)"
             else:
-                return run, _notes(current, run)
+                usable.append(store.load_run(candidate.run_id))
+                continue
         refused.append(Refusal(run_id=candidate.run_id, commit=candidate.commit, reason=reason))
-    return None
+    if not usable:
+        return None
+    run = compose(current, usable)
+    notes = _notes(current, run)
+    added_from = [r.run_id for r in usable[1:] if r.run_id in _sources(run)]
+    if added_from:
+        notes.append(
+            f"completed with cases of {len(added_from)} older run(s) at the same commit: {', '.join(added_from)}"
+        )
+    return run, notes
+
+
+def _sources(run: RunResult) -> set[str]:
+    """Run ids whose cases a composed baseline holds (recorded in its warnings by `compose`)."""
+    prefix = "composed from run "
+    return {w.removeprefix(prefix) for w in run.warnings if w.startswith(prefix)}
+
+
+def compose(current: RunResult, runs: Sequence[RunResult]) -> RunResult:
+    """One baseline from the usable runs at a commit (newest first): the newest run's cases, then each case the
+    current run lists (same input) that it lacks, from the next run that has it. Eval-set records are merged the
+    same way. With one run, that run unchanged."""
+    if len(runs) == 1:
+        return runs[0]
+    wanted = case_keys(current)
+    newest = runs[0]
+    cases = list(newest.cases)
+    have = {(c.eval_set_id, c.case_id) for c in cases}
+    infos = {i.eval_set_id: i.model_copy(deep=True) for i in newest.eval_sets}
+    warnings: list[str] = []
+    for older in runs[1:]:
+        theirs = case_keys(older)
+        take = {
+            key for key, value in theirs.items() if key not in have and key in wanted and same_input(wanted[key], value)
+        }
+        if not take:
+            continue
+        cases.extend(c for c in older.cases if (c.eval_set_id, c.case_id) in take)
+        for info in older.eval_sets:
+            target = infos.setdefault(
+                info.eval_set_id,
+                info.model_copy(update={"case_hashes": {}, "case_input_hashes": {}, "case_sources": {}}),
+            )
+            for set_id, case_id in take:
+                if set_id != info.eval_set_id:
+                    continue
+                target.case_hashes[case_id] = info.case_hashes[case_id]
+                if case_id in info.case_input_hashes:
+                    target.case_input_hashes[case_id] = info.case_input_hashes[case_id]
+                if case_id in info.case_sources:
+                    target.case_sources[case_id] = info.case_sources[case_id]
+        have |= take
+        warnings.append(f"composed from run {older.run_id}")
+    if not warnings:
+        return newest
+    return newest.model_copy(
+        update={
+            "cases": sorted(cases, key=lambda c: c.key),
+            "eval_sets": list(infos.values()),
+            "warnings": [*newest.warnings, *warnings],
+        }
+    )
 
 
 def _auto(

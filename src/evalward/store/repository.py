@@ -377,6 +377,22 @@ class Store:
         data["cases"] = ordered
         return RunResult.model_validate(data)
 
+    def load_run_header(self, run_id: str) -> RunResult:
+        """The recorded run without its case results (context, eval-set records, summary): cheap at any size.
+        Raises GateInputError for an unknown id."""
+        from sqlalchemy import select
+
+        with read_transaction(self.engine) as conn:
+            row = conn.execute(
+                select(runs_table.c.run_json, runs_table.c.status).where(runs_table.c.run_id == run_id)
+            ).one_or_none()
+            if row is None:
+                raise self._unknown_run(conn, run_id)
+        data = dict(row.run_json)
+        data["status"] = row.status
+        data["cases"] = []
+        return RunResult.model_validate(data)
+
     def missing_items(self, run_id: str) -> list[tuple[str, str, int]]:
         """Planned items of the run with no stored result, sorted; what a resumed run must still do."""
         from sqlalchemy import and_, select
