@@ -546,7 +546,7 @@ def test_inconclusive_shows_mde_and_cases_needed():
 
 def test_no_baseline_says_what_it_means():
     text = render_verdict_markdown(build_current_run(), build_no_baseline_verdict())
-    assert "**Baseline**: no baseline: there was no comparable run to compare with" in text
+    assert "**Baseline**: no baseline: there was no run to compare with, stored or run on demand" in text
     assert "| metric |" not in text
 
 

@@ -118,7 +118,7 @@ def test_run_without_verdict_has_no_verdict_section():
 
 def test_no_baseline_verdict_says_so():
     text = render_html(build_current_run(), verdict=build_no_baseline_verdict())
-    assert "<strong>Baseline</strong>: no baseline: there was no comparable run" in text
+    assert "<strong>Baseline</strong>: no baseline: there was no run to compare with" in text
 
 
 def test_summary_plot_geometry():

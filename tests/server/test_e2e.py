@@ -38,7 +38,10 @@ def make_bare_repo(root: Path) -> tuple[str, str]:
     """origin at root/git/acme/dice.git: main (the dice agent) and feature (the broken agent); their SHAs."""
     work = root / "work"
     dice_project(work)
-    (work / "evalward.toml").write_text('paths = ["evals"]\nagent = "agent.py:root_agent"\nbase_branch = "main"\n')
+    # five repetitions: a case that passed 5/5 and fails 0/5 is evidence on its own (p = 1/252)
+    (work / "evalward.toml").write_text(
+        'paths = ["evals"]\nagent = "agent.py:root_agent"\nbase_branch = "main"\nrepeat = 5\n'
+    )
     git(work, "init", "-q", "-b", "main")
     git(work, "add", ".")
     git(work, "commit", "-q", "-m", "dice agent")

@@ -801,7 +801,7 @@ class _Gate:
             self._judge_metric(name, name in gated, tests.get(name), p_adjusted.get(name), gated) for name in names
         ]
         if nb is not None:
-            self._report_newly_broken(nb[0], nb[1], p_adjusted.get(NEWLY_BROKEN_TEST), nb_in)
+            self._report_newly_broken(nb[0], nb[1], p_adjusted.get(NEWLY_BROKEN_TEST), nb_in, clustered=nb[2])
         if errors is not None:
             comparisons.append(self._judge_error_rate(errors[0], errors[1], p_adjusted.get(ERROR_RATE_METRIC)))
         return comparisons
@@ -822,7 +822,7 @@ class _Gate:
                 strata.append((key, Stratum(len(before), len(after), int(sum(before)), int(sum(after)))))
         return strata
 
-    def _newly_broken(self) -> tuple[NewlyBrokenResult, list[CaseKey]] | None:
+    def _newly_broken(self) -> tuple[NewlyBrokenResult, list[CaseKey], bool] | None:
         """The newly-broken test over the compared cases; every repetition counts and an error is not a pass."""
         strata: list[tuple[CaseKey, Stratum]] = []
         for key in self.compared:
@@ -840,7 +840,14 @@ class _Gate:
             )
         if not strata:
             return None
-        result = newly_broken_test([s for _, s in strata])
+        labels = [self._cluster_label(key) for key, _ in strata]
+        groups: list[Hashable] | None = None
+        if any(label is not None for label in labels):
+            groups = [
+                ("label", label) if label is not None else ("case", *key)
+                for (key, _), label in zip(strata, labels, strict=True)
+            ]
+        result = newly_broken_test([s for _, s in strata], groups=groups)
         if result.eligible == 0:
             return None
         from evalward.gate.stratified import NEWLY_BROKEN_MIN_RUNS
@@ -848,7 +855,7 @@ class _Gate:
         broken = [
             key for key, s in strata if s.newly_broken and min(s.baseline_runs, s.current_runs) >= NEWLY_BROKEN_MIN_RUNS
         ]
-        return result, broken
+        return result, broken, groups is not None
 
     def _error_rate(self) -> tuple[PassRateResult, list[tuple[CaseKey, Stratum]]] | None:
         """The stratified test on "not errored" over the compared cases, when any of them errored."""
@@ -1242,7 +1249,13 @@ class _Gate:
         return comparison
 
     def _report_newly_broken(
-        self, result: NewlyBrokenResult, broken: Sequence[CaseKey], p_adjusted: float | None, tested: bool
+        self,
+        result: NewlyBrokenResult,
+        broken: Sequence[CaseKey],
+        p_adjusted: float | None,
+        tested: bool,
+        *,
+        clustered: bool,
     ) -> None:
         alpha = self.policy.alpha
         p_used = p_adjusted if p_adjusted is not None else result.p_value
@@ -1255,14 +1268,17 @@ class _Gate:
             p_adjusted=p_adjusted,
             alpha_share=self.policy.newly_broken_share if tested else 0.0,
             significant=significant,
+            unit="cluster" if clustered else "case",
         )
         if not broken:
             return
         names = ", ".join(_case(key) for key in broken[:10])
         more = f" and {len(broken) - 10} more" if len(broken) > 10 else ""
+        unit = "cluster" if clustered else "case"
         chance = (
-            f"by chance alone about {result.expected:.2f} would (over the {result.eligible} cases whose passes could "
-            f"all have moved); p = {_p(result.p_value)} (exact)"
+            f"by chance alone about {result.expected:.2f} {unit}s would (over the {_plural(result.eligible, unit)} "
+            f"whose passes could all have moved{'; correlated cases count once per cluster' if clustered else ''}); "
+            f"p = {_p(result.p_value)} (exact)"
         )
         if significant:
             why = f"p_adj = {_p(p_used)} < α = {alpha:g}: newly broken, not noise"

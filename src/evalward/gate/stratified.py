@@ -31,7 +31,7 @@ McNemar; it generalises it to repetitions and to graded evidence across cases.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -217,17 +217,26 @@ class NewlyBrokenResult:
     """Π q_i: the smallest p-value these cases could give."""
 
 
-def newly_broken_test(strata: Sequence[Stratum], *, min_runs: int = NEWLY_BROKEN_MIN_RUNS) -> NewlyBrokenResult:
-    """p = P(Σ Bernoulli(q_i) ≥ broken) over the eligible cases, exact (module docstring, 2)."""
-    probabilities: list[float] = []
-    broken = 0
-    for stratum in strata:
+def newly_broken_test(
+    strata: Sequence[Stratum], *, min_runs: int = NEWLY_BROKEN_MIN_RUNS, groups: Sequence[Hashable] | None = None
+) -> NewlyBrokenResult:
+    """p = P(Σ Bernoulli(q_i) ≥ broken) over the eligible cases, exact (module docstring, 2).
+
+    With `groups` (cluster labels, one per stratum), correlated cases count as one unit: a cluster is newly
+    broken when any of its eligible cases is, which under H0 happens with probability at most
+    q_g = min(1, Σ_{i∈g} q_i) (a union bound, valid however its cases depend on each other); the test runs over
+    clusters with those q_g, and `broken`/`eligible` count clusters."""
+    per_unit: dict[Hashable, tuple[float, bool]] = {}
+    for index, stratum in enumerate(strata):
         if stratum.baseline_runs < min_runs or stratum.current_runs < min_runs:
             continue
         if stratum.total != stratum.baseline_runs:
             continue
-        probabilities.append(1.0 / math.comb(stratum.size, stratum.baseline_runs))
-        broken += stratum.newly_broken
+        unit: Hashable = groups[index] if groups is not None else index
+        q, broken_before = per_unit.get(unit, (0.0, False))
+        per_unit[unit] = (min(1.0, q + 1.0 / math.comb(stratum.size, stratum.baseline_runs)), broken_before or stratum.newly_broken)
+    probabilities = [q for q, _ in per_unit.values()]
+    broken = sum(was for _, was in per_unit.values())
     expected = math.fsum(probabilities)
     min_p = math.prod(probabilities) if probabilities else 1.0
     return NewlyBrokenResult(

@@ -27,6 +27,8 @@ names is not run, as in ADK (a warning says so).
 
 from __future__ import annotations
 
+import math
+
 import difflib
 from collections.abc import Collection
 from pathlib import Path
@@ -145,7 +147,8 @@ def _efficiency_threshold_message(name: str) -> str:
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+    """A finite JSON number (NaN and Infinity, which Python's JSON reader accepts, are not thresholds)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def metric_spec_from_criterion(name: str, value: Any, at: PathKey, problems: Problems) -> MetricSpec | None:

@@ -38,6 +38,7 @@ class MetricSpec(BaseModel):
     threshold: float | None = Field(
         default=None,
         description="Pass when score >= threshold (<= for lower-is-better metrics); None = informational.",
+        allow_inf_nan=False,
     )
     options: dict[str, Any] = Field(
         default_factory=dict,

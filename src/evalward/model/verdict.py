@@ -238,7 +238,12 @@ class NewlyBroken(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     cases: list[str] = Field(default_factory=list, description="`eval_set/case` of each newly broken case.")
-    eligible: int = Field(description="Cases with ≥ 3 repetitions per side whose passes could all have moved.")
+    eligible: int = Field(description="Units with ≥ 3 repetitions per side whose passes could all have moved.")
+    unit: Literal["case", "cluster"] = Field(
+        default="case",
+        description="What `eligible` and the test count: cases, or clusters when cases carry cluster labels (a "
+        "cluster is newly broken when any of its cases is; q_g = min(1, Σ q_i) bounds its chance).",
+    )
     expected: float = Field(description="Newly broken cases expected by chance: Σ q_i, q_i = 1/C(N_i, k_b,i).")
     p_value: float = Field(description="P(at least this many by chance), exact.")
     p_adjusted: float | None = Field(default=None, description="Adjusted across the gate's tests (weighted Holm).")

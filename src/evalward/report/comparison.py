@@ -606,12 +606,14 @@ def render_verdict_markdown(
 
 
 def _md_headline(verdict: Verdict, title: str) -> str:
-    """First line: what happened in plain words; then the outcome and the deciding statistics."""
+    """First line: what happened in plain words (`Verdict.headline`); then the outcome and the deciding
+    statistics. A verdict recorded before headlines existed keeps the older layout (outcome, then reason)."""
     mark = OUTCOME_MARKS[verdict.outcome]
-    said = verdict.headline or verdict.reason
-    head = f"### {mark} {md_inline(said, max_len=MAX_HEADLINE_CHARS)}"
-    outcome = f"**{md_inline(title, max_len=80)}: gate {OUTCOME_WORDS[verdict.outcome]}.**"
-    return f"{head}\n\n{outcome} {md_inline(verdict.reason, max_len=MAX_REASON_CHARS)}"
+    outcome = f"{md_inline(title, max_len=80)}: gate {OUTCOME_WORDS[verdict.outcome]}"
+    reason = md_inline(verdict.reason, max_len=MAX_REASON_CHARS)
+    if not verdict.headline:
+        return f"### {mark} {outcome}\n\n{reason}"
+    return f"### {mark} {md_inline(verdict.headline, max_len=MAX_HEADLINE_CHARS)}\n\n**{outcome}.** {reason}"
 
 
 @dataclass(frozen=True)

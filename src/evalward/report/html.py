@@ -284,8 +284,17 @@ def _verdict_section(verdict: Verdict, run: RunResult, baseline: RunResult | Non
     outcome = verdict.outcome
     parts = [
         "<section>\n<h2>Gate verdict</h2>",
-        f'<p class="badge {outcome}">{OUTCOME_MARKS[outcome]} {html_escape(verdict.headline or verdict.reason)}</p>',
-        f"<p><strong>Gate {OUTCOME_WORDS[outcome]}.</strong> {html_escape(verdict.reason)}</p>",
+        *(
+            [
+                f'<p class="badge {outcome}">{OUTCOME_MARKS[outcome]} {html_escape(verdict.headline)}</p>',
+                f"<p><strong>Gate {OUTCOME_WORDS[outcome]}.</strong> {html_escape(verdict.reason)}</p>",
+            ]
+            if verdict.headline
+            else [
+                f'<p class="badge {outcome}">{OUTCOME_MARKS[outcome]} gate {OUTCOME_WORDS[outcome]}</p>',
+                f"<p>{html_escape(verdict.reason)}</p>",
+            ]
+        ),
         f"<p><strong>Baseline</strong>: {_baseline_text(verdict, baseline)}</p>",
     ]
     if verdict.metrics:
