@@ -120,7 +120,7 @@ class NativeMetric(BaseModel):
     model_config = ConfigDict(extra="allow", loc_by_alias=False)
 
     name: str
-    threshold: float | None = 1.0
+    threshold: float | None = Field(default=1.0, allow_inf_nan=False)
 
 
 def _metric_kind(value: Any) -> str:
