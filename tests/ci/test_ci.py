@@ -101,7 +101,9 @@ def test_regression_fails_the_step_with_annotations_on_the_eval_file(workspace: 
 
     assert result.exit_code == 1
     assert result.verdict is not None and result.verdict.outcome == "fail"
-    assert outputs(env)["regressions"] == "1" and outputs(env)["passed"] == "false"
+    # `regressions` counts every blocking finding of a change for the worse: the gated metric's regression and
+    # the 6 cases that now miss their threshold (ci.exit_code).
+    assert outputs(env)["regressions"] == "7" and outputs(env)["passed"] == "false"
     [check] = checks_on(workspace, PR_HEAD)
     assert check["conclusion"] == "failure"
     annotations = workspace.fake.annotations_of(int(check["id"]))  # type: ignore[call-overload]
@@ -214,7 +216,13 @@ def test_fork_with_a_read_only_token_degrades_and_the_artifact_posts_later(works
     artifact = workspace.root / "evalward-results"
     meta = json.loads((artifact / "meta.json").read_text())
     assert (meta["pr_number"], meta["head_sha"], meta["repository"]) == (PR_NUMBER, PR_HEAD, REPO)
-    assert {p.name for p in artifact.iterdir()} == {"meta.json", "run.json", "verdict.json", "baseline.json"}
+    assert {p.name for p in artifact.iterdir()} == {
+        "meta.json",
+        "run.json",
+        "verdict.json",
+        "baseline.json",
+        "report.html",
+    }
 
     # The workflow_run workflow: a write token, the artifact, no checkout. It cross-checks the head SHA.
     workspace.fake.read_only = False
