@@ -218,12 +218,20 @@ class Workspace:
             clock=lambda: 1_700_000_000.0,
         )
 
-    def run(self, env: dict[str, str], **changes: Any) -> tuple[CiResult, str]:
+    def run(
+        self, env: dict[str, str], *, root: Path | None = None, client_factory: Any = None, **changes: Any
+    ) -> tuple[CiResult, str]:
+        """`run_ci` in-process with `options(**changes)`; its exit result and everything it logged."""
         import io
 
         out, err = io.StringIO(), io.StringIO()
         result = run_ci(
-            self.options(**changes), env=env, out=out, err=err, client_factory=self.client_factory, root=self.root
+            self.options(**changes),
+            env=env,
+            out=out,
+            err=err,
+            client_factory=client_factory or self.client_factory,
+            root=root or self.root,
         )
         return result, out.getvalue() + err.getvalue()
 

@@ -26,6 +26,7 @@ or an unreachable database (exit 3) — still sets `verdict=error` and says why 
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -423,7 +424,8 @@ def _run_ci(
         if options.setup:
             from evalward.ci.setup import run_setup
 
-            run_setup(options.setup, env=env, cwd=repo_dir, out=out, repository=repository)
+            # The commands are a child process: the process environment, with the action's variables over it.
+            run_setup(options.setup, env={**os.environ, **env}, cwd=repo_dir, out=out, repository=repository)
         context = ci_context(options, actions, env, merge_base=merge_base)
         overrides = {"strict": True} if "inconclusive" in options.fail_on else {}
         policy = load_policy(options.gate_settings, config_path=options.config_path, overrides=overrides)

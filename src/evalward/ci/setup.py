@@ -74,12 +74,13 @@ def run_setup(script: str, *, env: Mapping[str, str], cwd: Path, out: TextIO, re
         except OSError as exc:
             out.write(f"::{token}::\n::endgroup::\n")
             raise SetupError(f"the `setup` commands could not start: {exc}") from exc
-        assert process.stdout is not None
-        ended = True
-        for line in process.stdout:
-            out.write(line)
-            ended = line.endswith("\n")
-        code = process.wait()
+        with process:
+            assert process.stdout is not None
+            ended = True
+            for line in process.stdout:
+                out.write(line)
+                ended = line.endswith("\n")
+            code = process.wait()
         out.write(("" if ended else "\n") + f"::{token}::\n::endgroup::\n")
         out.flush()
         if code != 0:
