@@ -88,6 +88,11 @@ def test_pull_request_three_runs_leave_one_comment_and_report_on_the_head_sha(wo
     assert out["run-id"] == result.run.run_id if result.run else False
     assert Path(out["results-json"]).name == "run.json"
     assert "### ✅ evalward: evals: gate passed" in summary(env)
+    # The comment and the summary point to the full HTML report among the workflow run's artifacts.
+    run_url = f"https://github.test/{REPO}/actions/runs/{env['GITHUB_RUN_ID']}"
+    link = f"[Full HTML report (report.html in the evalward-results artifact)]({run_url}#artifacts)"
+    assert link in comment["body"] and link in summary(env)
+    assert (workspace.root / "evalward-results" / "report.html").read_text().startswith("<!DOCTYPE html>")
     # The PR run was compared with the push run at the PR's base commit.
     assert result.verdict is not None and result.verdict.baseline is not None
     assert result.verdict.baseline.chosen_by.startswith(f"merge-base {PR_BASE[:7]} on master")

@@ -220,3 +220,20 @@ def test_readme_documents_every_input() -> None:
     for row in re.findall(r"^\| (`[a-z-]+`(?: / `[a-z-]+`)+) \|", table, flags=re.MULTILINE):
         documented |= set(re.findall(r"`([a-z-]+)`", row))
     assert set(action("action.yml")["inputs"]) - documented == set()
+
+
+def test_baseline_run_is_one_option_of_ci_and_gate_carried_to_ci_options() -> None:
+    from evalward.ci import CiOptions
+    from evalward.cli.gate_cmd import gate_command
+
+    for command in (ci_command, gate_command):
+        param = options_of(command)["--baseline-run"]
+        assert isinstance(param.type, click.Choice)
+        assert (param.envvar, list(param.type.choices), param.default) == (
+            "EVALWARD_BASELINE_RUN",
+            ["missing", "always", "never"],
+            "missing",
+        )
+    assert ACTION_INPUTS["baseline-run"] == "EVALWARD_BASELINE_RUN"
+    assert CiOptions.from_values({"baseline_run": "always"}).baseline_run == "always"
+    assert CiOptions().baseline_run == "missing"

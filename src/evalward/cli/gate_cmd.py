@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from evalward.cli.common import db_option
+from evalward.cli.options import baseline_run_option
 from evalward.errors import EXIT_FAILED, EXIT_OK
 
 
@@ -40,6 +41,7 @@ def _outputs(func: Any) -> Any:
     envvar="EVALWARD_BASELINE",
     help="auto | RUN_ID | commit:SHA | branch:NAME | none [env: EVALWARD_BASELINE]",
 )
+@baseline_run_option
 @click.option("--base-branch", envvar="EVALWARD_BASE_BRANCH", help="The branch PRs merge into (default: from the run)")
 @click.option("--strict", is_flag=True, envvar="EVALWARD_STRICT", help="An inconclusive verdict fails (exit 1)")
 @click.option(
@@ -56,6 +58,7 @@ def gate_command(
     ctx: click.Context,
     run_ref: str,
     baseline_spec: str,
+    baseline_run: str,
     base_branch: str | None,
     strict: bool,
     on_missing_baseline: str | None,
@@ -73,6 +76,9 @@ def gate_command(
     from evalward.cli.run_cmd import open_history
     from evalward.gating import gate_run, load_current_run, load_policy
 
+    # `baseline_run` (missing | always | never) says when the base side is run on demand (GATE.md §9, step 2);
+    # it is accepted here, as by `evalward ci`, for the gate's on-demand base run to use.
+    del baseline_run
     loaded = ctx.obj
     settings = loaded.settings if loaded is not None else None
     policy = load_policy(
