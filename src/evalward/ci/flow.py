@@ -31,7 +31,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, TextIO
+from typing import TYPE_CHECKING, Any, Literal, TextIO
 from urllib.parse import quote
 
 from evalward.ci.artifact import ArtifactMeta, merge_shard_artifacts, write_artifact
@@ -82,21 +82,21 @@ def event_mode(actions: ActionsEnv) -> Mode:
     return "other"
 
 
-def default_client(actions: ActionsEnv, **overrides: object) -> GitHubClient | None:
+def default_client(actions: ActionsEnv, **overrides: Any) -> GitHubClient | None:
     """A client for `GITHUB_API_URL` with the job's token (None without one): 5 retries, but at most 20 s lost
     to GitHub not answering over the whole job; rate limits follow GITHUB.md §9. `overrides` go to
-    `GitHubClient` (tests: `sleep`, `jitter`)."""
+    `GitHubClient` (tests: `sleep`, `jitter`, `monotonic`)."""
     from evalward.github.client import GitHubClient
 
     if not actions.token or not actions.repository:
         return None
-    options: dict[str, object] = {
+    options: dict[str, Any] = {
         "max_retries": GITHUB_MAX_RETRIES,
         "retry_budget_s": GITHUB_RETRY_BUDGET_S,
         "connect_timeout_s": GITHUB_CONNECT_TIMEOUT_S,
         **overrides,
     }
-    return GitHubClient(actions.token, api_url=actions.api_url, **options)  # type: ignore[arg-type]
+    return GitHubClient(actions.token, api_url=actions.api_url, **options)
 
 
 def ci_context(
