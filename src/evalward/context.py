@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -18,12 +17,9 @@ from evalward.model import RunContext
 
 
 def _git(args: list[str], cwd: Path | None) -> str | None:
-    try:
-        completed = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=10, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    out = completed.stdout.strip()
-    return out if completed.returncode == 0 and out else None
+    from evalward.store.gitinfo import git_output
+
+    return git_output(cwd or Path.cwd(), *args)
 
 
 def _event_payload(env: Mapping[str, str]) -> dict[str, Any]:
@@ -46,11 +42,18 @@ def detect_context(
     base_sha: str | None = None,
     pr_number: int | None = None,
     group_id: str | None = None,
+    merge_base: str | None = None,
     cwd: Path | None = None,
     env: Mapping[str, str] | None = None,
 ) -> RunContext:
-    """Fill a RunContext from explicit values, then the Actions environment, then git."""
+    """Fill a RunContext from explicit values, then the Actions environment, then git.
+
+    The merge-base is `merge_base` when given, else git's merge-base of the base SHA and the commit. When git
+    cannot tell, an explicitly given `base_sha` (`--base-sha`: the caller vouches for it) is taken as the
+    merge-base; a base SHA read from the event payload never is (it is the base branch's tip, not where the PR
+    branched off), so the gate computes the merge-base itself or reports that it could not (`store.gitinfo`)."""
     env = os.environ if env is None else env
+    explicit_base_sha = base_sha
     event = _event_payload(env)
     pull = event.get("pull_request") if isinstance(event.get("pull_request"), dict) else None
 
@@ -76,9 +79,8 @@ def detect_context(
         url = _git(["config", "--get", "remote.origin.url"], cwd)
         repository = _repository_from_url(url) if url else None
 
-    merge_base = None
-    if base_sha and commit:
-        merge_base = _git(["merge-base", base_sha, commit], cwd)
+    if merge_base is None and base_sha and commit:
+        merge_base = _git(["merge-base", base_sha, commit], cwd) or explicit_base_sha
     return RunContext(
         repository=repository,
         commit=commit,
@@ -86,7 +88,7 @@ def detect_context(
         base_branch=base_branch,
         base_sha=base_sha,
         pr_number=pr_number,
-        merge_base=merge_base or base_sha,
+        merge_base=merge_base,
         group_id=group_id,
     )
 

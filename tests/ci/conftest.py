@@ -1,19 +1,25 @@
 """A repository checkout in a temporary folder, a fake GitHub, and GitHub's own example event payloads.
 
-The workspace holds a native eval set (`evals/weather.eval.json`, one case per city) and a deterministic Python
-agent (`agent.py:run`) whose behaviour is read from `agent_mode.txt` at each call: `good` answers every case,
-`bad` drops the tool call for the first `BROKEN` cities, `hostile` answers with text built to inject
-workflow commands, mentions, references, HTML and a forged marker. Event payloads are the vendored
-`@octokit/webhooks-examples` (`tests/fakes/data/webhook-examples-subset.json`) with only the fields a
-scenario needs changed (a fork's `head.repo`, the push that made the PR's base commit).
+The workspace is a git checkout holding a native eval set (`evals/weather.eval.json`, one case per city) and a
+deterministic Python agent (`agent.py:run`) whose behaviour is read from `agent_mode.txt` at each call: `good`
+answers every case, `bad` drops the tool call for the first `BROKEN` cities, `hostile` answers with text built
+to inject workflow commands, mentions, references, HTML and a forged marker. Its history: `PR_BASE` on
+`master` (the base branch), then `PR_HEAD` on `changes` (the pull request), checked out — built once with fixed
+authors and dates, so both SHAs are constants, and copied into each test's folder. Event payloads are the
+vendored `@octokit/webhooks-examples` (`tests/fakes/data/webhook-examples-subset.json`) with only the fields a
+scenario needs changed (the PR's head and base SHAs, a fork's `head.repo`, the push that made the base commit).
 
 Every request the fake GitHub received is checked against GitHub's REST description when the test ends.
 """
 
 from __future__ import annotations
 
+import atexit
 import copy
 import json
+import shutil
+import subprocess
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,27 +83,73 @@ def eval_set(cities: list[str]) -> dict[str, Any]:
     }
 
 
+GIT_IDENTITY = {
+    "GIT_AUTHOR_NAME": "Codertocat",
+    "GIT_AUTHOR_EMAIL": "octocat@github.com",
+    "GIT_COMMITTER_NAME": "Codertocat",
+    "GIT_COMMITTER_EMAIL": "octocat@github.com",
+    "GIT_AUTHOR_DATE": "2019-05-15T15:20:00+00:00",
+    "GIT_COMMITTER_DATE": "2019-05-15T15:20:00+00:00",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "HOME": tempfile.gettempdir(),
+}
+
+
+def git(root: Path, *args: str) -> str:
+    """Run git in `root` with a fixed identity and dates (so SHAs are reproducible); its output."""
+    import os
+
+    env = {"PATH": os.environ.get("PATH", ""), **GIT_IDENTITY}
+    return subprocess.run(["git", *args], cwd=root, env=env, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def write_checkout(root: Path) -> None:
+    """The repository's files (everything but the history)."""
+    (root / "evals").mkdir(parents=True, exist_ok=True)
+    (root / "evals" / "weather.eval.json").write_text(json.dumps(eval_set(CITIES), indent=2) + "\n", encoding="utf-8")
+    (root / "agent.py").write_text(AGENT.format(broken=CITIES[:BROKEN], hostile=HOSTILE), encoding="utf-8")
+    (root / ".gitignore").write_text("agent_mode.txt\n*.db\n.gh*/\nevalward-results/\n", encoding="utf-8")
+
+
+def _template() -> tuple[Path, str, str]:
+    """The checkout every test copies: `master` at the base commit, `changes` one commit ahead, checked out."""
+    root = Path(tempfile.mkdtemp(prefix="evalward-ci-repo-")) / "repo"
+    atexit.register(shutil.rmtree, root.parent, ignore_errors=True)
+    root.mkdir()
+    write_checkout(root)
+    git(root, "init", "--quiet", "--initial-branch=master")
+    git(root, "add", "-A")
+    git(root, "commit", "--quiet", "-m", "evals and the agent")
+    base = git(root, "rev-parse", "HEAD")
+    git(root, "checkout", "--quiet", "-b", "changes")
+    (root / "README.md").write_text("Hello World\n", encoding="utf-8")
+    git(root, "add", "README.md")
+    git(root, "commit", "--quiet", "-m", "the pull request's change")
+    return root, base, git(root, "rev-parse", "HEAD")
+
+
+TEMPLATE, PR_BASE, PR_HEAD = _template()
+PR_NUMBER = int(EXAMPLES["pull_request"][0]["number"])
+
+
 def pull_request_payload(*, fork: bool = False, head_sha: str | None = None) -> dict[str, Any]:
-    """GitHub's `pull_request.opened` example; a fork when `fork` (head.repo elsewhere)."""
+    """GitHub's `pull_request.opened` example at the checkout's commits; a fork when `fork` (head.repo elsewhere)."""
     payload = copy.deepcopy(EXAMPLES["pull_request"][0])
+    payload["pull_request"]["head"]["sha"] = head_sha or PR_HEAD
+    payload["pull_request"]["base"]["sha"] = PR_BASE
     if fork:
         payload["pull_request"]["head"]["repo"]["full_name"] = "forker/Hello-World"
         payload["pull_request"]["head"]["label"] = "forker:changes"
-    if head_sha:
-        payload["pull_request"]["head"]["sha"] = head_sha
     return payload
 
 
 def push_payload() -> dict[str, Any]:
-    """GitHub's push-to-master example, made the push that created the PR example's base commit."""
+    """GitHub's push-to-master example, made the push that created the PR's base commit."""
     payload = copy.deepcopy(EXAMPLES["push"][4])
-    payload["after"] = EXAMPLES["pull_request"][0]["pull_request"]["base"]["sha"]
+    payload["after"] = PR_BASE
     return payload
 
 
-PR_HEAD = EXAMPLES["pull_request"][0]["pull_request"]["head"]["sha"]
-PR_BASE = EXAMPLES["pull_request"][0]["pull_request"]["base"]["sha"]
-PR_NUMBER = int(EXAMPLES["pull_request"][0]["number"])
 MERGE_SHA = "f" * 40
 """GITHUB_SHA on pull_request events: the test merge commit, which must never get the status."""
 
@@ -113,6 +165,7 @@ class Workspace:
         (self.root / "agent_mode.txt").write_text(mode, encoding="utf-8")
 
     def options(self, **changes: Any) -> CiOptions:
+        """`CiOptions.from_values`, as `evalward ci` builds them: run values (paths, agent, shard, …) and ci's own."""
         values: dict[str, Any] = {
             "paths": ["evals"],
             "agent": "agent.py:run",
@@ -121,7 +174,7 @@ class Workspace:
             "timeout_s": 30.0,
         }
         values.update(changes)
-        return CiOptions(**values)
+        return CiOptions.from_values(values)
 
     def env(
         self, event_name: str, payload: dict[str, Any] | None, *, token: str = "ghs_actions", **extra: str
@@ -165,12 +218,20 @@ class Workspace:
             clock=lambda: 1_700_000_000.0,
         )
 
-    def run(self, env: dict[str, str], **changes: Any) -> tuple[CiResult, str]:
+    def run(
+        self, env: dict[str, str], *, root: Path | None = None, client_factory: Any = None, **changes: Any
+    ) -> tuple[CiResult, str]:
+        """`run_ci` in-process with `options(**changes)`; its exit result and everything it logged."""
         import io
 
         out, err = io.StringIO(), io.StringIO()
         result = run_ci(
-            self.options(**changes), env=env, out=out, err=err, client_factory=self.client_factory, root=self.root
+            self.options(**changes),
+            env=env,
+            out=out,
+            err=err,
+            client_factory=client_factory or self.client_factory,
+            root=root or self.root,
         )
         return result, out.getvalue() + err.getvalue()
 
@@ -204,9 +265,7 @@ def fake() -> Iterator[FakeGitHub]:
 @pytest.fixture
 def workspace(tmp_path: Path, fake: FakeGitHub, monkeypatch: pytest.MonkeyPatch) -> Workspace:
     root = tmp_path / "repo"
-    (root / "evals").mkdir(parents=True)
-    (root / "evals" / "weather.eval.json").write_text(json.dumps(eval_set(CITIES), indent=2) + "\n", encoding="utf-8")
-    (root / "agent.py").write_text(AGENT.format(broken=CITIES[:BROKEN], hostile=HOSTILE), encoding="utf-8")
+    shutil.copytree(TEMPLATE, root, symlinks=True)
     monkeypatch.chdir(root)
     space = Workspace(root=root, fake=fake)
     space.agent("good")

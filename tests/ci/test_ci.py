@@ -88,6 +88,11 @@ def test_pull_request_three_runs_leave_one_comment_and_report_on_the_head_sha(wo
     assert out["run-id"] == result.run.run_id if result.run else False
     assert Path(out["results-json"]).name == "run.json"
     assert "### ✅ evalward: evals: gate passed" in summary(env)
+    # The comment and the summary point to the full HTML report among the workflow run's artifacts.
+    run_url = f"https://github.test/{REPO}/actions/runs/{env['GITHUB_RUN_ID']}"
+    link = f"[Full HTML report (report.html in the evalward-results artifact)]({run_url}#artifacts)"
+    assert link in comment["body"] and link in summary(env)
+    assert (workspace.root / "evalward-results" / "report.html").read_text().startswith("<!DOCTYPE html>")
     # The PR run was compared with the push run at the PR's base commit.
     assert result.verdict is not None and result.verdict.baseline is not None
     assert result.verdict.baseline.chosen_by.startswith(f"merge-base {PR_BASE[:7]} on master")
@@ -101,7 +106,9 @@ def test_regression_fails_the_step_with_annotations_on_the_eval_file(workspace: 
 
     assert result.exit_code == 1
     assert result.verdict is not None and result.verdict.outcome == "fail"
-    assert outputs(env)["regressions"] == "1" and outputs(env)["passed"] == "false"
+    # `regressions` counts every blocking finding of a change for the worse: the gated metric's regression and
+    # the 6 cases that now miss their threshold (ci.exit_code).
+    assert outputs(env)["regressions"] == "7" and outputs(env)["passed"] == "false"
     [check] = checks_on(workspace, PR_HEAD)
     assert check["conclusion"] == "failure"
     annotations = workspace.fake.annotations_of(int(check["id"]))  # type: ignore[call-overload]
@@ -214,7 +221,13 @@ def test_fork_with_a_read_only_token_degrades_and_the_artifact_posts_later(works
     artifact = workspace.root / "evalward-results"
     meta = json.loads((artifact / "meta.json").read_text())
     assert (meta["pr_number"], meta["head_sha"], meta["repository"]) == (PR_NUMBER, PR_HEAD, REPO)
-    assert {p.name for p in artifact.iterdir()} == {"meta.json", "run.json", "verdict.json", "baseline.json"}
+    assert {p.name for p in artifact.iterdir()} == {
+        "meta.json",
+        "run.json",
+        "verdict.json",
+        "baseline.json",
+        "report.html",
+    }
 
     # The workflow_run workflow: a write token, the artifact, no checkout. It cross-checks the head SHA.
     workspace.fake.read_only = False

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from evalward.ci import ACTION_INPUTS, apply_action_inputs, decide_exit, parse_fail_on, recorded_verdict
+from evalward.ci import apply_action_inputs, decide_exit, parse_fail_on, recorded_verdict
 from evalward.cli.main import cli
 from evalward.errors import UsageError
 from evalward.model.verdict import Finding, Verdict
@@ -32,23 +32,57 @@ def test_each_input_maps_to_its_variable_with_dashes_kept() -> None:
     assert "EVALWARD_BASELINE" not in env and "baseline" not in applied
 
 
-def test_action_yml_declares_every_mapped_input() -> None:
-    import yaml
-
-    from .test_entrypoint import ROOT
-
-    declared = set(yaml.safe_load((ROOT / "action.yml").read_text())["inputs"])
-    assert set(ACTION_INPUTS) | {"github-token"} == declared
+def test_run_inputs_judge_inputs_and_lists_map_too() -> None:
+    env = {
+        "INPUT_JUDGE-MODEL": "gpt-4o-mini",
+        "INPUT_JUDGE-BASE-URL": "http://127.0.0.1:8000/v1",
+        "INPUT_JUDGE-API-KEY-ENV": "MY_JUDGE_KEY",
+        "INPUT_NO-JUDGE-CACHE": "yes",
+        "INPUT_STEPWISE": "False",
+        "INPUT_METRICS": "response_match_score=0.5\ntool_trajectory_avg_score",
+        "INPUT_PASS-RULE": "Mean-Over-Runs",
+        "INPUT_COMMENT-AUTHOR": "my-app[bot], octocat",
+        "INPUT_BASELINE-RUN": "always",
+        "INPUT_SETUP": "pip install -r requirements.txt\npip install -e .",
+        "INPUT_ALLOW-PULL-REQUEST-TARGET": "i-understand-this-runs-untrusted-code",
+    }
+    apply_action_inputs(env)
+    assert env["EVALWARD_JUDGE_MODEL"] == "gpt-4o-mini" and env["EVALWARD_JUDGE_API_KEY_ENV"] == "MY_JUDGE_KEY"
+    assert env["EVALWARD_JUDGE_BASE_URL"] == "http://127.0.0.1:8000/v1"
+    assert (env["EVALWARD_NO_JUDGE_CACHE"], env["EVALWARD_STEPWISE"]) == ("true", "false")
+    assert env["EVALWARD_METRICS"] == "response_match_score=0.5 tool_trajectory_avg_score"
+    assert env["EVALWARD_PASS_RULE"] == "mean-over-runs" and env["EVALWARD_BASELINE_RUN"] == "always"
+    assert env["EVALWARD_COMMENT_AUTHOR"] == "my-app[bot] octocat"
+    assert env["EVALWARD_SETUP"] == "pip install -r requirements.txt\npip install -e ."  # lines kept
+    assert env["EVALWARD_ALLOW_PULL_REQUEST_TARGET"] == "i-understand-this-runs-untrusted-code"
 
 
 def test_every_bad_input_is_reported_at_once() -> None:
-    env = {"INPUT_REPEAT": "three", "INPUT_COMMENT": "sometimes", "INPUT_SHARD": "5/4", "INPUT_CHECK-RUN": "maybe"}
+    env = {
+        "INPUT_REPEAT": "three",
+        "INPUT_COMMENT": "sometimes",
+        "INPUT_SHARD": "5/4",
+        "INPUT_CHECK-RUN": "maybe",
+        "INPUT_TIMEOUT": "-1",
+        "INPUT_BASELINE-RUN": "sometimes",
+        "INPUT_JUDGE-CONCURRENCY": "0",
+        "INPUT_ALLOW-PULL-REQUEST-TARGET": "yes",
+        "INPUT_COMMENT-AUTHOR": "@octocat",
+    }
     with pytest.raises(UsageError) as caught:
         apply_action_inputs(env)
     message = str(caught.value)
     assert "input `repeat` (INPUT_REPEAT): expected a whole number of at least 1, found 'three'" in message
     assert "input `comment` (INPUT_COMMENT): expected one of always, on-change, on-failure, never" in message
     assert "input `shard` (INPUT_SHARD)" in message and "input `check-run` (INPUT_CHECK-RUN)" in message
+    assert "input `timeout` (INPUT_TIMEOUT): expected a number of seconds ≥ 0 (0 = no limit), found '-1'" in message
+    assert "input `baseline-run` (INPUT_BASELINE-RUN): expected one of missing, always, never" in message
+    assert "input `judge-concurrency` (INPUT_JUDGE-CONCURRENCY): expected a whole number of at least 1" in message
+    assert (
+        "input `allow-pull-request-target` (INPUT_ALLOW-PULL-REQUEST-TARGET): expected exactly "
+        "'i-understand-this-runs-untrusted-code' (or leave it out), found 'yes'" in message
+    )
+    assert "input `comment-author` (INPUT_COMMENT-AUTHOR): expected GitHub logins" in message
     assert not any(key.startswith("EVALWARD_") for key in env)  # nothing applied when anything is wrong
 
 

@@ -22,7 +22,7 @@ from evalward.store import open_store
 from server.conftest import make_settings
 from server.live import LiveServer
 
-from .conftest import PR_BASE, REPO, Workspace, pull_request_payload, push_payload
+from .conftest import PR_BASE, PR_NUMBER, REPO, Workspace, pull_request_payload, push_payload
 
 UPLOAD = "ewt_upload-token-for-hello-world"
 READ = "ewt_read"
@@ -80,6 +80,9 @@ def test_pull_request_is_gated_against_the_servers_history(workspace: Workspace,
     assert on_server["verdict"]["baseline"]["run_id"] == pushed.run.run_id
     page = httpx.get(f"{server}/runs/{result.run.run_id}", headers={"Authorization": f"Bearer {READ}"})
     assert page.status_code == 200 and "As gated by upload on" in page.text
+    # The comment links to that dashboard page.
+    [comment] = workspace.fake.comments_on(REPO, PR_NUMBER)
+    assert f"]({server}/runs/{result.run.run_id})" in comment["body"]
     with open_store(f"sqlite:///{workspace.root / 'b' / 'history.db'}") as local:
         assert [v.source for v in local.recorded_verdicts(result.run.run_id)] == ["ci"]
 

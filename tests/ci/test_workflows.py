@@ -1,4 +1,5 @@
-"""The workflow files: actions pinned by commit SHA, least privilege, and the fork and shard rules."""
+"""The workflow files: actions pinned by commit SHA, least privilege, history saved also on failure, the fork
+and shard rules, the release's tags — and the README's main workflow, which is exactly examples/workflows/evals.yml."""
 
 from __future__ import annotations
 
@@ -26,7 +27,15 @@ def steps(workflow: dict[Any, Any]) -> list[dict[str, Any]]:
 
 def test_the_example_set_is_complete() -> None:
     names = {p.name for p in EXAMPLES}
-    assert names == {"evals.yml", "evals-report.yml", "sharded.yml", "cache-sqlite.yml", "postgres.yml"}
+    assert names == {
+        "evals.yml",
+        "evals-report.yml",
+        "sharded.yml",
+        "cache-sqlite.yml",
+        "postgres.yml",
+        "composite.yml",
+        "services.yml",
+    }
 
 
 @pytest.mark.parametrize("path", EXAMPLES + OURS, ids=lambda p: p.name)
@@ -35,9 +44,9 @@ def test_actions_are_pinned_and_permissions_are_least_privilege(path: Path) -> N
     assert workflow["permissions"] == {"contents": "read"}, "top level: read only; jobs ask for more"
     for step in steps(workflow):
         uses = step.get("uses")
-        if uses is None or uses == "./" or uses.startswith("docker://"):
+        if uses is None or uses in ("./", "./run") or uses.startswith("docker://"):
             continue
-        if uses.startswith("OWNER/evalward@"):  # the example's placeholder for this Action
+        if uses.startswith(("OWNER/evalward@", "OWNER/evalward/run@")):  # the examples' placeholder for this Action
             assert path in EXAMPLES
             continue
         assert PINNED.match(uses), f"{path.name}: {uses} is not pinned by commit SHA"
@@ -76,3 +85,99 @@ def test_the_self_test_uses_the_action_from_this_repository() -> None:
     workflow = load(ROOT / ".github" / "workflows" / "self-test.yml")
     [action] = [s for s in steps(workflow) if s.get("uses") == "./"]
     assert action["with"]["eval-paths"] == "examples/dice_agent"
+
+
+def evalward_steps(workflow: dict[Any, Any]) -> list[dict[str, Any]]:
+    return [s for s in steps(workflow) if s.get("uses", "").startswith(("OWNER/evalward@", "OWNER/evalward/run@"))]
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_history_is_saved_also_when_the_gate_fails(path: Path) -> None:
+    """The plain actions/cache saves only on success: failing main runs would vanish from the history."""
+    workflow = load(path)
+    used = [s.get("uses", "") for s in steps(workflow)]
+    assert not any(u.startswith("actions/cache@") for u in used), f"{path.name}: use actions/cache/restore + save"
+    for job in workflow["jobs"].values():
+        job_steps = job.get("steps", [])
+        saves = [s for s in job_steps if s.get("uses", "").startswith("actions/cache/save@")]
+        for save in saves:
+            assert save.get("if") == "always()", f"{path.name}: the history must be saved with if: always()"
+            [restore] = [s for s in job_steps if s.get("uses", "").startswith("actions/cache/restore@")]
+            assert save["with"]["key"] == restore["with"]["key"] and save["with"]["path"] == restore["with"]["path"]
+            assert (
+                job_steps.index(restore)
+                < job_steps.index(evalward_steps({"jobs": {"j": job}})[0])
+                < job_steps.index(save)
+            )
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_example_inputs_are_declared_by_the_action(path: Path) -> None:
+    declared = set(load(ROOT / "action.yml")["inputs"])
+    for step in evalward_steps(load(path)):
+        assert set(step.get("with", {})) <= declared, f"{path.name}: {set(step['with']) - declared}"
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_pull_request_gates_check_out_the_history(path: Path) -> None:
+    """A gated pull request needs its merge-base: every job that gates checks out with fetch-depth 0."""
+    workflow = load(path)
+    for name, job in workflow["jobs"].items():
+        gates = [s for s in evalward_steps({"jobs": {name: job}}) if "shard" not in s.get("with", {})]
+        if not gates:
+            continue
+        [checkout] = [s for s in job["steps"] if s.get("uses", "").startswith("actions/checkout@")]
+        assert checkout.get("with", {}).get("fetch-depth") == 0, f"{path.name}: job {name} needs fetch-depth: 0"
+
+
+def readme_workflow() -> str:
+    """The YAML block right after `<!-- examples/workflows/evals.yml -->` in README.md."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    match = re.search(r"<!-- examples/workflows/evals\.yml -->\n```yaml\n(.*?)```\n", readme, flags=re.DOTALL)
+    assert match, "README.md must show examples/workflows/evals.yml after <!-- examples/workflows/evals.yml -->"
+    return match.group(1)
+
+
+def test_the_readme_workflow_is_exactly_the_example_file() -> None:
+    assert readme_workflow() == (ROOT / "examples" / "workflows" / "evals.yml").read_text(encoding="utf-8")
+
+
+def test_the_readme_workflow_is_pinned_least_privilege_and_keeps_history() -> None:
+    workflow = yaml.safe_load(readme_workflow())
+    assert workflow[True] == {"pull_request": None, "push": {"branches": ["main"]}}  # YAML `on`
+    assert workflow["permissions"] == {"contents": "read"}
+    [job] = workflow["jobs"].values()
+    assert job["permissions"] == {"contents": "read", "pull-requests": "write", "statuses": "write", "checks": "write"}
+    uses = [s["uses"] for s in job["steps"]]
+    assert [u.split("@")[0] for u in uses] == [
+        "actions/checkout",
+        "actions/cache/restore",
+        "OWNER/evalward",
+        "actions/cache/save",
+        "actions/upload-artifact",
+    ]
+    assert all(PINNED.match(u) for u in uses if not u.startswith("OWNER/"))
+    checkout, restore, evalward, save, upload = job["steps"]
+    assert checkout["with"]["fetch-depth"] == 0
+    assert save["if"] == "always()" and save["with"]["key"] == restore["with"]["key"]
+    assert restore["with"]["path"] == save["with"]["path"] == ".evalward/history.db"
+    assert upload["if"] == "always()" and upload["with"]["path"] == "evalward-results/"
+    assert set(evalward["with"]) <= set(load(ROOT / "action.yml")["inputs"])
+
+
+def test_the_release_tags_the_version_and_moves_the_major_tag() -> None:
+    workflow = load(ROOT / ".github" / "workflows" / "release.yml")
+    assert workflow[True] == {"push": {"tags": ["v[0-9]+.[0-9]+.[0-9]+"]}}
+    image = workflow["jobs"]["image"]
+    [build] = [s for s in image["steps"] if s.get("uses", "").startswith("docker/build-push-action@")]
+    tags = build["with"]["tags"].strip().splitlines()
+    assert tags == [
+        "${{ steps.meta.outputs.image }}:${{ steps.meta.outputs.version }}",
+        "${{ steps.meta.outputs.image }}:${{ steps.meta.outputs.major }}",
+    ]
+    [meta] = [s for s in image["steps"] if s.get("id") == "meta"]
+    assert "pyproject.toml" in meta["run"]  # the tag must be the package's version
+    major = workflow["jobs"]["major-tag"]
+    assert major["needs"] == "image" and major["permissions"] == {"contents": "write"}
+    script = " ".join(s.get("run", "") for s in major["steps"])
+    assert 'git tag --force "$MAJOR"' in script and 'git push --force origin "refs/tags/$MAJOR"' in script

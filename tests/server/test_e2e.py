@@ -160,7 +160,8 @@ def test_a_pr_webhook_is_cloned_run_gated_and_reported_once(tmp_path: Path, app_
         assert check_requests(github.requests) == []
         comments = github.comments_on(REPO, 2)
         assert len(comments) == 1
-        assert comments[0]["body"].startswith("<!-- evalward:evalward/default -->")
+        # The Action's marker scheme (github.publish): the suite's marker, then the verdict the comment shows.
+        assert comments[0]["body"].startswith("<!-- evalward:evalward/default -->\n<!-- evalward-verdict: fail -->\n")
         assert comments[0]["user"]["login"] == "evalward-test[bot]"
         stored = store.load_run(str(pr_job.run_id))
         assert (stored.context.commit, stored.context.pr_number, stored.passed) == (feature_sha, 2, False)

@@ -4,36 +4,25 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
 
 from evalward.cli.common import db_option
+from evalward.cli.options import (
+    base_branch_option,
+    baseline_run_option,
+    group_id_option,
+    report_file_options,
+    run_id_option,
+    run_value_options,
+)
 
 
-@click.command("ci")
-@click.argument("paths", nargs=-1, envvar="EVALWARD_PATHS", type=click.Path())
-@click.option("--agent", "-a", envvar="EVALWARD_AGENT", metavar="TARGET", help="The agent target [env: EVALWARD_AGENT]")
-@click.option(
-    "--test-config",
-    "test_config",
-    envvar="EVALWARD_TEST_CONFIG",
-    type=click.Path(exists=True, dir_okay=False),
-    help="A test_config.json for every eval file [env: EVALWARD_TEST_CONFIG]",
-)
-@click.option("--metric", "metrics", multiple=True, envvar="EVALWARD_METRICS", metavar="NAME[=THRESHOLD]")
-@click.option("--metrics-mode", type=click.Choice(["add", "replace"]), default="add", envvar="EVALWARD_METRICS_MODE")
-@click.option("--repeat", "-k", type=click.IntRange(min=1), default=1, envvar="EVALWARD_REPEAT", show_default=True)
-@click.option(
-    "--concurrency", "-j", type=click.IntRange(min=1), default=4, envvar="EVALWARD_CONCURRENCY", show_default=True
-)
-@click.option("--timeout", "timeout_s", type=float, default=120.0, envvar="EVALWARD_TIMEOUT", show_default=True)
-@click.option("--rate-limit", envvar="EVALWARD_RATE_LIMIT", metavar="N/s")
-@click.option("--retries", type=int, default=2, envvar="EVALWARD_RETRIES", show_default=True)
-@click.option(
-    "--pass-rule", type=click.Choice(["per-run", "mean-over-runs"]), default="per-run", envvar="EVALWARD_PASS_RULE"
-)
-@click.option("--agent-processes", type=int, default=1, envvar="EVALWARD_AGENT_PROCESSES")
+@click.command("ci", epilog="The working directory is EVALWARD_WORKING_DIRECTORY (input `working-directory`).")
+@run_value_options(agent_required=False)
+@report_file_options
 @db_option
 @click.option(
     "--baseline",
@@ -42,9 +31,8 @@ from evalward.cli.common import db_option
     envvar="EVALWARD_BASELINE",
     help="auto | RUN_ID | commit:SHA | branch:NAME | none [env: EVALWARD_BASELINE]",
 )
-@click.option(
-    "--base-branch", envvar="EVALWARD_BASE_BRANCH", help="The branch PRs merge into (default: from the event)"
-)
+@baseline_run_option
+@base_branch_option
 @click.option(
     "--fail-on",
     envvar="EVALWARD_FAIL_ON",
@@ -61,6 +49,14 @@ from evalward.cli.common import db_option
     help="Sticky PR comment mode [env: EVALWARD_COMMENT]",
 )
 @click.option(
+    "--comment-author",
+    "comment_authors",
+    multiple=True,
+    envvar="EVALWARD_COMMENT_AUTHOR",
+    help="Login(s) that write the sticky comment: github-actions[bot] with the job's token, the App's "
+    "`<slug>[bot]` with an App token, your login with a PAT [env: EVALWARD_COMMENT_AUTHOR]",
+)
+@click.option(
     "--commit-status/--no-commit-status",
     default=True,
     envvar="EVALWARD_COMMIT_STATUS",
@@ -75,14 +71,13 @@ from evalward.cli.common import db_option
 @click.option(
     "--name", default="evals", show_default=True, envvar="EVALWARD_NAME", help="Suite name [env: EVALWARD_NAME]"
 )
-@click.option("--shard", envvar="EVALWARD_SHARD", metavar="I/N", help="Run shard I of N only [env: EVALWARD_SHARD]")
 @click.option(
     "--results-artifact",
     default="evalward-results",
     show_default=True,
     envvar="EVALWARD_RESULTS_ARTIFACT",
     type=click.Path(file_okay=False),
-    help="Folder for run/verdict JSON + PR number + head SHA [env: EVALWARD_RESULTS_ARTIFACT]",
+    help="Folder for run/verdict JSON, the HTML report, PR number and head SHA [env: EVALWARD_RESULTS_ARTIFACT]",
 )
 @click.option(
     "--merge-shards",
@@ -90,65 +85,53 @@ from evalward.cli.common import db_option
     type=click.Path(file_okay=False),
     help="Merge the shard artifacts under DIR (fails closed), then gate and report [env: EVALWARD_MERGE_SHARDS]",
 )
-@click.option("--json", "json_path", envvar="EVALWARD_JSON", type=click.Path(dir_okay=False))
-@click.option("--junit", "junit_path", envvar="EVALWARD_JUNIT", type=click.Path(dir_okay=False))
-@click.option("--markdown", "markdown_path", envvar="EVALWARD_MARKDOWN", type=click.Path(dir_okay=False))
 @click.option(
-    "--comment-author",
-    "comment_authors",
-    multiple=True,
-    envvar="EVALWARD_COMMENT_AUTHOR",
-    help="Login(s) that write the sticky comment (default github-actions[bot]) [env: EVALWARD_COMMENT_AUTHOR]",
+    "--server-url",
+    envvar="EVALWARD_SERVER_URL",
+    help="Upload the run to an evalward server; its token is EVALWARD_SERVER_TOKEN [env: EVALWARD_SERVER_URL]",
 )
-@click.option("--server-url", envvar="EVALWARD_SERVER_URL", help="Upload the run to an evalward server [env]")
-@click.option("--run-id", envvar="EVALWARD_RUN_ID", help="Id for the new run [env: EVALWARD_RUN_ID]")
-@click.option("--group-id", envvar="EVALWARD_GROUP_ID", help="Tag shards of one logical run [env: EVALWARD_GROUP_ID]")
+@click.option(
+    "--setup",
+    envvar="EVALWARD_SETUP",
+    metavar="COMMANDS",
+    help="Shell commands (bash, one per line) run before the evals, e.g. `pip install -r requirements.txt`; "
+    "a failure exits 3 [env: EVALWARD_SETUP]",
+)
+@click.option(
+    "--allow-pull-request-target",
+    envvar="EVALWARD_ALLOW_PULL_REQUEST_TARGET",
+    metavar="CONSENT",
+    help="Run on pull_request_target, which gives PR code a write token and secrets: only with the value "
+    "i-understand-this-runs-untrusted-code [env: EVALWARD_ALLOW_PULL_REQUEST_TARGET]",
+)
+@run_id_option
+@group_id_option
 @click.pass_context
 def ci_command(ctx: click.Context, /, **kwargs: Any) -> None:
     """Run, store, gate and report for the GitHub Actions event in the environment (GITHUB_EVENT_NAME, …).
 
-    pull_request: gate against the PR base's baseline, sticky comment + status + check run on the head SHA.
-    push: store the baseline, status + check run on the pushed commit. Other events: job summary.
+    pull_request: gate against the baseline at the PR's merge-base (computed with git: check out with
+    fetch-depth 0), sticky comment + status + check run on the head SHA. push: store the baseline, status +
+    check run on the pushed commit. Other events: job summary.
     Exit codes: 0 passed (or failed only on what --fail-on leaves out), 1 failed, 2 bad input, 3 infrastructure.
     Reporting problems (read-only token on forks, GitHub outages) are warnings and never change the code.
     """
-    from evalward.ci import CiOptions, parse_fail_on, run_ci
+    from evalward.ci import CiOptions, run_ci
+    from evalward.store.gitinfo import repository_root, safe_directory_env
 
     loaded = ctx.obj
     settings = loaded.settings if loaded is not None else None
-    options = CiOptions(
-        paths=list(kwargs["paths"]),
-        agent=kwargs["agent"],
-        test_config=kwargs["test_config"],
-        metrics=list(kwargs["metrics"]),
-        metrics_mode=kwargs["metrics_mode"],
-        repeat=kwargs["repeat"],
-        concurrency=kwargs["concurrency"],
-        timeout_s=kwargs["timeout_s"],
-        rate_limit=kwargs["rate_limit"],
-        retries=kwargs["retries"],
-        pass_rule=kwargs["pass_rule"],
-        agent_processes=kwargs["agent_processes"],
-        db_url=kwargs["db_url"],
-        baseline=kwargs["baseline"] or "auto",
-        base_branch=kwargs["base_branch"],
-        fail_on=parse_fail_on(kwargs["fail_on"]),
-        comment=kwargs["comment"],
-        commit_status=kwargs["commit_status"],
-        check_run=kwargs["check_run"],
-        name=kwargs["name"] or "evals",
-        shard=kwargs["shard"] or None,
-        results_artifact=kwargs["results_artifact"] or None,
-        merge_shards=kwargs["merge_shards"] or None,
-        json_path=kwargs["json_path"],
-        junit_path=kwargs["junit_path"],
-        markdown_path=kwargs["markdown_path"],
-        comment_authors=tuple(kwargs["comment_authors"]) or ("github-actions[bot]",),
-        server_url=kwargs["server_url"],
-        run_id=kwargs["run_id"],
-        group_id=kwargs["group_id"],
-        gate_settings=dict(settings.gate) if settings is not None else {},
-        config_path=loaded.path if loaded is not None else None,
+    options = CiOptions.from_values(
+        {
+            **kwargs,
+            "gate_settings": dict(settings.gate) if settings is not None else {},
+            "config_path": loaded.path if loaded is not None else None,
+        }
     )
-    result = run_ci(options, env=os.environ)
+    # In the container the checkout belongs to the runner's user, not root: let every git evalward, the setup
+    # commands and the agent start in this process trust it (store.gitinfo).
+    repository = repository_root(Path.cwd())
+    if repository is not None:
+        os.environ.update(safe_directory_env(repository, os.environ))
+    result = run_ci(options, env=os.environ, err=sys.stderr)
     sys.exit(result.exit_code)

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from evalward.cli.common import db_option
+from evalward.cli.options import baseline_run_option
 from evalward.errors import EXIT_FAILED, EXIT_OK
 
 
@@ -40,6 +41,7 @@ def _outputs(func: Any) -> Any:
     envvar="EVALWARD_BASELINE",
     help="auto | RUN_ID | commit:SHA | branch:NAME | none [env: EVALWARD_BASELINE]",
 )
+@baseline_run_option
 @click.option("--base-branch", envvar="EVALWARD_BASE_BRANCH", help="The branch PRs merge into (default: from the run)")
 @click.option("--strict", is_flag=True, envvar="EVALWARD_STRICT", help="An inconclusive verdict fails (exit 1)")
 @click.option(
@@ -49,15 +51,6 @@ def _outputs(func: Any) -> Any:
     help="A base side exists but no baseline could be stored or run: error (exit 3), absolute (thresholds "
     "alone), neutral (inconclusive) or fail [default: from the policy, error] [env: EVALWARD_ON_MISSING_BASELINE]",
 )
-@click.option(
-    "--baseline-run",
-    type=click.Choice(["missing", "always", "never"]),
-    default="missing",
-    show_default=True,
-    envvar="EVALWARD_BASELINE_RUN",
-    help="Run the base side on demand (the merge-base's agent on this run's cases, in a git worktree): "
-    "missing = only for cases no stored run covers, always, never [env: EVALWARD_BASELINE_RUN]",
-)
 @click.option("--allow-mismatch", is_flag=True, help="Compare with an explicit baseline that shares no case")
 @_outputs
 @db_option
@@ -66,10 +59,10 @@ def gate_command(
     ctx: click.Context,
     run_ref: str,
     baseline_spec: str,
+    baseline_run: str,
     base_branch: str | None,
     strict: bool,
     on_missing_baseline: str | None,
-    baseline_run: str,
     allow_mismatch: bool,
     json_path: str | None,
     markdown_path: str | None,

@@ -60,6 +60,21 @@ class LazyGroup(click.Group):
         command: click.Command = getattr(module, entry[1])
         return command
 
+    def invoke(self, ctx: click.Context) -> Any:
+        """`evalward ci` answers every failure with `verdict=error` (the step's outputs, the job summary and an
+        `::error` annotation), including those before it could start: bad inputs, a bad settings file, a
+        bad option value. `run_ci` reports the rest itself."""
+        try:
+            return super().invoke(ctx)
+        except Exception as exc:
+            if ctx.invoked_subcommand == "ci" and not isinstance(exc, click.exceptions.Exit | click.exceptions.Abort):
+                import os
+
+                from evalward.ci import report_startup_error
+
+                report_startup_error(exc, os.environ)
+            raise
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx)]
         with formatter.section("Commands"):
@@ -87,11 +102,12 @@ def cli(ctx: click.Context, config_file: str | None) -> None:
     if ctx.invoked_subcommand == "ci":
         import os
 
-        from evalward.ci import apply_action_inputs
+        from evalward.ci import apply_action_inputs, enter_working_directory
 
         # The Action's inputs (INPUT_*) become EVALWARD_* variables before anything reads them, the
-        # settings file (the `config` input) included.
+        # settings file (the `config` input) included, which is found in the working directory.
         apply_action_inputs(os.environ)
+        enter_working_directory(os.environ)
         config_file = config_file or os.environ.get("EVALWARD_CONFIG") or None
     from evalward.config import command_defaults, load_config
 

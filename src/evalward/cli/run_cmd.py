@@ -9,236 +9,19 @@ from typing import Any
 import click
 
 from evalward.cli.common import db_option, stderr_is_terminal
+from evalward.cli.options import (
+    base_branch_option,
+    group_id_option,
+    report_file_options,
+    run_id_option,
+    run_value_options,
+)
 from evalward.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, UsageError
 
 
-def parse_shard(text: str | None) -> tuple[int, int] | None:
-    """`I/N` with 1 ≤ I ≤ N → (I, N)."""
-    if not text:
-        return None
-    index, sep, count = text.partition("/")
-    try:
-        i, n = int(index), int(count)
-    except ValueError:
-        i = n = 0
-    if not sep or not 1 <= i <= n:
-        raise UsageError(f"--shard {text!r}: expected I/N with 1 <= I <= N, e.g. 2/4")
-    return i, n
-
-
-def parse_rate(text: str | None) -> float | None:
-    """`N`, `N/s` or `N/min` → requests per second."""
-    if not text:
-        return None
-    value, _, unit = text.partition("/")
-    try:
-        number = float(value)
-    except ValueError:
-        raise UsageError(f"--rate-limit {text!r}: expected N/s or N/min") from None
-    per = {"": 1.0, "s": 1.0, "sec": 1.0, "min": 60.0, "m": 60.0}.get(unit.strip())
-    if per is None or number <= 0:
-        raise UsageError(f"--rate-limit {text!r}: expected a positive N/s or N/min")
-    return number / per
-
-
 @click.command("run")
-@click.argument("paths", nargs=-1, envvar="EVALWARD_PATHS", type=click.Path())
-@click.option(
-    "--agent",
-    "-a",
-    envvar="EVALWARD_AGENT",
-    required=True,
-    metavar="TARGET",
-    help="module:function | path/to/file.py:function | 'cmd:COMMAND ARGS' | http(s)://URL | openai:MODEL "
-    "[env: EVALWARD_AGENT]",
-)
-@click.option(
-    "--test-config",
-    "test_config",
-    envvar="EVALWARD_TEST_CONFIG",
-    type=click.Path(exists=True, dir_okay=False),
-    help="A test_config.json used for every eval file instead of the one beside it [env: EVALWARD_TEST_CONFIG]",
-)
-@click.option(
-    "--metric",
-    "metrics",
-    multiple=True,
-    envvar="EVALWARD_METRICS",
-    metavar="NAME[=THRESHOLD]",
-    help="Add a metric (repeatable); with --metrics-mode replace, use only these [env: EVALWARD_METRICS]",
-)
-@click.option(
-    "--metrics-mode",
-    type=click.Choice(["add", "replace"]),
-    default="add",
-    envvar="EVALWARD_METRICS_MODE",
-    show_default=True,
-    help="How --metric combines with each format's criteria [env: EVALWARD_METRICS_MODE]",
-)
-@click.option(
-    "--repeat",
-    "-k",
-    type=int,
-    default=1,
-    envvar="EVALWARD_REPEAT",
-    show_default=True,
-    help="Repetitions per case (ADK num_runs) [env: EVALWARD_REPEAT]",
-)
-@click.option(
-    "--concurrency",
-    "-j",
-    type=int,
-    default=4,
-    envvar="EVALWARD_CONCURRENCY",
-    show_default=True,
-    help="Cases running at once [env: EVALWARD_CONCURRENCY]",
-)
-@click.option(
-    "--timeout",
-    "timeout_s",
-    type=float,
-    default=120.0,
-    envvar="EVALWARD_TIMEOUT",
-    show_default=True,
-    help="Seconds per turn before it counts as a timeout (0 = none) [env: EVALWARD_TIMEOUT]",
-)
-@click.option(
-    "--rate-limit",
-    envvar="EVALWARD_RATE_LIMIT",
-    metavar="N/s",
-    help="Maximum agent requests per second (or N/min) [env: EVALWARD_RATE_LIMIT]",
-)
-@click.option(
-    "--retries",
-    type=int,
-    default=2,
-    envvar="EVALWARD_RETRIES",
-    show_default=True,
-    help="Retries of a turn the agent marks retryable [env: EVALWARD_RETRIES]",
-)
-@click.option(
-    "--shard",
-    envvar="EVALWARD_SHARD",
-    metavar="I/N",
-    help="Run only shard I of N (a stable split by case id) [env: EVALWARD_SHARD]",
-)
-@click.option(
-    "--pass-rule",
-    type=click.Choice(["per-run", "mean-over-runs"]),
-    default="per-run",
-    envvar="EVALWARD_PASS_RULE",
-    show_default=True,
-    help="per-run: every repetition must pass (adk eval); mean-over-runs: the mean over repetitions "
-    "must meet each threshold (ADK AgentEvaluator) [env: EVALWARD_PASS_RULE]",
-)
-@click.option(
-    "--agent-processes",
-    type=int,
-    default=1,
-    envvar="EVALWARD_AGENT_PROCESSES",
-    show_default=True,
-    help="Processes to start for a cmd: agent [env: EVALWARD_AGENT_PROCESSES]",
-)
-@click.option(
-    "--judge-model",
-    envvar="EVALWARD_JUDGE_MODEL",
-    metavar="MODEL",
-    help="Judge model for judged criteria that name none (e.g. gpt-4o-mini) [env: EVALWARD_JUDGE_MODEL]",
-)
-@click.option(
-    "--judge-base-url",
-    envvar="EVALWARD_JUDGE_BASE_URL",
-    metavar="URL",
-    help="OpenAI-compatible endpoint of the judge (default: $OPENAI_BASE_URL) [env: EVALWARD_JUDGE_BASE_URL]",
-)
-@click.option(
-    "--judge-api-key-env",
-    envvar="EVALWARD_JUDGE_API_KEY_ENV",
-    default="OPENAI_API_KEY",
-    show_default=True,
-    metavar="VAR",
-    help="Name of the variable holding the judge's API key [env: EVALWARD_JUDGE_API_KEY_ENV]",
-)
-@click.option(
-    "--judge-concurrency",
-    type=int,
-    default=4,
-    envvar="EVALWARD_JUDGE_CONCURRENCY",
-    show_default=True,
-    help="Judge requests in flight at once [env: EVALWARD_JUDGE_CONCURRENCY]",
-)
-@click.option(
-    "--judge-prices",
-    envvar="EVALWARD_JUDGE_PRICES",
-    type=click.Path(exists=True, dir_okay=False),
-    metavar="FILE",
-    help='Price table JSON {"MODEL": {"input_per_million": USD, "output_per_million": USD}} [env: EVALWARD_JUDGE_PRICES]',
-)
-@click.option(
-    "--no-judge-cache",
-    is_flag=True,
-    envvar="EVALWARD_NO_JUDGE_CACHE",
-    help="Ask the judge again instead of reusing cached verdicts [env: EVALWARD_NO_JUDGE_CACHE]",
-)
-@click.option(
-    "--step",
-    is_flag=True,
-    envvar="EVALWARD_STEP",
-    help="Single-step evaluation: score the agent's expected outputs (e.g. route) exactly and print a "
-    "confusion table [env: EVALWARD_STEP]",
-)
-@click.option(
-    "--stepwise/--no-stepwise",
-    default=None,
-    envvar="EVALWARD_STEPWISE",
-    help="Teacher-forced step-by-step scores for every case / never (default: for turns with "
-    "reference_messages) [env: EVALWARD_STEPWISE]",
-)
-@click.option(
-    "--system-prompt",
-    envvar="EVALWARD_SYSTEM_PROMPT",
-    type=click.Path(exists=True, dir_okay=False),
-    metavar="FILE",
-    help="System prompt of an openai:MODEL agent [env: EVALWARD_SYSTEM_PROMPT]",
-)
-@click.option(
-    "--tools",
-    "tools_file",
-    envvar="EVALWARD_TOOLS",
-    type=click.Path(exists=True, dir_okay=False),
-    metavar="FILE",
-    help="Tools (name, description, JSON Schema parameters, mocked results) of an openai:MODEL agent "
-    "[env: EVALWARD_TOOLS]",
-)
-@click.option(
-    "--max-steps",
-    type=int,
-    default=10,
-    envvar="EVALWARD_MAX_STEPS",
-    show_default=True,
-    help="Model steps per turn of an openai:MODEL agent [env: EVALWARD_MAX_STEPS]",
-)
-@click.option(
-    "--json",
-    "json_path",
-    envvar="EVALWARD_JSON",
-    type=click.Path(dir_okay=False),
-    help="Write the run as JSON [env: EVALWARD_JSON]",
-)
-@click.option(
-    "--junit",
-    "junit_path",
-    envvar="EVALWARD_JUNIT",
-    type=click.Path(dir_okay=False),
-    help="Write JUnit XML [env: EVALWARD_JUNIT]",
-)
-@click.option(
-    "--markdown",
-    "markdown_path",
-    envvar="EVALWARD_MARKDOWN",
-    type=click.Path(dir_okay=False),
-    help="Write the markdown report (the PR comment body) [env: EVALWARD_MARKDOWN]",
-)
+@run_value_options(agent_required=True)
+@report_file_options
 @click.option(
     "--detailed",
     is_flag=True,
@@ -259,9 +42,7 @@ def parse_rate(text: str | None) -> float | None:
     metavar="RUN_ID",
     help="Run only what the stored run RUN_ID is missing [env: EVALWARD_RESUME]",
 )
-@click.option(
-    "--run-id", envvar="EVALWARD_RUN_ID", help="Id for the new run (default: time + random) [env: EVALWARD_RUN_ID]"
-)
+@run_id_option
 @click.option(
     "--repo", "repository", envvar="EVALWARD_REPO", help="owner/name (default: from GITHUB_REPOSITORY or git)"
 )
@@ -271,10 +52,10 @@ def parse_rate(text: str | None) -> float | None:
 @click.option(
     "--branch", envvar="EVALWARD_BRANCH", help="Branch evaluated (default: from the Actions environment or git)"
 )
-@click.option("--base-branch", envvar="EVALWARD_BASE_BRANCH", help="The branch a PR merges into")
+@base_branch_option
 @click.option("--base-sha", envvar="EVALWARD_BASE_SHA", help="Base commit of the PR (for the merge-base)")
 @click.option("--pr", "pr_number", type=int, envvar="EVALWARD_PR", help="Pull request number")
-@click.option("--group-id", envvar="EVALWARD_GROUP_ID", help="Tag shards of one logical run for `evalward merge`")
+@group_id_option
 @click.option("--quiet", "-q", is_flag=True, help="Print only the verdict line and the run id")
 def run_command(**kwargs: Any) -> None:
     """Run the agent on every case of the eval files in PATHS (files or directories), score it and report.
@@ -287,19 +68,6 @@ def run_command(**kwargs: Any) -> None:
 
 def execute_run(
     *,
-    paths: tuple[str, ...],
-    agent: str,
-    test_config: str | None,
-    metrics: tuple[str, ...],
-    metrics_mode: str,
-    repeat: int,
-    concurrency: int,
-    timeout_s: float,
-    rate_limit: str | None,
-    retries: int,
-    shard: str | None,
-    pass_rule: str,
-    agent_processes: int,
     json_path: str | None,
     junit_path: str | None,
     markdown_path: str | None,
@@ -316,56 +84,19 @@ def execute_run(
     pr_number: int | None,
     group_id: str | None,
     quiet: bool,
-    judge_model: str | None = None,
-    judge_base_url: str | None = None,
-    judge_api_key_env: str = "OPENAI_API_KEY",
-    judge_concurrency: int = 4,
-    judge_prices: str | None = None,
-    no_judge_cache: bool = False,
-    step: bool = False,
-    stepwise: bool | None = None,
-    system_prompt: str | None = None,
-    tools_file: str | None = None,
-    max_steps: int = 10,
+    **run_values: Any,
 ) -> int:
+    """`evalward run`: `run_values` are the options of `cli.options.run_value_options` (see `RunValues`)."""
     from evalward.context import detect_context
-    from evalward.judging.config import JudgeConfig, load_prices
-    from evalward.pipeline import RunOptions, parse_metric_option, prepare
+    from evalward.pipeline import prepare
+    from evalward.run_values import RunValues, run_options_from
 
-    if not paths:
+    values = RunValues.from_values(run_values)
+    if not values.paths:
         raise UsageError("no eval files given: pass files or directories (or set EVALWARD_PATHS)")
-    overrides = [parse_metric_option(text) for item in metrics for text in item.split()]
-    if judge_concurrency < 1:
-        raise UsageError(f"--judge-concurrency must be at least 1, got {judge_concurrency}")
-    if max_steps < 1:
-        raise UsageError(f"--max-steps must be at least 1, got {max_steps}")
-    judge = JudgeConfig(
-        model=judge_model or None,
-        base_url=judge_base_url or None,
-        api_key_env=judge_api_key_env,
-        concurrency=judge_concurrency,
-        prices=load_prices(judge_prices) if judge_prices else {},
-        cache=not no_judge_cache,
-    )
-    options = RunOptions(
-        paths=list(paths),
-        agent=agent,
-        metric_overrides=overrides,
-        metrics_mode="replace" if metrics_mode == "replace" else "add",
-        config_path=test_config,
-        repeat=repeat,
-        concurrency=concurrency,
-        timeout_s=timeout_s if timeout_s and timeout_s > 0 else None,
-        rate_limit_per_s=parse_rate(rate_limit),
-        max_retries=retries,
-        shard=parse_shard(shard),
-        pass_rule="mean_over_runs" if pass_rule == "mean-over-runs" else "per_run",
+    options = run_options_from(
+        values,
         run_id=run_id,
-        agent_processes=agent_processes,
-        judge=judge,
-        step=step,
-        stepwise="auto" if stepwise is None else ("on" if stepwise else "off"),
-        agent_options={"system_prompt": system_prompt, "tools": tools_file, "max_steps": max_steps},
         context=detect_context(
             repository=repository,
             commit=commit,

@@ -14,9 +14,9 @@ from evalward.gating.flow import (
     load_current_run,
     load_policy,
     plan_baseline,
-    resolve_merge_base,
     run_and_gate,
 )
+from evalward.store.gitinfo import resolve_merge_base
 
 __all__ = [
     "BASELINE_RUN_MODES",

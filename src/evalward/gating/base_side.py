@@ -63,12 +63,14 @@ class BaseCheckout:
 
 
 def _git(repo: Path, *args: str, timeout: float = 300.0) -> subprocess.CompletedProcess[str]:
-    # safe.directory: on GitHub the checkout belongs to the runner's user while the action runs as root
-    # (actions/runner#2033); the worktree is ours, the repository is the job's own checkout.
-    command = ["git", "-c", "safe.directory=*", *args]
+    """git in `repo`, trusting the checkout as `store.gitinfo` does (on GitHub it belongs to the runner's user
+    while the action runs as root, actions/runner#2033); the worktree is evalward's own."""
+    from evalward.errors import InfrastructureError
+    from evalward.store.gitinfo import git
+
     try:
-        return subprocess.run(command, cwd=repo, capture_output=True, text=True, timeout=timeout, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
+        return git(repo, *args, timeout_s=timeout)
+    except InfrastructureError as exc:
         raise BaseSideUnavailable(f"git {args[0]} could not run: {exc}") from exc
 
 

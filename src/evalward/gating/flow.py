@@ -95,23 +95,6 @@ def load_policy(
         raise EvalFileError(problems) from exc
 
 
-def resolve_merge_base(current: RunResult, *, base_branch: str | None, repo_dir: Path) -> str | None:
-    """The merge-base recorded with the run, else computed with git from its base SHA or base branch."""
-    from evalward.store import git_merge_base
-
-    ctx = current.context
-    if ctx.merge_base:
-        return ctx.merge_base
-    if not ctx.commit:
-        return None
-    for ref in (ctx.base_sha, f"origin/{base_branch}" if base_branch else None, base_branch):
-        if ref:
-            found = git_merge_base(repo_dir, ref, ctx.commit)
-            if found:
-                return found
-    return None
-
-
 def plan_baseline(
     store: Store,
     current: RunResult,
@@ -130,6 +113,7 @@ def plan_baseline(
     from evalward.remote_history import MAX_ANCESTORS, BaselineQuery
     from evalward.store import BaselineSearch, git_first_parent_ancestors, search_baseline
     from evalward.store.comparability import case_keys, same_input
+    from evalward.store.gitinfo import resolve_merge_base
 
     merge_base = resolve_merge_base(current, base_branch=base_branch, repo_dir=repo_dir)
     ancestors = git_first_parent_ancestors(repo_dir, merge_base) if merge_base else []
@@ -209,15 +193,16 @@ def run_and_gate(
     baseline_run: BaselineRunMode = "missing",
     repo_dir: Path | None = None,
     remote: RemoteSearch | None = None,
-    upload: Callable[[RunResult], RemoteSearch | None] | None = None,
     record: str | None = None,
     progress: ProgressCallback | None = None,
+    after_run: Callable[[RunResult], None] | None = None,
 ) -> GateOutcome:
     """Run the current evals and, interleaved with them, the base side they need; then gate (module docstring).
 
-    `upload`, when given, is called with the finished current run (a server history) and returns the remote
-    search to use instead of `remote`. Raises what the current run raises (bad input, an agent that cannot
-    start, an interrupt); the base side's failures become the verdict's "no baseline" reason."""
+    `after_run` sees the finished current run before it is gated (to write the report files first; it may
+    raise, e.g. KeyboardInterrupt for a cancelled run). Raises what the current run raises (bad input, an
+    agent that cannot start, an interrupt); the base side's failures become the verdict's "no baseline"
+    reason."""
     from evalward.pipeline import run_pair
 
     repo = repo_dir or Path.cwd()
@@ -237,35 +222,9 @@ def run_and_gate(
         runs = run_pair(prepared, base, store=store, progress=progress)
     if runs.base_error is not None:
         plan.problem = f"the base side failed: {runs.base_error}"
-    if upload is not None:
-        uploaded = upload(runs.current)
-        if uploaded is not None and remote is None:
-            # the server's history answers for the uploaded run (its id, its merge-base)
-            plan = _replan_remote(store, runs.current, plan, uploaded, baseline_spec, base_branch, repo)
+    if after_run is not None:
+        after_run(runs.current)
     return finish_gate(store, runs.current, policy, plan, runs.base, instrument=prepared, record=record)
-
-
-def _replan_remote(
-    store: Store,
-    current: RunResult,
-    plan: BaselinePlan,
-    remote: RemoteSearch,
-    baseline_spec: str,
-    base_branch: str | None,
-    repo: Path,
-) -> BaselinePlan:
-    fresh = plan_baseline(
-        store,
-        current,
-        baseline_spec=baseline_spec,
-        base_branch=base_branch,
-        repo_dir=repo,
-        remote=remote,
-        baseline_run="never",
-        can_run_base_side=False,
-    )
-    fresh.base_side_cases, fresh.problem = plan.base_side_cases, plan.problem
-    return fresh
 
 
 def _start_base_side(

@@ -20,6 +20,10 @@ Retry rule (GitHub docs "Rate limits for the REST API", in this order):
    jitter() ∈ [0, 1).
 4. A wait longer than `max_wait_s` (default 15 min) is not slept: the client gives up at once, because a CI
    job should fail visibly rather than hang for an hour.
+4a. With `retry_budget_s`, the time the client may lose to GitHub not answering — failed attempts (5xx,
+   network errors) plus the back-off slept after them, over the client's whole life — is capped: a retry
+   that would go past it is not made. So an unreachable GitHub costs a CI job at most that long in total,
+   whatever it posts (`evalward ci` uses 20 s). Rate-limit waits (rules 1 and 2) do not count against it.
 5. A request sent with `replay_safe=False` (creating a check run: a second POST makes a second run) is not
    replayed after an answer that leaves it unknown whether GitHub applied it — a network error once the
    connection was made, or a 5xx (a proxy may have passed the request on). It raises
@@ -159,6 +163,9 @@ class GitHubClient:
         jitter: Callable[[], float] = random.random,
         max_wait_s: float = 900.0,
         timeout_s: float = 30.0,
+        connect_timeout_s: float | None = None,
+        retry_budget_s: float | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         if not api_url:
             raise ValueError("api_url is required (GITHUB_API_URL)")
@@ -170,10 +177,13 @@ class GitHubClient:
         self._clock = clock
         self._jitter = jitter
         self.max_wait_s = max_wait_s
+        self.retry_budget_s = retry_budget_s
+        self.retry_spent_s = 0.0  # seconds lost to failed attempts and their back-off so far (rule 4a)
+        self._monotonic = monotonic
         self._http = httpx.Client(
             base_url=self.api_url + "/",
             transport=transport,
-            timeout=timeout_s,
+            timeout=httpx.Timeout(timeout_s, connect=connect_timeout_s or timeout_s),
             headers={"Accept": MEDIA_TYPE, "X-GitHub-Api-Version": API_VERSION, "User-Agent": user_agent},
         )
 
@@ -244,10 +254,14 @@ class GitHubClient:
         attempt = 0
         while True:
             status: int | None
+            started = self._monotonic()
+            unanswered = False
             try:
                 response = self._http.request(method, url, json=json, params=params, headers=headers)
             except httpx.TransportError as exc:
+                self.retry_spent_s += self._monotonic() - started
                 status, message, wait = None, f"network error: {type(exc).__name__}", self._backoff(attempt)
+                unanswered = True
                 if not replay_safe and not isinstance(exc, _NOT_SENT):
                     raise GitHubUncertainError(None, f"{message} (the request may have been applied)", label) from exc
             else:
@@ -262,6 +276,8 @@ class GitHubClient:
                     rate_limited += 1
                     wait = limit_wait
                 elif status >= 500:
+                    self.retry_spent_s += self._monotonic() - started
+                    unanswered = True
                     if not replay_safe:
                         raise GitHubUncertainError(status, f"{message} (the request may have been applied)", label)
                     wait = self._backoff(attempt)
@@ -269,6 +285,16 @@ class GitHubClient:
                     raise GitHubError(status, message, label)
             if attempt >= self.max_retries:
                 raise GitHubError(status, f"{message} (gave up after {attempt + 1} attempts)", label)
+            if unanswered and not self._within_budget(wait):
+                raise GitHubError(
+                    status,
+                    f"{message} (gave up after {attempt + 1} attempts: GitHub has not answered for "
+                    f"{self.retry_spent_s:.0f} s, and waiting {wait:.0f} s more would exceed the "
+                    f"{self.retry_budget_s:.0f} s retry budget)",
+                    label,
+                )
+            if unanswered:
+                self.retry_spent_s += wait
             if wait > self.max_wait_s:
                 raise GitHubError(
                     status, f"{message} (retry would need a {wait:.0f} s wait, over {self.max_wait_s:.0f} s)", label
@@ -285,9 +311,22 @@ class GitHubClient:
             )
             self._sleep(wait)
 
+    def _within_budget(self, wait: float) -> bool:
+        return self.retry_budget_s is None or self.retry_spent_s + wait <= self.retry_budget_s
+
     def backoff(self, attempt: int) -> None:
-        """Sleep the 5xx back-off of retry `attempt` (0, 1, …): for callers that retry on their own."""
-        self._sleep(self._backoff(attempt))
+        """Sleep the 5xx back-off of retry `attempt` (0, 1, …): for callers that retry on their own. Raises
+        `GitHubError` instead when the wait would exceed the retry budget (rule 4a)."""
+        wait = self._backoff(attempt)
+        if not self._within_budget(wait):
+            raise GitHubError(
+                None,
+                f"gave up: GitHub has not answered for {self.retry_spent_s:.0f} s, and waiting {wait:.0f} s more "
+                f"would exceed the {self.retry_budget_s:.0f} s retry budget",
+                "retry",
+            )
+        self.retry_spent_s += wait
+        self._sleep(wait)
 
     def _json(self, method: str, path: str, **kwargs: Any) -> Any:
         response = self.request(method, path, **kwargs)

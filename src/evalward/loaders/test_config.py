@@ -27,9 +27,8 @@ names is not run, as in ADK (a warning says so).
 
 from __future__ import annotations
 
-import math
-
 import difflib
+import math
 from collections.abc import Collection
 from pathlib import Path
 from typing import Any

@@ -124,9 +124,12 @@ def check_text(run: RunResult, *, title: str, details_url: str | None, max_chars
     return render_run_markdown(run, title=title, max_chars=max_chars, details_url=details_url)
 
 
-def repository_path(path: str, root: Path | None) -> str | None:
-    """`path` relative to the repository `root`, POSIX style; None when it lies outside (no annotation)."""
+def repository_path(path: str, root: Path | None, cwd: Path | None = None) -> str | None:
+    """`path` relative to the repository `root`, POSIX style; None when it lies outside (no annotation). A
+    relative `path` starts from `cwd` when given (the folder the run was made in), else from `root`."""
     candidate = Path(path)
+    if not candidate.is_absolute() and cwd is not None and root is not None:
+        candidate = cwd / candidate
     if candidate.is_absolute():
         if root is None:
             return None
@@ -148,8 +151,11 @@ def _case_level(findings: list[Finding], not_passed: bool) -> AnnotationLevel:
     return "notice"
 
 
-def case_annotations(run: RunResult, verdict: Verdict, *, root: Path | None = None) -> list[CaseAnnotation]:
-    """One annotation per flagged case (see the module docstring), most severe first, then in run order."""
+def case_annotations(
+    run: RunResult, verdict: Verdict, *, root: Path | None = None, cwd: Path | None = None
+) -> list[CaseAnnotation]:
+    """One annotation per flagged case (see the module docstring), most severe first, then in run order; paths
+    relative to the repository `root` (`repository_path`)."""
     sources = {
         (info.eval_set_id, case_id): source for info in run.eval_sets for case_id, source in info.case_sources.items()
     }
@@ -180,7 +186,7 @@ def case_annotations(run: RunResult, verdict: Verdict, *, root: Path | None = No
         source = sources.get(key)
         if not source or not source.get("path"):
             continue
-        path = repository_path(str(source["path"]), root)
+        path = repository_path(str(source["path"]), root, cwd)
         if path is None:
             continue
         line = source.get("line")

@@ -22,9 +22,10 @@
    Exit 0/1 are verdicts (data); other exits become a `failure` check run showing the tail of stderr.
 5. The run is stored (`Store.import_run`, idempotent by run id), gated against its baseline
    (`gating.gate_run` in the checkout, so merge-base and first-parent ancestors come from git), and
-   reported like the Action does: the check run on the head SHA and the sticky PR comment, both from
-   `report/` (`render_verdict_markdown`, else `render_run_markdown`). A `baseline` job (push to a base
-   branch) is stored and gets a check run, no comment.
+   reported exactly as the Action reports: rendered by `ci.render.render_outcome` and posted by
+   `github.publish` — the job's check run completed with the verdict and its annotations, and on a PR the
+   sticky comment (marker `<!-- evalward:{check_name}/{suite} -->`, then the verdict line). A `baseline` job
+   (push to a base branch) is stored and gets a check run, no comment.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from evalward.server.settings import ServerSettings
 from evalward.server.worker import Handler, JobAborted, JobContext, JobHeld, RetryableJobError
 
 if TYPE_CHECKING:
+    from evalward.gating import GateOutcome
     from evalward.github.client import GitHubClient
     from evalward.model import RunResult
     from evalward.server.queue import JobQueue
@@ -58,9 +60,18 @@ log = logging.getLogger("evalward.server.evaluate")
 
 STDERR_TAIL_CHARS = 3000
 _KEEP_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "SYSTEMROOT", "TMPDIR")
-CONCLUSION_BY_OUTCOME = {"pass": "success", "fail": "failure", "inconclusive": "neutral", "error": "failure"}
 _APPROVAL_KEYS = ("approval", "verify_write_access", "result")
 """Payload keys a re-run must not inherit from the earlier job at the same head (re-running approves it)."""
+
+
+@dataclass(frozen=True)
+class Published:
+    """What `_publish` posted for a verdict (ids are None when there was no GitHub access)."""
+
+    conclusion: str
+    check_run_id: int | None = None
+    comment_id: int | None = None
+    comment_action: str | None = None
 
 
 @dataclass
@@ -494,29 +505,77 @@ class Handlers:
             allow_mismatch=True,
             record="serve",
         )
-        verdict = outcome.verdict
-        markdown = render_verdict(run, verdict, outcome.baseline, title=self.settings.check_name, details_url=details)
-        conclusion = CONCLUSION_BY_OUTCOME.get(verdict.outcome, "neutral")
         ctx.check()
-        check = self._post_check(p, conclusion, f"{verdict.outcome}: {verdict.reason}"[:200], markdown, token=token,
-                                 details_url=details, check_run_id=check_id)  # fmt: skip
-        comment = None
-        if token is not None and p.get("pr_number") is not None:
-            from evalward.github.sticky import upsert_sticky_comment
+        posted = self._publish(p, token, outcome, repo_dir, details, check_id)
+        comment = None if posted.comment_id is None else {"id": posted.comment_id, "action": posted.comment_action}
+        return {"run_id": run.run_id, "conclusion": posted.conclusion, "outcome": outcome.verdict.outcome,
+                "check_run": posted.check_run_id, "comment": comment}  # fmt: skip
 
-            bot = self.github.bot_login()
+    def _publish(
+        self,
+        p: Mapping[str, Any],
+        token: str | None,
+        outcome: GateOutcome,
+        repo_dir: Path,
+        details_url: str | None,
+        check_id: int | None,
+    ) -> Published:
+        """The verdict posted as the Action posts it (`ci.render` + `github.publish`): the job's check run
+        completed by id, and the sticky comment `<!-- evalward:{check_name}/{suite} -->` on a PR. Every blocking
+        finding fails the check (`ALL_FAIL_CLASSES`). GitHub failures retry the job."""
+        from evalward.ci.exit_code import ALL_FAIL_CLASSES, decide_exit
+        from evalward.ci.render import render_outcome
+        from evalward.github.client import GitHubError, GitHubPermissionError
+        from evalward.github.publish import Target, publish
+
+        decision = decide_exit(outcome.verdict, ALL_FAIL_CLASSES)
+        if token is None:
+            return Published(conclusion=decision.conclusion)
+        suite = str(p.get("suite", "default"))
+        rendered = render_outcome(
+            outcome.current,
+            outcome.verdict,
+            outcome.baseline,
+            decision,
+            name=suite,
+            details_url=details_url,
+            root=repo_dir,
+            cwd=repo_dir,
+        )
+        target = Target(
+            repository=str(p["repo"]),
+            head_sha=str(p["head_sha"]),
+            pr_number=int(p["pr_number"]) if p.get("pr_number") is not None else None,
+            marker_id=f"{self.settings.check_name}/{suite}",
+            check_name=self.settings.check_name,
+            status_context=None,
+            details_url=details_url,
+        )
+        bot = self.github.bot_login() if target.pr_number is not None else None
+        try:
             with self.github.client(token) as client:
-                posted = upsert_sticky_comment(
+                posted = publish(
                     client,
-                    str(p["repo"]),
-                    int(p["pr_number"]),
-                    markdown,
-                    marker_id=f"{self.settings.check_name}/{p.get('suite', 'default')}",
+                    target,
+                    rendered.message(),
+                    decision,
+                    comment="always",
+                    commit_status=False,
+                    check_run=True,
                     bot_logins=(bot,) if bot else (),
+                    check_run_id=check_id,
+                    raise_errors=True,
                 )
-            comment = {"id": posted.id, "action": posted.action}
-        return {"run_id": run.run_id, "conclusion": conclusion, "outcome": verdict.outcome, "check_run": check,
-                "comment": comment}  # fmt: skip
+        except GitHubPermissionError:
+            raise
+        except GitHubError as exc:
+            raise RetryableJobError(str(exc)) from exc
+        return Published(
+            conclusion=decision.conclusion,
+            check_run_id=posted.check_run_id,
+            comment_id=posted.comment_id,
+            comment_action=posted.comment_action,
+        )
 
     def _report_problem(
         self,
@@ -574,16 +633,3 @@ class Handlers:
         except GitHubError as exc:
             raise RetryableJobError(str(exc)) from exc
         return int(answer["id"])
-
-
-def render_verdict(
-    run: RunResult, verdict: Any, baseline: RunResult | None, *, title: str, details_url: str | None
-) -> str:
-    """The PR comment body: the Action's verdict markdown (report.comparison), else the run's markdown."""
-    try:
-        from evalward.report.comparison import render_verdict_markdown
-    except ImportError:  # report.comparison not shipped yet: the run report is still correct, if less detailed
-        from evalward.report.markdown import render_run_markdown
-
-        return render_run_markdown(run, title=title, details_url=details_url)
-    return render_verdict_markdown(run, verdict, baseline=baseline, title=title, details_url=details_url)

@@ -21,13 +21,13 @@ from typing import Any, Literal
 from evalward.model import CaseResult, EvalSet, MetricSpec, RunResult
 from evalward.pipeline import (
     PreparedRun,
-    RunOptions,
     apply_metric_overrides,
-    parse_metric_option,
+    apply_step_mode,
     prepare,
     run_prepared,
     validate_criteria,
 )
+from evalward.run_values import RunValues, run_options_from
 from evalward.runners.base import Agent
 from evalward.testing import _session
 
@@ -40,12 +40,14 @@ EvalSetLike = str | os.PathLike[str] | EvalSet | Sequence[str | os.PathLike[str]
 PassRuleName = Literal["mean_over_runs", "per_run"]
 
 
-def _as_agent(agent: AgentLike, cwd: Path | None) -> Agent:
+def _as_agent(agent: AgentLike, cwd: Path | None, values: RunValues) -> Agent:
     from evalward.runners import make_agent
     from evalward.runners.python import PythonAgent
 
     if isinstance(agent, str):
-        return make_agent(agent, cwd=cwd)
+        return make_agent(
+            agent, cwd=cwd, processes=values.agent_processes, openai_options=values.openai_agent_options()
+        )
     if hasattr(agent, "run_turn") and hasattr(agent, "start") and hasattr(agent, "target"):
         return agent  # type: ignore[return-value]  # an object speaking the Agent protocol
     if callable(agent):
@@ -53,10 +55,8 @@ def _as_agent(agent: AgentLike, cwd: Path | None) -> Agent:
     raise TypeError(f"agent must be a target string, an Agent or a callable; found {type(agent).__name__}: {agent!r}")
 
 
-def _prepared(
-    eval_set: EvalSetLike,
+def run_values(
     *,
-    agent_label: str,
     num_runs: int,
     test_config: str | os.PathLike[str] | None,
     metrics: Sequence[str | MetricSpec],
@@ -64,23 +64,39 @@ def _prepared(
     pass_rule: PassRuleName,
     concurrency: int,
     timeout_s: float | None,
-    agent_cwd: Path | None,
-) -> PreparedRun:
+    options: dict[str, Any],
+) -> RunValues:
+    """The `RunValues` of an `evaluate` call: its ADK-style arguments plus `options`, any other `evalward run`
+    option by its Python name (`judge_model`, `stepwise`, `max_steps`, …). Unknown names raise TypeError."""
+    unknown = sorted(set(options) - set(RunValues.model_fields) | set(options) & _OWN_ARGUMENTS)
+    if unknown:
+        allowed = ", ".join(sorted(set(RunValues.model_fields) - _OWN_ARGUMENTS))
+        raise TypeError(f"evaluate() got unexpected keyword argument(s) {', '.join(unknown)}; run options: {allowed}")
+    return RunValues.from_values(
+        {
+            **options,
+            "repeat": num_runs,
+            "test_config": os.fspath(test_config) if test_config is not None else None,
+            "metrics": tuple(metrics),
+            "metrics_mode": metrics_mode,
+            "pass_rule": pass_rule,
+            "concurrency": concurrency,
+            "timeout_s": timeout_s if timeout_s is not None else 0,
+        }
+    )
+
+
+_OWN_ARGUMENTS = frozenset({"paths", "agent", "repeat", "test_config", "metrics", "metrics_mode", "pass_rule",
+                            "concurrency", "timeout_s"})  # fmt: skip
+"""Run values `evaluate` takes under its own names (`eval_set`, `agent`, `num_runs`, …)."""
+
+
+def _prepared(eval_set: EvalSetLike, *, agent_label: str, values: RunValues, agent_cwd: Path | None) -> PreparedRun:
     items: list[Any] = [eval_set] if isinstance(eval_set, str | os.PathLike | EvalSet) else list(eval_set)
     objects = [i for i in items if isinstance(i, EvalSet)]
     paths = [os.fspath(i) for i in items if not isinstance(i, EvalSet)]
-    overrides = [m if isinstance(m, MetricSpec) else parse_metric_option(m) for m in metrics]
-    options = RunOptions(
-        paths=paths,
-        agent=agent_label,
-        metric_overrides=overrides,
-        metrics_mode=metrics_mode,
-        config_path=os.fspath(test_config) if test_config is not None else None,
-        repeat=num_runs,
-        concurrency=concurrency,
-        timeout_s=timeout_s,
-        pass_rule=pass_rule,
-        agent_cwd=agent_cwd,
+    options = run_options_from(
+        values.model_copy(update={"paths": tuple(paths)}), agent_label=agent_label, agent_cwd=agent_cwd
     )
     sets: list[EvalSet] = []
     warnings: list[str] = []
@@ -90,8 +106,11 @@ def _prepared(
         warnings.extend(loaded.warnings)
     if objects:
         own = [s.model_copy(deep=True) for s in objects]
-        apply_metric_overrides(own, overrides, metrics_mode)
-        validate_criteria(own)
+        if options.step:
+            apply_step_mode(own, options.metric_overrides)
+        else:
+            apply_metric_overrides(own, options.metric_overrides, options.metrics_mode)
+        validate_criteria(own, options.judge)
         sets.extend(own)
     if not sets:
         raise ValueError("eval_set names no eval file and holds no EvalSet")
@@ -111,21 +130,22 @@ async def evaluate_async(
     timeout_s: float | None = 120.0,
     agent_cwd: str | os.PathLike[str] | None = None,
     raise_on_failure: bool = True,
+    **options: Any,
 ) -> RunResult:
     """Run `agent` on every case of `eval_set` `num_runs` times, score it, and assert that it passed.
 
     `metrics` adds (or with `metrics_mode="replace"` replaces) criteria, as `NAME` or `NAME=THRESHOLD`
-    strings or `MetricSpec`s. `pass_rule="per_run"` asks every run to pass (`adk eval`'s rule). The run is
-    returned (and recorded for the plugin's `--evalward-json`); with `raise_on_failure=False` nothing is
-    asserted. Raises `AssertionError` listing every failing case and metric; bad eval files raise
+    strings or `MetricSpec`s. `pass_rule="per_run"` asks every run to pass (`adk eval`'s rule). Every other
+    `evalward run` option is a keyword argument by its Python name (`evalward.run_values.RunValues`), e.g.
+    `judge_model="gpt-4o-mini"`, `judge_base_url=…`, `no_judge_cache=True`, `step=True`, `stepwise=True`,
+    `system_prompt="prompt.md"`, `tools_file="tools.json"`, `max_steps=5`, `rate_limit="10/s"`, `retries=0`.
+    The run is returned (and recorded for the plugin's `--evalward-json`); with `raise_on_failure=False`
+    nothing is asserted. Raises `AssertionError` listing every failing case and metric; bad eval files raise
     `evalward.errors.EvalFileError`.
     """
     __tracebackhide__ = True  # pytest shows the test's line and the assertion, not evalward's frames
     cwd = Path(agent_cwd) if agent_cwd is not None else None
-    runner = _as_agent(agent, cwd)
-    prepared = _prepared(
-        eval_set,
-        agent_label=runner.target.target,
+    values = run_values(
         num_runs=num_runs,
         test_config=test_config,
         metrics=metrics,
@@ -133,8 +153,10 @@ async def evaluate_async(
         pass_rule=pass_rule,
         concurrency=concurrency,
         timeout_s=timeout_s,
-        agent_cwd=cwd,
+        options=options,
     )
+    runner = _as_agent(agent, cwd, values)
+    prepared = _prepared(eval_set, agent_label=runner.target.target, values=values, agent_cwd=cwd)
     run = await run_prepared(prepared, agent=runner)
     _session.record(run)
     if raise_on_failure and not run.passed:
@@ -155,6 +177,7 @@ def evaluate(
     timeout_s: float | None = 120.0,
     agent_cwd: str | os.PathLike[str] | None = None,
     raise_on_failure: bool = True,
+    **options: Any,
 ) -> RunResult:
     """The sync form of `evaluate_async` (same arguments); inside a running event loop use `evaluate_async`."""
     __tracebackhide__ = True
@@ -180,6 +203,7 @@ def evaluate(
             timeout_s=timeout_s,
             agent_cwd=agent_cwd,
             raise_on_failure=raise_on_failure,
+            **options,
         )
     )
 

@@ -1,0 +1,668 @@
+"""`run_ci`: setup → run → store → gate → report, for the GitHub Actions event in the environment.
+
+Mode by event (`GITHUB_EVENT_NAME` and the payload at `GITHUB_EVENT_PATH`):
+1. `pull_request`: the merge-base of the PR head and its base is computed with git first — a checkout that
+   cannot give it (shallow, refused, missing commits) is an error saying how to fix it, never a silent
+   fallback (`store.gitinfo.resolve_merge_base`); then run, store, gate against the baseline at that
+   merge-base, and report (sticky comment, commit status, check run) on `pull_request.head.sha`, not the
+   merge commit. `pull_request_target` runs the same way only when the workflow opted in with
+   `allow-pull-request-target: i-understand-this-runs-untrusted-code` (it gives PR code a write token and
+   secrets, the "pwn request"); otherwise it is refused (exit 2) before any PR code runs.
+2. `push`: run and store (the baseline of later PRs), gate against the commit before the push, and put a
+   status and a check run on the pushed commit.
+3. anything else (`workflow_dispatch`, `schedule`, a laptop): run, store, gate, report to the job summary.
+With `shard: I/N` the run is one shard: stored and saved to the artifact, not gated (exit 0 unless it could
+not run); `merge-shards: DIR` merges the shard artifacts found under DIR, failing closed when one is missing,
+then gates and reports as above. `setup` commands run before the evals (module `setup`).
+
+Every mode writes the job summary (≤ 1 MiB), log annotations (10 per level, then a notice), the results
+artifact (`artifact`: run, verdict, baseline, HTML report, PR number + head SHA) and the step outputs.
+Reporting is best effort: a read-only token (fork PRs, Dependabot) or a GitHub failure after the client's
+retries (at most `GITHUB_RETRY_BUDGET_S` in all) becomes a `::warning::` and a note in the job summary, and
+never changes the exit code. Whatever stops evalward before a verdict — a bad input (exit 2), a failed setup
+or an unreachable database (exit 3) — still sets `verdict=error` and says why in the summary and the log.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, TextIO
+from urllib.parse import quote
+
+from evalward.ci.artifact import ArtifactMeta, merge_shard_artifacts, write_artifact
+from evalward.ci.exit_code import decide_exit
+from evalward.ci.inputs import CiOptions
+from evalward.ci.render import (
+    SUMMARY_MAX_CHARS,
+    Link,
+    Rendered,
+    log_annotations,
+    log_safe,
+    md,
+    print_untrusted,
+    render_outcome,
+    terminal_report,
+)
+from evalward.errors import EXIT_OK, EvalwardError, InfrastructureError, UsageError
+from evalward.github.actions import ActionsEnv, append_step_summary, format_annotation_command, write_outputs
+from evalward.github.publish import Posted, Target, post_error_status, publish
+from evalward.model import RunContext
+
+if TYPE_CHECKING:
+    from evalward.gate import GatePolicy
+    from evalward.gating import GateOutcome, RemoteSearch
+    from evalward.github.client import GitHubClient
+    from evalward.model import RunResult
+    from evalward.model.verdict import Verdict
+    from evalward.pipeline import PreparedRun
+    from evalward.store import BaselineSearch, Store
+
+ZERO_SHA = "0" * 40
+GITHUB_MAX_RETRIES = 5
+GITHUB_RETRY_BUDGET_S = 20.0
+"""At most this long lost to an unanswering GitHub over the whole job (`GitHubClient` rule 4a)."""
+GITHUB_CONNECT_TIMEOUT_S = 5.0
+OUTPUT_NAMES = ("verdict", "passed", "run-id", "regressions", "results-json", "comment-url")
+
+Mode = Literal["pull_request", "push", "other"]
+ClientFactory = Callable[[ActionsEnv], "GitHubClient | None"]
+
+
+def event_mode(actions: ActionsEnv) -> Mode:
+    """`pull_request` (also `pull_request_target`), `push` (not a branch deletion), else `other`."""
+    if actions.pull_request is not None:
+        return "pull_request"
+    push = actions.push
+    if push is not None and not push.deleted:
+        return "push"
+    return "other"
+
+
+def default_client(actions: ActionsEnv, **overrides: Any) -> GitHubClient | None:
+    """A client for `GITHUB_API_URL` with the job's token (None without one): 5 retries, but at most 20 s lost
+    to GitHub not answering over the whole job; rate limits follow GITHUB.md §9. `overrides` go to
+    `GitHubClient` (tests: `sleep`, `jitter`, `monotonic`)."""
+    from evalward.github.client import GitHubClient
+
+    if not actions.token or not actions.repository:
+        return None
+    options: dict[str, Any] = {
+        "max_retries": GITHUB_MAX_RETRIES,
+        "retry_budget_s": GITHUB_RETRY_BUDGET_S,
+        "connect_timeout_s": GITHUB_CONNECT_TIMEOUT_S,
+        **overrides,
+    }
+    return GitHubClient(actions.token, api_url=actions.api_url, **options)
+
+
+def ci_context(
+    options: CiOptions, actions: ActionsEnv, env: Mapping[str, str], *, merge_base: str | None
+) -> RunContext:
+    """The RunContext: PR head SHA and base from the payload, push `after`/`before`, else env and git."""
+    from evalward.context import detect_context
+
+    pr = actions.pull_request
+    push = actions.push if pr is None else None
+    commit = branch = base_sha = None
+    base_branch = options.base_branch
+    pr_number = None
+    if pr is not None:
+        commit, branch, base_sha, pr_number = pr.head_sha, pr.head_ref, pr.base_sha, pr.number
+        base_branch = base_branch or pr.base_ref
+    elif push is not None and not push.deleted:
+        commit, branch = push.after, push.branch
+        base_sha = push.before if push.before and push.before != ZERO_SHA else None
+        base_branch = base_branch or push.branch
+    group_id = options.group_id
+    if options.shard and not group_id and actions.run_id:
+        group_id = f"gha-{actions.run_id}-{actions.run_attempt or '1'}-{options.name}"
+    return detect_context(
+        repository=actions.repository or None,
+        commit=commit,
+        branch=branch,
+        base_branch=base_branch,
+        base_sha=base_sha,
+        pr_number=pr_number,
+        group_id=group_id,
+        merge_base=merge_base,
+        env=env,
+    )
+
+
+def refuse_pull_request_target(actions: ActionsEnv, options: CiOptions) -> None:
+    """`pull_request_target` runs with a write token and the repository's secrets while evalward runs the
+    checked-out code: refused unless the workflow opted in (module docstring)."""
+    if actions.event_name != "pull_request_target" or options.allow_pull_request_target:
+        return
+    from evalward.ci.inputs import PULL_REQUEST_TARGET_CONSENT
+
+    raise UsageError(
+        "refusing to run on `pull_request_target`: that event gives the job a write token and the repository's "
+        "secrets, and evalward runs the agent from the checkout — if the checkout is the pull request's code, "
+        'anyone who opens a pull request can run code with them (a "pwn request"). Use `on: pull_request` '
+        "(fork pull requests then post through examples/workflows/evals-report.yml), or, if this job never "
+        "checks out untrusted code, opt in with the input "
+        f"`allow-pull-request-target: {PULL_REQUEST_TARGET_CONSENT}`"
+    )
+
+
+def pull_request_merge_base(actions: ActionsEnv, options: CiOptions, repo_dir: Path) -> str | None:
+    """The merge-base a pull request is gated at, computed by git before anything runs (None for other
+    events); `MergeBaseError` (exit 3) when the checkout cannot give it."""
+    from evalward.store.gitinfo import resolve_merge_base
+
+    pr = actions.pull_request
+    if pr is None:
+        return None
+    base_branch = options.base_branch or pr.base_ref
+    context = RunContext(commit=pr.head_sha, base_sha=pr.base_sha, base_branch=base_branch)
+    return resolve_merge_base(context, base_branch=base_branch, repo_dir=repo_dir, required=True)
+
+
+@dataclass
+class ServerHistory:
+    """With `server-url`: the run uploaded to an evalward server, whose history the gate searches."""
+
+    search: RemoteSearch | None = None
+    record_verdict: Callable[[Verdict], list[str]] | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def _server_history(options: CiOptions, env: Mapping[str, str], run: RunResult) -> ServerHistory:
+    """Upload the run to the evalward server and gate against the server's history (see
+    `evalward.remote_history`); nothing without `server-url`. An upload failure leaves the gate without a
+    baseline, saying why."""
+    from evalward.remote_history import BaselineQuery, RemoteHistory
+
+    if not options.server_url:
+        return ServerHistory()
+    token = env.get("EVALWARD_SERVER_TOKEN")
+    if not token:
+        note = "server-url is set but server-token (EVALWARD_SERVER_TOKEN) is not: the run was not uploaded"
+        reason = InfrastructureError(note)
+
+        def refused(_query: BaselineQuery) -> tuple[BaselineSearch, dict[tuple[str, str], float]]:
+            raise reason
+
+        return ServerHistory(search=refused, notes=[note])
+    history = RemoteHistory(options.server_url, token)
+    try:
+        history.upload(run)
+    except InfrastructureError as exc:
+        history.close()
+        failure = exc
+
+        def unavailable(_query: BaselineQuery) -> tuple[BaselineSearch, dict[tuple[str, str], float]]:
+            raise failure
+
+        return ServerHistory(search=unavailable, notes=[str(exc)])
+
+    def search(query: BaselineQuery) -> tuple[BaselineSearch, dict[tuple[str, str], float]]:
+        return history.search_baseline(run.run_id, query)
+
+    def record(verdict: Verdict) -> list[str]:
+        try:
+            history.record_verdict(verdict)
+        except InfrastructureError as exc:
+            return [str(exc)]
+        finally:
+            history.close()
+        return []
+
+    return ServerHistory(search=search, record_verdict=record)
+
+
+@dataclass
+class Gated:
+    """What `_run_and_gate` produced: the run, and its verdict unless it is a shard."""
+
+    run: RunResult
+    outcome: GateOutcome | None
+    notes: list[str] = field(default_factory=list)
+
+
+def _run_and_gate(
+    options: CiOptions,
+    context: RunContext,
+    store: Store,
+    policy: GatePolicy,
+    *,
+    env: Mapping[str, str],
+    repo_dir: Path,
+    keep_run: Callable[[RunResult, Sequence[str]], None],
+) -> Gated:
+    """Run the evals (or merge the shards), then gate the run against its baseline: the one place where the
+    run and the gate meet in `evalward ci`.
+
+    The baseline is made by `gating` (GATE.md §9): a stored run at the merge-base, re-scored under this run's
+    criteria, and — for the cases no stored run covers (`options.baseline_run`) — the base side run on demand,
+    interleaved with this run's cases. With `server-url`, the run is uploaded first and the server's history
+    is searched; the base side then runs after the head (the server answers for a finished run).
+    `keep_run` gets the run and its warnings before the gate (the artifact and report files), so a gate that
+    fails still leaves the results. A shard is stored, not gated."""
+    from evalward.gating import run_and_gate
+    from evalward.pipeline import prepare
+    from evalward.run_values import run_options_from
+
+    base_branch = options.base_branch or context.base_branch
+    if options.merge_shards:
+        run = merge_shard_artifacts(store, options.merge_shards, run_id=options.run_id)
+        if context.merge_base and not run.context.merge_base:
+            run = run.model_copy(update={"context": run.context.model_copy(update={"merge_base": context.merge_base})})
+        keep_run(run, [])
+        instrument = prepare(run_options_from(options.run, context=context)) if options.run.paths else None
+        return _gate_finished(options, run, store, policy, env=env, repo_dir=repo_dir, instrument=instrument)
+    prepared = _prepare(options, context)
+    if options.shard or options.server_url:
+        run = _run_prepared(prepared, store)
+        keep_run(run, list(prepared.warnings))
+        if options.shard:
+            return Gated(run=run, outcome=None)
+        return _gate_finished(options, run, store, policy, env=env, repo_dir=repo_dir, instrument=prepared)
+    def after_run(run: RunResult) -> None:
+        if run.status == "cancelled":
+            raise KeyboardInterrupt
+        keep_run(run, list(prepared.warnings))
+
+    outcome = run_and_gate(
+        prepared,
+        store,
+        policy,
+        baseline_spec=options.baseline,
+        base_branch=base_branch,
+        baseline_run=options.baseline_run,  # type: ignore[arg-type]
+        repo_dir=repo_dir,
+        record="ci",
+        after_run=after_run,
+    )
+    return Gated(run=outcome.current, outcome=outcome)
+
+
+def _prepare(options: CiOptions, context: RunContext) -> PreparedRun:
+    from evalward.pipeline import prepare
+    from evalward.run_values import run_options_from
+
+    if not options.run.paths:
+        raise UsageError(
+            "no eval files: set the `eval-paths` input (INPUT_EVAL-PATHS), EVALWARD_PATHS, pass PATHS, "
+            "or put `paths` in evalward.toml"
+        )
+    if not options.run.agent:
+        raise UsageError(
+            "no agent: set the `agent` input (INPUT_AGENT), EVALWARD_AGENT, --agent, or `agent` in evalward.toml"
+        )
+    return prepare(run_options_from(options.run, context=context, run_id=options.run_id))
+
+
+def _run_prepared(prepared: PreparedRun, store: Store) -> RunResult:
+    from evalward.pipeline import run_blocking
+
+    run = run_blocking(prepared, store=store)
+    if run.status == "cancelled":
+        raise KeyboardInterrupt
+    return run
+
+
+def _gate_finished(
+    options: CiOptions,
+    run: RunResult,
+    store: Store,
+    policy: GatePolicy,
+    *,
+    env: Mapping[str, str],
+    repo_dir: Path,
+    instrument: PreparedRun | None,
+) -> Gated:
+    """Gate a run that has finished (merged shards, or uploaded to a server first)."""
+    from evalward.gating import gate_run
+
+    server = _server_history(options, env, run)
+    outcome = gate_run(
+        store,
+        run,
+        policy,
+        baseline_spec=options.baseline,
+        base_branch=options.base_branch or run.context.base_branch,
+        repo_dir=repo_dir,
+        remote=server.search,
+        record="ci",
+        instrument=instrument,
+        baseline_run=options.baseline_run,  # type: ignore[arg-type]
+    )
+    notes = list(server.notes)
+    if server.record_verdict is not None:
+        notes.extend(server.record_verdict(outcome.verdict))
+    return Gated(run=run, outcome=outcome, notes=notes)
+
+
+@dataclass
+class CiResult:
+    """What `run_ci` did, for callers and tests."""
+
+    exit_code: int
+    run: RunResult | None = None
+    verdict: Verdict | None = None
+    comment_url: str | None = None
+    notes: list[str] = field(default_factory=list)
+    artifact: Path | None = None
+
+
+def ci_target(actions: ActionsEnv, options: CiOptions, mode: Mode) -> Target:
+    """The head SHA, PR, comment marker (`{workflow}/{name}`) and check/status name (`evalward/{name}`)."""
+    return Target(
+        repository=actions.repository,
+        head_sha=actions.head_sha,
+        pr_number=actions.pr_number if mode == "pull_request" else None,
+        marker_id=f"{actions.workflow}/{options.name}" if actions.workflow else options.name,
+        check_name=f"evalward/{options.name}",
+        status_context=f"evalward/{options.name}",
+        details_url=actions.run_url,
+    )
+
+
+def _meta(actions: ActionsEnv, options: CiOptions, target: Target) -> ArtifactMeta:
+    return ArtifactMeta(
+        repository=target.repository or "unknown/unknown",
+        head_sha=target.head_sha or "0000000",
+        pr_number=target.pr_number,
+        event_name=actions.event_name,
+        workflow=actions.workflow,
+        name=options.name,
+        details_url=target.details_url,
+        fail_on=sorted(options.fail_on),
+        comment=options.comment,
+        commit_status=options.commit_status,
+        check_run=options.check_run,
+        shard=options.shard,
+    )
+
+
+def report_links(actions: ActionsEnv, options: CiOptions, run: RunResult) -> list[Link]:
+    """Where the full report is: the HTML report in the run's artifacts, and the dashboard with `server-url`."""
+    links: list[Link] = []
+    if options.results_artifact and actions.run_url:
+        name = Path(options.results_artifact).name
+        links.append(Link(f"Full HTML report (report.html in the {name} artifact)", f"{actions.run_url}#artifacts"))
+    if options.server_url:
+        base = options.server_url.rstrip("/")
+        links.append(Link("Run on the evalward dashboard", f"{base}/runs/{quote(run.run_id, safe='')}"))
+    return links
+
+
+def finish_log(actions: ActionsEnv, rendered: Rendered | None, notes: Sequence[str], out: TextIO) -> None:
+    from evalward.github.actions import emit_annotations
+
+    where = "the job summary" + (f" ({actions.run_url})" if actions.run_url else "")
+    emit_annotations(log_annotations(rendered, notes), out.write, more_at=where)
+    if actions.step_summary_path is not None and notes:
+        lines = "\n".join(f"- {md(note)}" for note in notes)
+        append_step_summary(actions.step_summary_path, f"\n\n#### ⚠️ evalward reporting problems\n\n{lines}\n")
+
+
+def write_step_outputs(path: Path | None, values: Mapping[str, str]) -> None:
+    """Every output of the action (OUTPUT_NAMES), missing ones empty."""
+    if path is not None:
+        write_outputs(path, {name: values.get(name, "") for name in OUTPUT_NAMES})
+
+
+def run_ci(
+    options: CiOptions,
+    *,
+    env: Mapping[str, str],
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+    client_factory: ClientFactory | None = None,
+    root: Path | None = None,
+) -> CiResult:
+    """Setup → run → store → gate → report for the event in `env` (see the module docstring); the history
+    database is closed afterwards whatever happened. `root` is the repository folder annotation paths are
+    relative to (default: the git checkout around the working directory, else GITHUB_WORKSPACE)."""
+    opened: list[Store] = []
+    try:
+        return _run_ci(options, env=env, out=out, err=err, client_factory=client_factory, root=root, opened=opened)
+    finally:
+        for store in opened:
+            store.close()
+
+
+def _run_ci(
+    options: CiOptions,
+    *,
+    env: Mapping[str, str],
+    out: TextIO | None,
+    err: TextIO | None,
+    client_factory: ClientFactory | None,
+    root: Path | None,
+    opened: list[Store],
+) -> CiResult:
+    from evalward.cli.run_cmd import open_history, write_reports
+    from evalward.gating import load_policy
+    from evalward.store.gitinfo import repository_root
+
+    out = out or sys.stdout
+    err = err or sys.stderr
+    factory = client_factory or default_client
+    repo_dir = Path.cwd()
+    try:
+        actions = ActionsEnv.from_environ(env)
+    except EvalwardError as exc:
+        return report_startup_error(exc, env, name=options.name, out=out, err=err)
+    repository = repository_root(repo_dir)
+    root = root or repository or Path(env.get("GITHUB_WORKSPACE") or repo_dir)
+    mode = event_mode(actions)
+    target = ci_target(actions, options, mode)
+    artifact_dir = Path(options.results_artifact) if options.results_artifact else None
+    paths: dict[str, Path | None] = {"run": None}
+
+    def keep_run(run: RunResult, warnings: Sequence[str]) -> None:
+        for warning in warnings:
+            err.write(f"warning: {log_safe(warning)}\n")
+        if artifact_dir is not None:
+            paths["run"] = write_artifact(artifact_dir, _meta(actions, options, target), run, None, None)
+        write_reports(run, json_path=options.json_path, junit_path=options.junit_path, markdown_path=None)
+
+    try:
+        refuse_pull_request_target(actions, options)
+        merge_base = None
+        if mode == "pull_request" and not (options.shard and not options.merge_shards):
+            merge_base = pull_request_merge_base(actions, options, repo_dir)
+        if options.setup:
+            from evalward.ci.setup import run_setup
+
+            # The commands are a child process: the process environment, with the action's variables over it.
+            run_setup(options.setup, env={**os.environ, **env}, cwd=repo_dir, out=out, repository=repository)
+        context = ci_context(options, actions, env, merge_base=merge_base)
+        overrides = {"strict": True} if "inconclusive" in options.fail_on else {}
+        policy = load_policy(options.gate_settings, config_path=options.config_path, overrides=overrides)
+        store = open_history(options.db_url)
+        opened.append(store)
+        gated = _run_and_gate(options, context, store, policy, env=env, repo_dir=repo_dir, keep_run=keep_run)
+    except EvalwardError as exc:
+        return _report_error(exc, actions, options, target, factory, out, err)
+
+    run, outcome = gated.run, gated.outcome
+    if outcome is None:
+        return _finish_shard(run, actions, options, paths["run"], out)
+    verdict = outcome.verdict
+    decision = decide_exit(verdict, options.fail_on)
+    print_untrusted(terminal_report(run, outcome), out)
+    rendered = render_outcome(
+        run,
+        verdict,
+        outcome.baseline,
+        decision,
+        name=options.name,
+        details_url=target.details_url,
+        root=root,
+        cwd=repo_dir,
+        links=report_links(actions, options, run),
+    )
+    if options.markdown_path:
+        Path(options.markdown_path).parent.mkdir(parents=True, exist_ok=True)
+        Path(options.markdown_path).write_text(rendered.comment_body.split("\n", 1)[1], encoding="utf-8")
+    if artifact_dir is not None:
+        paths["run"] = write_artifact(artifact_dir, _meta(actions, options, target), run, verdict, outcome.baseline)
+    if actions.step_summary_path is not None:
+        append_step_summary(actions.step_summary_path, rendered.summary)
+
+    posted = Posted()
+    if mode in ("pull_request", "push") and target.repository and target.head_sha:
+        client = factory(actions)
+        try:
+            posted = publish(
+                client,
+                target,
+                rendered.message(),
+                decision,
+                comment=options.comment,
+                commit_status=options.commit_status,
+                check_run=options.check_run,
+                bot_logins=options.comment_authors,
+            )
+        finally:
+            if client is not None:
+                client.close()
+    posted.notes.extend(gated.notes)
+    finish_log(actions, rendered, posted.notes, out)
+    out.write(f"evalward: gate {verdict.outcome}; run id {run.run_id}; exit {decision.exit_code}\n")
+    write_step_outputs(
+        actions.output_path,
+        {
+            "verdict": verdict.outcome,
+            "passed": "true" if verdict.outcome == "pass" else "false",
+            "run-id": run.run_id,
+            "regressions": str(decision.regressions),
+            "results-json": str(paths["run"]) if paths["run"] else "",
+            "comment-url": posted.comment_url or "",
+        },
+    )
+    return CiResult(
+        exit_code=decision.exit_code,
+        run=run,
+        verdict=verdict,
+        comment_url=posted.comment_url,
+        notes=posted.notes,
+        artifact=artifact_dir,
+    )
+
+
+def _finish_shard(
+    run: RunResult, actions: ActionsEnv, options: CiOptions, run_path: Path | None, out: TextIO
+) -> CiResult:
+    """A shard is stored and saved, not gated: the merge-and-gate job decides."""
+    from evalward.report.markdown import render_run_markdown
+
+    print_untrusted(terminal_report(run, None), out)
+    if actions.step_summary_path is not None:
+        title = f"evalward: {options.name}, shard {options.shard}"
+        append_step_summary(
+            actions.step_summary_path, render_run_markdown(run, title=title, max_chars=SUMMARY_MAX_CHARS)
+        )
+    out.write(f"evalward: shard {options.shard} stored as run {run.run_id}; the merge job gates it\n")
+    write_step_outputs(
+        actions.output_path,
+        {
+            "verdict": "",
+            "passed": "true" if run.passed else "false",
+            "run-id": run.run_id,
+            "regressions": "0",
+            "results-json": str(run_path) if run_path else "",
+        },
+    )
+    return CiResult(exit_code=EXIT_OK, run=run, artifact=Path(options.results_artifact or "."))
+
+
+def _announce_error(
+    message: str,
+    exit_code: int,
+    *,
+    name: str,
+    summary_path: Path | None,
+    output_path: Path | None,
+    out: TextIO,
+    err: TextIO,
+) -> None:
+    """The log line, the `::error` annotation, the job summary and `verdict=error` for a run that reached no
+    verdict."""
+    kind = {2: "bad input", 3: "infrastructure"}.get(exit_code, "internal error")
+    err.write(f"error: {log_safe(message)}\n")
+    out.write(format_annotation_command("error", message, title="evalward could not run") + "\n")
+    if summary_path is not None:
+        append_step_summary(
+            summary_path,
+            f"### 💥 evalward: {md(name)} could not run\n\n{md(message)}\n\n"
+            f"Exit code {exit_code} ({kind}); no verdict was reached.\n",
+        )
+    write_step_outputs(output_path, {"verdict": "error", "passed": "false", "regressions": "0"})
+
+
+def report_startup_error(
+    exc: BaseException,
+    env: Mapping[str, str],
+    *,
+    name: str = "evals",
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+) -> CiResult:
+    """An error before the event could be read (the inputs, the settings file, the event payload, an option
+    value) or an internal one: the log, the summary and `verdict=error`, from the file paths in `env` alone."""
+    import click
+
+    if isinstance(exc, EvalwardError | click.ClickException):
+        exit_code, message = (
+            exc.exit_code,
+            (exc.format_message() if isinstance(exc, click.ClickException) else str(exc)),
+        )
+    else:
+        exit_code, message = 1, f"internal error ({type(exc).__name__}: {exc}); please report it"
+    summary, output = env.get("GITHUB_STEP_SUMMARY"), env.get("GITHUB_OUTPUT")
+    _announce_error(
+        message,
+        exit_code,
+        name=name,
+        summary_path=Path(summary) if summary else None,
+        output_path=Path(output) if output else None,
+        out=out or sys.stdout,
+        err=err or sys.stderr,
+    )
+    return CiResult(exit_code=exit_code)
+
+
+def _report_error(
+    exc: EvalwardError,
+    actions: ActionsEnv,
+    options: CiOptions,
+    target: Target,
+    factory: ClientFactory,
+    out: TextIO,
+    err: TextIO,
+) -> CiResult:
+    """The run could not finish: say so on the log, the summary and (best effort) the commit; keep the code."""
+    from evalward.report.check_run import STATUS_DESCRIPTION_MAX
+
+    message = str(exc)
+    _announce_error(
+        message,
+        exc.exit_code,
+        name=options.name,
+        summary_path=actions.step_summary_path,
+        output_path=actions.output_path,
+        out=out,
+        err=err,
+    )
+    notes: list[str] = []
+    if options.commit_status and target.repository and target.head_sha and event_mode(actions) != "other":
+        client = factory(actions)
+        if client is not None:
+            try:
+                description = f"Could not run (exit {exc.exit_code}); see the job summary"
+                notes = post_error_status(client, target, description[:STATUS_DESCRIPTION_MAX]).notes
+            finally:
+                client.close()
+    for note in notes:
+        out.write(format_annotation_command("warning", note, title="evalward reporting") + "\n")
+    return CiResult(exit_code=exc.exit_code, notes=notes)
