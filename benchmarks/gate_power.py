@@ -119,7 +119,9 @@ class Scenario:
     trial: Callable[[random.Random, int], Verdict]
 
 
-def paired(n: int, repeat: int, make: Callable[[random.Random], tuple[Side, Side]]) -> Callable[[random.Random, int], Verdict]:
+def paired(
+    n: int, repeat: int, make: Callable[[random.Random], tuple[Side, Side]]
+) -> Callable[[random.Random, int], Verdict]:
     def trial(rng: random.Random, index: int) -> Verdict:
         base, head = make(rng)
         return decide(run_of(f"h{index}", head, repeat, rng), run_of(f"b{index}", base, repeat, rng), GatePolicy())
@@ -178,7 +180,9 @@ def history_trial(kind: str) -> Callable[[random.Random, int], Verdict]:
         base.context = RunContext(repository="o/r", commit="a" * 40, branch="main")
         head_target = "agent_v2.py:run" if kind == "new-target" else "agent.py:run"
         head = run_of(f"h{index}", Side(passes, [0.0] * 100), 3, rng, target=head_target)
-        head.context = RunContext(repository="o/r", commit="b" * 40, branch="pr", base_branch="main", merge_base="a" * 40)
+        head.context = RunContext(
+            repository="o/r", commit="b" * 40, branch="pr", base_branch="main", merge_base="a" * 40
+        )
         if kind == "added-file":
             extra = run_of("x", Side(beta(rng, 20), [0.0] * 20), 3, rng)
             info = extra.eval_sets[0].model_copy(update={"eval_set_id": "extra"})

@@ -1,7 +1,8 @@
 """A repository checkout in a temporary folder, a fake GitHub, and GitHub's own example event payloads.
 
 The workspace is a git checkout holding a native eval set (`evals/weather.eval.json`, one case per city) and a
-deterministic Python agent (`agent.py:run`) whose behaviour is read from `agent_mode.txt` at each call: `good`
+deterministic Python agent (`agent.py:run`) whose behaviour is read from `agent_mode.txt` (not committed, so a
+base side checked out on demand runs `good`) at each call: `good`
 answers every case, `bad` drops the tool call for the first `BROKEN` cities, `hostile` answers with text built
 to inject workflow commands, mentions, references, HTML and a forged marker. Its history: `PR_BASE` on
 `master` (the base branch), then `PR_HEAD` on `changes` (the pull request), checked out — built once with fixed
@@ -53,7 +54,8 @@ HOSTILE = {hostile!r}
 
 
 def run(request):
-    mode = Path("agent_mode.txt").read_text().strip()
+    # agent_mode.txt is not committed: a base checkout made on demand has none, and runs the agent as committed
+    mode = Path("agent_mode.txt").read_text().strip() if Path("agent_mode.txt").exists() else "good"
     city = request["query"].rsplit(" ", 1)[-1].rstrip("?")
     if mode == "hostile":
         return {{"response": HOSTILE, "tool_calls": [{{"name": "get_weather", "args": {{"city": HOSTILE}}}}]}}
@@ -172,6 +174,10 @@ class Workspace:
             "db_url": f"sqlite:///{self.root / 'history.db'}",
             "results_artifact": str(self.root / "evalward-results"),
             "timeout_s": 30.0,
+            # Ten cases at one repetition are too few for the default margin (δ_ni = 0.05 needs 3/0.05 = 60
+            # cases before "nothing got worse" is a pass): a 0.3 margin lets an unchanged PR pass here, so these
+            # tests of the Action's mechanics see every outcome. The default on this suite: test_default_policy.py.
+            "gate_settings": {"delta_ni": 0.3},
         }
         values.update(changes)
         return CiOptions.from_values(values)

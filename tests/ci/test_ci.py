@@ -46,19 +46,21 @@ def test_push_stores_the_baseline_and_reports_on_the_pushed_commit(workspace: Wo
     env = workspace.env("push", push_payload())
     result, log = workspace.run(env)
 
-    # Nothing stored before → no baseline → inconclusive (neutral policy), which fails nothing by default.
+    # The repository's first commit and nothing stored: a first run, judged by its thresholds alone (as ADK
+    # does); every case passes them.
     assert result.exit_code == 0
-    assert result.verdict is not None and result.verdict.outcome == "inconclusive"
+    assert result.verdict is not None and result.verdict.outcome == "pass"
+    assert result.verdict.headline.startswith("Every case met its thresholds (a first run")
     [status] = statuses_on(workspace, PR_BASE)
     assert (status["state"], status["context"]) == ("success", "evalward/evals")
     assert status["target_url"] == "https://github.test/Codertocat/Hello-World/actions/runs/9001"
     assert len(str(status["description"])) <= 140
     [check] = checks_on(workspace, PR_BASE)
-    assert (check["name"], check["conclusion"]) == ("evalward/evals", "neutral")
+    assert (check["name"], check["conclusion"]) == ("evalward/evals", "success")
     assert workspace.fake.comments == {}  # no PR, no comment
     assert result.run is not None and result.run.context.branch == "master"
-    assert outputs(env)["verdict"] == "inconclusive"
-    assert "evalward: gate inconclusive" in log
+    assert outputs(env)["verdict"] == "pass"
+    assert "evalward: gate pass" in log
 
 
 def test_pull_request_three_runs_leave_one_comment_and_report_on_the_head_sha(workspace: Workspace) -> None:
@@ -87,7 +89,8 @@ def test_pull_request_three_runs_leave_one_comment_and_report_on_the_head_sha(wo
     assert out["comment-url"] == comment["html_url"]
     assert out["run-id"] == result.run.run_id if result.run else False
     assert Path(out["results-json"]).name == "run.json"
-    assert "### ✅ evalward: evals: gate passed" in summary(env)
+    assert summary(env).startswith("### ✅ No regression: 100% of repetitions pass")
+    assert "**evalward: evals: gate passed.**" in summary(env)
     # The comment and the summary point to the full HTML report among the workflow run's artifacts.
     run_url = f"https://github.test/{REPO}/actions/runs/{env['GITHUB_RUN_ID']}"
     link = f"[Full HTML report (report.html in the evalward-results artifact)]({run_url}#artifacts)"
@@ -106,9 +109,10 @@ def test_regression_fails_the_step_with_annotations_on_the_eval_file(workspace: 
 
     assert result.exit_code == 1
     assert result.verdict is not None and result.verdict.outcome == "fail"
-    # `regressions` counts every blocking finding of a change for the worse: the gated metric's regression and
-    # the 6 cases that now miss their threshold (ci.exit_code).
-    assert outputs(env)["regressions"] == "7" and outputs(env)["passed"] == "false"
+    # `regressions` counts every blocking finding of a change for the worse (ci.exit_code): the pass rate's
+    # regression — 6 cases pass → fail at one repetition, exact McNemar p = 1/64. (The cases are its evidence,
+    # not findings of their own: thresholds gate on change.)
+    assert outputs(env)["regressions"] == "1" and outputs(env)["passed"] == "false"
     [check] = checks_on(workspace, PR_HEAD)
     assert check["conclusion"] == "failure"
     annotations = workspace.fake.annotations_of(int(check["id"]))  # type: ignore[call-overload]
@@ -119,7 +123,7 @@ def test_regression_fails_the_step_with_annotations_on_the_eval_file(workspace: 
     lines = sorted(a["start_line"] for a in annotations)
     assert len(set(lines)) == 6 and all(line > 1 for line in lines)
     [status] = statuses_on(workspace, PR_HEAD)
-    assert status["state"] == "failure" and str(status["description"]).startswith("Failed: 7 blocking findings")
+    assert status["state"] == "failure" and str(status["description"]).startswith("Failed: 1 blocking finding")
     assert log.count("::error file=evals/weather.eval.json,") == 6
     assert "gate failed" in workspace.fake.comments_on(REPO, PR_NUMBER)[0]["body"]
 
@@ -326,7 +330,9 @@ def test_workflow_dispatch_reports_to_the_job_summary_only(workspace: Workspace)
     result, _ = workspace.run(env)
     assert result.exit_code == 0
     assert workspace.fake.requests == []
-    assert "evalward: evals: gate inconclusive" in summary(env)
+    # No base branch or commit: a first run, judged by the thresholds alone.
+    assert "evalward: evals: gate passed" in summary(env)
+    assert "no base branch or base commit is known" in summary(env)
 
 
 def test_shards_merge_and_fail_closed_when_one_is_missing(workspace: Workspace, tmp_path: Path) -> None:
@@ -340,10 +346,11 @@ def test_shards_merge_and_fail_closed_when_one_is_missing(workspace: Workspace, 
 
     env = workspace.env("pull_request", pull_request_payload())
     merged, _ = workspace.run(env, merge_shards=str(shards), db_url=f"sqlite:///{tmp_path / 'merge.db'}")
-    # The merge job has its own database: the baseline is missing there, so the verdict is inconclusive.
+    # The merge job has its own database: no stored baseline there, so the base side is run on demand.
     assert merged.exit_code == 0 and merged.run is not None
     assert sorted(c.case_id for c in merged.run.cases) == sorted(c.lower() for c in CITIES)
-    assert merged.verdict is not None and merged.verdict.outcome == "inconclusive"
+    assert merged.verdict is not None and merged.verdict.outcome == "pass"
+    assert merged.verdict.baseline is not None and merged.verdict.baseline.on_demand_cases == len(CITIES)
 
     # Shard 2's job failed: its artifact is missing, so the merge refuses to gate half the cases.
     (shards / "shard-2" / "run.json").unlink()

@@ -217,7 +217,7 @@ def test_the_docker_action_in_a_fresh_image_environment(
                     "eval-paths": "evals",
                     "agent": "agent.py:run",
                     "setup": "pip install -r requirements.txt",
-                    "repeat": "1",
+                    "repeat": "3",
                     "database-url": f"sqlite:///{tmp_path / database}",
                     "github-token": "ghs_actions",  # what `${{ github.token }}` expands to
                 },
@@ -226,7 +226,8 @@ def test_the_docker_action_in_a_fresh_image_environment(
         completed = subprocess.run(argv, cwd=workspace.root, env=env, capture_output=True, text=True, timeout=300)
         return completed, env
 
-    # 1. A pull request in a repository with no history at all (a fresh database).
+    # 1. A pull request in a repository with no history at all (a fresh database): the base side is run on
+    # demand in the same job, so the no-change pull request is compared — not failed, and not "no baseline".
     first, env = action("pull_request", pull_request(shas, "unchanged"), "fresh.db")
     log = first.stdout + first.stderr
     assert first.returncode == 0, log
@@ -234,42 +235,41 @@ def test_the_docker_action_in_a_fresh_image_environment(
     assert "Successfully installed weather-tools-1.0.0" in setup_log  # the setup ran, in the action's Python
     run = json.loads((workspace.root / "evalward-results" / "run.json").read_text())
     assert run["context"]["merge_base"] == shas["base"]  # git worked despite the ownership
-    assert len(run["cases"]) == len(CITIES) and all(c["status"] == "passed" for c in run["cases"])
+    assert len(run["cases"]) == 3 * len(CITIES) and all(c["status"] == "passed" for c in run["cases"])
     assert outputs(env)["run-id"] == run["run_id"]
+    verdict = json.loads((workspace.root / "evalward-results" / "verdict.json").read_text())
+    assert verdict["outcome"] != "fail" and outputs(env)["verdict"] == verdict["outcome"]
+    assert verdict["baseline"]["on_demand_cases"] == len(CITIES)  # the merge-base's agent, in a worktree
+    assert verdict["baseline"]["commit"] == shas["base"]
     [comment] = comments(workspace)
     assert comment["body"].startswith("<!-- evalward:CI/evals -->\n<!-- evalward-verdict: ")
+    assert "no baseline" not in comment["body"].lower()
     assert [s["sha"] for s in workspace.fake.statuses] == [shas["unchanged"]]
-    assert [c["conclusion"] for c in checks_on(workspace, shas["unchanged"])] == [
-        "neutral" if outputs(env)["verdict"] == "inconclusive" else "success"
-    ]
-    # TODO(on-demand base run, GATE.md §9 step 2): with no stored history the base side is run in the same
-    # job, so this no-change pull request must then be `pass` — not failed, and not "no baseline" — and a
-    # pull request breaking the tool call in 3 cases must fail with a comment naming them. Both are asserted
-    # below against a stored baseline; once the base run lands, assert them here on the fresh database too:
-    #     assert outputs(env)["verdict"] == "pass" and "no baseline" not in comment["body"]
-    assert outputs(env)["verdict"] in ("inconclusive", "pass")
 
-    # 2. The same, with the base branch's run stored (the push to master): the baseline is found.
-    pushed, _ = action("push", push(shas), "history.db")
-    assert pushed.returncode == 0, pushed.stdout + pushed.stderr
-    unchanged, env = action("pull_request", pull_request(shas, "unchanged"), "history.db")
-    assert unchanged.returncode == 0, unchanged.stdout + unchanged.stderr
-    assert outputs(env)["verdict"] == "pass" and outputs(env)["regressions"] == "0"
-    [comment] = comments(workspace)  # updated in place
-    assert "gate passed" in comment["body"] and "no baseline" not in comment["body"].lower()
-
-    # 3. The pull request that breaks the tool call for three cities fails, and the comment names them.
+    # 2. The pull request that breaks the tool call for three cities, on a fresh database too: it fails, and the
+    # comment names the three cases (each passed 3/3 on the base side and fails 3/3 now: newly broken).
     git(workspace.root, "-c", "safe.directory=*", "checkout", "--quiet", shas["broken"])
-    broken, env = action("pull_request", pull_request(shas, "broken"), "history.db")
+    broken, env = action("pull_request", pull_request(shas, "broken"), "fresh-2.db")
     assert broken.returncode == 1, broken.stdout + broken.stderr
-    assert outputs(env)["verdict"] == "fail" and int(outputs(env)["regressions"]) >= 3
+    assert outputs(env)["verdict"] == "fail" and int(outputs(env)["regressions"]) >= 1
     [comment] = comments(workspace)
-    assert "gate failed" in comment["body"]
+    first_line = comment["body"].split("\n")[2]
+    assert first_line.startswith("### ❌ 3 cases that always passed now always fail: weather/")
     for city in BROKEN:
         assert city.lower() in comment["body"]
     assert [c["conclusion"] for c in checks_on(workspace, shas["broken"])] == ["failure"]
     assert "gate failed" in summary(env)
     assert (workspace.root / "evalward-results" / "report.html").is_file()
+
+    # 3. With the base branch's run stored (the push to master), the stored run is the baseline: no base side.
+    git(workspace.root, "-c", "safe.directory=*", "checkout", "--quiet", shas["unchanged"])
+    pushed, _ = action("push", push(shas), "history.db")
+    assert pushed.returncode == 0, pushed.stdout + pushed.stderr
+    unchanged, env = action("pull_request", pull_request(shas, "unchanged"), "history.db")
+    assert unchanged.returncode == 0, unchanged.stdout + unchanged.stderr
+    verdict = json.loads((workspace.root / "evalward-results" / "verdict.json").read_text())
+    assert verdict["baseline"]["chosen_by"].startswith(f"merge-base {shas['base'][:7]} on master")
+    assert verdict["baseline"]["on_demand_cases"] == 0
 
 
 # ------------------------------------------------------------------------------------- the composite action
@@ -325,7 +325,12 @@ def test_the_composite_action_in_the_jobs_own_python(
         env.update(base_env)
         env.update(
             composite_step_env(
-                {"eval-paths": "evals", "agent": "agent.py:run", "database-url": f"sqlite:///{tmp_path / 'h.db'}"},
+                {
+                    "eval-paths": "evals",
+                    "agent": "agent.py:run",
+                    "repeat": "3",
+                    "database-url": f"sqlite:///{tmp_path / 'h.db'}",
+                },
                 token="ghs_actions",
             )
         )
@@ -334,12 +339,19 @@ def test_the_composite_action_in_the_jobs_own_python(
         )
         return completed, env
 
-    pushed, _ = step("push", push(shas))
-    assert pushed.returncode == 0, pushed.stdout + pushed.stderr
+    # A fresh history: the base side runs on demand; the no-change pull request is compared, not failed.
     completed, env = step("pull_request", pull_request(shas, "unchanged"))
     assert completed.returncode == 0, completed.stdout + completed.stderr
-    assert outputs(env)["verdict"] == "pass"
+    assert outputs(env)["verdict"] in ("pass", "inconclusive")
     [comment] = comments(workspace)
-    assert "gate passed" in comment["body"] and outputs(env)["comment-url"] == comment["html_url"]
+    assert "no baseline" not in comment["body"].lower() and outputs(env)["comment-url"] == comment["html_url"]
     assert [s["state"] for s in workspace.fake.statuses if s["sha"] == shas["unchanged"]] == ["success"]
-    assert [c["conclusion"] for c in checks_on(workspace, shas["unchanged"])] == ["success"]
+    # The pull request breaking three cases fails, and the comment names them.
+    git(workspace.root, "checkout", "--quiet", shas["broken"])
+    completed, env = step("pull_request", pull_request(shas, "broken"))
+    assert completed.returncode == 1, completed.stdout + completed.stderr
+    assert outputs(env)["verdict"] == "fail"
+    [comment] = comments(workspace)
+    for city in BROKEN:
+        assert city.lower() in comment["body"]
+    assert [c["conclusion"] for c in checks_on(workspace, shas["broken"])] == ["failure"]

@@ -75,10 +75,12 @@ def test_the_image_entrypoint_runs_a_pull_request_outside_docker(workspace: Work
         argv, cwd=workspace.root, env={**keep, **env}, capture_output=True, text=True, timeout=120, check=False
     )
     assert completed.returncode == 0, completed.stdout + completed.stderr
+    # The default policy on ten unchanged cases at one repetition: nothing got worse, but ten cases cannot show
+    # that nothing did within 5 points (3/0.05 = 60 would) — inconclusive, which does not fail the step.
     [comment] = workspace.fake.comments_on(REPO, PR_NUMBER)
-    assert "gate passed" in comment["body"]
+    assert "gate inconclusive" in comment["body"]
     assert [s["sha"] for s in workspace.fake.statuses][-1] == PR_HEAD
     out = outputs(env)
-    assert out["verdict"] == "pass" and out["comment-url"] == comment["html_url"]
-    assert "gate passed" in summary(env)
+    assert out["verdict"] == "inconclusive" and out["comment-url"] == comment["html_url"]
+    assert "gate inconclusive" in summary(env)
     assert (workspace.root / "evalward-results" / "meta.json").is_file()

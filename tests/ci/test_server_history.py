@@ -90,8 +90,10 @@ def test_pull_request_is_gated_against_the_servers_history(workspace: Workspace,
 def test_without_the_token_nothing_is_uploaded_and_the_gate_says_why(workspace: Workspace, server: str) -> None:
     result, log = workspace.run(workspace.env("pull_request", pull_request_payload()), server_url=server)
 
-    assert result.verdict is not None and result.verdict.outcome == "inconclusive"
-    assert "server-token" in result.verdict.reason and "server-token" in log
+    # The server's history cannot be asked, so the baseline is made here: the base side, run on demand.
+    assert result.verdict is not None and result.verdict.outcome == "pass"
+    assert result.verdict.baseline is not None and result.verdict.baseline.on_demand_cases == 10
+    assert "server-token" in log
     assert result.exit_code == 0
     assert server_runs(server) == []
 
@@ -106,9 +108,10 @@ def test_an_unreachable_server_is_retried_then_no_baseline_not_a_regression(
     env = workspace.env("pull_request", pull_request_payload(), EVALWARD_SERVER_TOKEN=UPLOAD)
     result, log = workspace.run(env, server_url=closed)
 
-    assert result.verdict is not None and result.verdict.outcome == "inconclusive"
-    assert "did not answer after 4 attempts (ConnectError)" in result.verdict.reason
-    assert result.exit_code == 0  # fail-on defaults to regressions only: the outage is reported, not a failure
+    # The outage is reported, never a regression; the baseline is made here instead (the base side on demand).
+    assert result.verdict is not None and result.verdict.outcome == "pass"
+    assert result.verdict.baseline is not None and result.verdict.baseline.on_demand_cases == 10
+    assert result.exit_code == 0
     assert "did not answer after 4 attempts" in log
 
 

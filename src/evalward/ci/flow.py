@@ -263,6 +263,7 @@ def _run_and_gate(
         if options.shard:
             return Gated(run=run, outcome=None)
         return _gate_finished(options, run, store, policy, env=env, repo_dir=repo_dir, instrument=prepared)
+
     def after_run(run: RunResult) -> None:
         if run.status == "cancelled":
             raise KeyboardInterrupt

@@ -234,7 +234,10 @@ def newly_broken_test(
             continue
         unit: Hashable = groups[index] if groups is not None else index
         q, broken_before = per_unit.get(unit, (0.0, False))
-        per_unit[unit] = (min(1.0, q + 1.0 / math.comb(stratum.size, stratum.baseline_runs)), broken_before or stratum.newly_broken)
+        per_unit[unit] = (
+            min(1.0, q + 1.0 / math.comb(stratum.size, stratum.baseline_runs)),
+            broken_before or stratum.newly_broken,
+        )
     probabilities = [q for q, _ in per_unit.values()]
     broken = sum(was for _, was in per_unit.values())
     expected = math.fsum(probabilities)

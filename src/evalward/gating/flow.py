@@ -134,7 +134,9 @@ def plan_baseline(
             flip_rates = store.flip_rates(base_branch, fingerprint=current.fingerprint)
     plan = BaselinePlan(merge_base=merge_base, search=search, flip_rates=flip_rates)
     ctx = current.context
-    if merge_base is None:
+    if baseline_spec.strip() == "none":
+        plan.no_base = "no baseline was asked for (--baseline none)"
+    elif merge_base is None:
         if not (ctx.base_sha or base_branch):
             plan.no_base = "no base branch or base commit is known for this run, so there is no base side"
         else:

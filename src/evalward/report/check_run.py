@@ -143,12 +143,26 @@ def repository_path(path: str, root: Path | None, cwd: Path | None = None) -> st
     return str(posix).removeprefix("./")
 
 
-def _case_level(findings: list[Finding], not_passed: bool) -> AnnotationLevel:
-    if any(f.severity == "blocking" for f in findings):
+def _case_level(findings: list[Finding], not_passed: bool, evidence: bool = False) -> AnnotationLevel:
+    if evidence or any(f.severity == "blocking" for f in findings):
         return "failure"
     if not_passed or any(f.severity == "warning" for f in findings):
         return "warning"
     return "notice"
+
+
+def _blocking_evidence(verdict: Verdict) -> set[tuple[str, str]]:
+    """The cases behind a blocking pass-rate regression: the newly broken ones when that test blocked, and the
+    cases whose pass rate fell by half or more when a gated metric regressed. Their annotations are failures:
+    they are why the check failed, though no finding names them one by one."""
+    cases: set[tuple[str, str]] = set()
+    broken = verdict.newly_broken
+    if broken is not None and broken.significant:
+        named = set(broken.cases)
+        cases.update((d.eval_set_id, d.case_id) for d in verdict.cases if f"{d.eval_set_id}/{d.case_id}" in named)
+    if any(f.kind == "regression" and f.severity == "blocking" and f.case_id is None for f in verdict.findings):
+        cases.update((d.eval_set_id, d.case_id) for d in verdict.cases if d.label == "regressed")
+    return cases
 
 
 def case_annotations(
@@ -171,6 +185,7 @@ def case_annotations(
             order.append(key)
         by_case.setdefault(key, []).append(finding)
 
+    evidence = _blocking_evidence(verdict)
     not_passed: dict[tuple[str, str], list[int]] = {}
     repetitions: dict[tuple[str, str], int] = {}
     for case in run.cases:
@@ -208,7 +223,7 @@ def case_annotations(
             CaseAnnotation(
                 path=path,
                 line=line if isinstance(line, int) and line >= 1 else 1,
-                level=_case_level(findings, bool(failed)),
+                level=_case_level(findings, bool(failed), key in evidence),
                 title=plain_text(f"evalward: case {key[1]}: {label}", TITLE_MAX),
                 message=plain_text("\n".join(lines), MESSAGE_MAX_CHARS),
             )
