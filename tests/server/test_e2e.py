@@ -175,3 +175,46 @@ def test_a_pr_webhook_is_cloned_run_gated_and_reported_once(tmp_path: Path, app_
         assert tokens and not any(
             t in json.dumps([j.model_dump(mode="json") for j in queue.list_jobs()]) for t in tokens
         )
+
+
+def test_a_first_pr_webhook_gets_its_baseline_from_the_base_side(tmp_path: Path, app_key: tuple[str, str]) -> None:
+    # No push ever reached the daemon: the PR's merge-base has no stored run, so the job runs the base side
+    # (the merge-base's agent on the PR's eval files, in the same sandbox) and the gate compares with it.
+    private, public = app_key
+    main_sha, feature_sha = make_bare_repo(tmp_path)
+    db = f"sqlite:///{tmp_path / 'server.db'}"
+    with FakeGitHub(app_public_key=public) as github, open_store(db) as store:
+        github.permissions[(REPO, "Codertocat")] = "write"
+        settings = make_settings(
+            db,
+            role="all",
+            workers=1,
+            github_app_id=github.app_id,
+            github_private_key=private,
+            github_api_url=github.url,
+            clone_url_template=f"file://{tmp_path}/git/{{repo}}.git",
+            work_dir=str(tmp_path / "jobs"),
+            poll_s=0.1,
+            heartbeat_s=1.0,
+            job_timeout_s=120,
+        )
+        app = create_app(settings, store, pool_factory=lambda state: build_pool(settings, store, metrics=state.metrics))
+        queue = JobQueue(store.engine)
+        with LiveServer(app) as server, httpx.Client(base_url=server.url, timeout=30) as http:
+            body = json.dumps(pr_payload(feature_sha, main_sha)).encode()
+            response = http.post(
+                "/webhooks/github", content=body, headers=delivery_headers("pull_request", body, delivery="d-first")
+            )
+            assert response.status_code == 202, response.text
+            job = wait_done(queue, response.json()["jobs"][0]["id"])
+            assert job.status == "done", job.last_error
+
+        [check] = github.check_runs.values()
+        assert (check["head_sha"], check["conclusion"]) == (feature_sha, "failure")
+        stored = store.load_run(str(job.run_id))
+        [recorded] = store.recorded_verdicts(stored.run_id)
+        baseline = recorded.verdict.baseline
+        assert baseline is not None and baseline.commit == main_sha
+        base_run = store.load_run(baseline.run_id)
+        assert base_run.context.base_side_for == feature_sha and base_run.context.branch == "main"
+        assert recorded.verdict.newly_broken is not None and recorded.verdict.newly_broken.significant

@@ -20,7 +20,10 @@
 4. `evalward run … --json` in a subprocess in the checkout, under `sandbox.py`'s limits, with a wall-clock
    timeout and an environment stripped of every server variable (no secrets reach repository code).
    Exit 0/1 are verdicts (data); other exits become a `failure` check run showing the tail of stderr.
-5. The run is stored (`Store.import_run`, idempotent by run id), gated against its baseline
+5. The run is stored (`Store.import_run`, idempotent by run id). When no stored run at the PR's merge-base
+   covers its cases, the base side is run on demand (`_run_base_side`): the merge-base in a git worktree of
+   the job's clone, its agent on the PR's eval files, in the same sandbox, stored at the merge-base.
+6. The run is gated against its baseline
    (`gating.gate_run` in the checkout, so merge-base and first-parent ancestors come from git), and
    reported exactly as the Action reports: rendered by `ci.render.render_outcome` and posted by
    `github.publish` — the job's check run completed with the verdict and its annotations, and on a PR the
@@ -467,9 +470,70 @@ class Handlers:
                 )
             ctx.check()
             self.store.import_run(result.run)
+            if p.get("mode") != "baseline":
+                self._run_base_side(ctx, p, result.run, config.settings, repo_dir, workdir)
             return self._gate_and_report(ctx, p, token, result.run, config.settings, found, repo_dir, check_id)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
+
+    def _run_base_side(
+        self, ctx: JobContext, p: Mapping[str, Any], run: RunResult, settings: Any, repo_dir: Path, workdir: Path
+    ) -> None:
+        """The base side on demand, as `evalward ci` makes it (GATE.md §9), in the job's sandbox: when no stored
+        run at the merge-base covers the PR's cases, the merge-base is checked out beside the PR's checkout and
+        `evalward run` runs its agent there on the PR's eval files (absolute paths, the PR's criteria), and the
+        run is stored at the merge-base for the gate to find. Sequential here (each run is a sandboxed process of
+        its own); any failure leaves the gate without that baseline, which it reports."""
+        from evalward.gating import base_side as bs
+        from evalward.gating import plan_baseline
+
+        base_branch = p.get("base_ref") or settings.base_branch
+        plan = plan_baseline(
+            self.store,
+            run,
+            baseline_spec="auto",
+            base_branch=str(base_branch) if base_branch else None,
+            repo_dir=repo_dir,
+            remote=None,
+            baseline_run="missing",
+            can_run_base_side=True,
+        )
+        if not plan.base_side_cases or plan.merge_base is None:
+            return
+        try:
+            with bs.base_checkout(repo_dir, plan.merge_base) as base:
+                target = bs.base_agent_target(base, str(settings.agent))
+                args = [str(repo_dir / path) for path in settings.paths]
+                args += ["--agent", target, "--run-id", f"{run.run_id}-base", "--commit", plan.merge_base]
+                if run.context.repository:
+                    args += ["--repo", run.context.repository]
+                if base_branch:
+                    args += ["--branch", str(base_branch)]
+                if settings.test_config:
+                    args += ["--test-config", str(repo_dir / settings.test_config)]
+                for metric in settings.metrics:
+                    args += ["--metric", metric]
+                for flag, value in (
+                    ("--metrics-mode", settings.metrics_mode),
+                    ("--repeat", settings.repeat),
+                    ("--pass-rule", settings.pass_rule),
+                    ("--timeout", settings.timeout),
+                    ("--retries", settings.retries),
+                    ("--concurrency", settings.concurrency),
+                ):
+                    if value is not None:
+                        args += [flag, str(value)]
+                folder = workdir / "base-side"
+                folder.mkdir(exist_ok=True)
+                result = run_evals(ctx, self.settings, folder, base.cwd, args)
+        except bs.BaseSideUnavailable as exc:
+            log.info("no base side for job %s: %s", ctx.job.id, exc, extra={"job": ctx.job.id})
+            return
+        if result.run is None:
+            log.info("the base side of job %s wrote no run (exit %s)", ctx.job.id, result.exit_code)
+            return
+        context = result.run.context.model_copy(update={"base_side_for": run.context.commit or "unknown"})
+        self.store.import_run(result.run.model_copy(update={"context": context}))
 
     def _gate_and_report(
         self,
