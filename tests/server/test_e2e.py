@@ -88,6 +88,23 @@ def pr_payload(head: str, base: str) -> dict[str, Any]:
     return payload
 
 
+def daemon_settings(tmp_path: Path, db: str, github: FakeGitHub, private: str) -> Any:
+    """One worker serving everything, cloning from the bare repositories under `tmp_path/git`."""
+    return make_settings(
+        db,
+        role="all",
+        workers=1,
+        github_app_id=github.app_id,
+        github_private_key=private,
+        github_api_url=github.url,
+        clone_url_template=f"file://{tmp_path}/git/{{repo}}.git",
+        work_dir=str(tmp_path / "jobs"),
+        poll_s=0.1,
+        heartbeat_s=1.0,
+        job_timeout_s=120,
+    )
+
+
 def wait_done(queue: JobQueue, job_id: int, timeout_s: float = 120) -> Any:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -105,19 +122,7 @@ def test_a_pr_webhook_is_cloned_run_gated_and_reported_once(tmp_path: Path, app_
     db = f"sqlite:///{tmp_path / 'server.db'}"
     with FakeGitHub(app_public_key=public) as github, open_store(db) as store:
         github.permissions[(REPO, "Codertocat")] = "maintain"  # the PR author: maintain counts as write
-        settings = make_settings(
-            db,
-            role="all",
-            workers=1,
-            github_app_id=github.app_id,
-            github_private_key=private,
-            github_api_url=github.url,
-            clone_url_template=f"file://{tmp_path}/git/{{repo}}.git",
-            work_dir=str(tmp_path / "jobs"),
-            poll_s=0.1,
-            heartbeat_s=1.0,
-            job_timeout_s=120,
-        )
+        settings = daemon_settings(tmp_path, db, github, private)
         app = create_app(settings, store, pool_factory=lambda state: build_pool(settings, store, metrics=state.metrics))
         queue = JobQueue(store.engine)
         with LiveServer(app) as server, httpx.Client(base_url=server.url, timeout=30) as http:
@@ -185,19 +190,7 @@ def test_a_first_pr_webhook_gets_its_baseline_from_the_base_side(tmp_path: Path,
     db = f"sqlite:///{tmp_path / 'server.db'}"
     with FakeGitHub(app_public_key=public) as github, open_store(db) as store:
         github.permissions[(REPO, "Codertocat")] = "write"
-        settings = make_settings(
-            db,
-            role="all",
-            workers=1,
-            github_app_id=github.app_id,
-            github_private_key=private,
-            github_api_url=github.url,
-            clone_url_template=f"file://{tmp_path}/git/{{repo}}.git",
-            work_dir=str(tmp_path / "jobs"),
-            poll_s=0.1,
-            heartbeat_s=1.0,
-            job_timeout_s=120,
-        )
+        settings = daemon_settings(tmp_path, db, github, private)
         app = create_app(settings, store, pool_factory=lambda state: build_pool(settings, store, metrics=state.metrics))
         queue = JobQueue(store.engine)
         with LiveServer(app) as server, httpx.Client(base_url=server.url, timeout=30) as http:
