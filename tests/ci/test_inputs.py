@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from click.testing import CliRunner
 
@@ -92,7 +94,14 @@ def test_missing_required_inputs_exit_2_with_a_clear_message(tmp_path, monkeypat
     env = {"INPUT_EVAL-PATHS": "evals", "GITHUB_EVENT_NAME": "workflow_dispatch", "INPUT_AGENT": ""}
     for key in ("EVALWARD_AGENT", "EVALWARD_PATHS", "GITHUB_EVENT_PATH", "GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT"):
         monkeypatch.delenv(key, raising=False)
-    result = CliRunner().invoke(cli, ["ci", "--db", f"sqlite:///{tmp_path}/h.db"], env=env)
+    before = dict(os.environ)
+    try:
+        result = CliRunner().invoke(cli, ["ci", "--db", f"sqlite:///{tmp_path}/h.db"], env=env)
+    finally:
+        # `evalward ci` copies the inputs onto EVALWARD_* in the real environment (as in the Action's process);
+        # CliRunner restores only what it set itself, so put the environment back for the tests that follow
+        os.environ.clear()
+        os.environ.update(before)
     assert result.exit_code == 2
     assert "no agent: set the `agent` input (INPUT_AGENT), EVALWARD_AGENT" in result.output
 
