@@ -850,11 +850,7 @@ class _Gate:
         result = newly_broken_test([s for _, s in strata], groups=groups)
         if result.eligible == 0:
             return None
-        from evalward.gate.stratified import NEWLY_BROKEN_MIN_RUNS
-
-        broken = [
-            key for key, s in strata if s.newly_broken and min(s.baseline_runs, s.current_runs) >= NEWLY_BROKEN_MIN_RUNS
-        ]
+        broken = [strata[index][0] for index in result.broken_at]
         return result, broken, groups is not None
 
     def _error_rate(self) -> tuple[PassRateResult, list[tuple[CaseKey, Stratum]]] | None:

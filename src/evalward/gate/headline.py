@@ -57,6 +57,18 @@ def _main(verdict: Verdict) -> str:
 
 def _failure(verdict: Verdict) -> str:
     blocking = verdict.blocking()
+    lead, lead_kind = _lead(verdict, blocking)
+    others = {f.kind for f in blocking} - {lead_kind}
+    if lead_kind == "newly_broken":
+        # The pass-rate regression and the newly broken cases are one piece of evidence seen twice.
+        others.discard("regression")
+    if len(blocking) > 1 and others:
+        lead += f" Other blocking problems: {', '.join(sorted(k.replace('_', ' ') for k in others))}."
+    return lead
+
+
+def _lead(verdict: Verdict, blocking: Sequence[Finding]) -> tuple[str, str]:
+    """The sentence a failed verdict leads with, and the kind of finding it speaks for (most telling first)."""
     kinds = {f.kind for f in blocking}
     gated = {m.metric: m for m in verdict.metrics if m.gated}
     if any(f.kind == "error" and f.metric == ERROR_RATE_METRIC for f in blocking):
@@ -67,7 +79,8 @@ def _failure(verdict: Verdict) -> str:
             if m is not None
             else "More runs error than at the baseline."
         )
-    elif "newly_broken" in kinds and verdict.newly_broken is not None:
+        return lead, "error"
+    if "newly_broken" in kinds and verdict.newly_broken is not None:
         cases = verdict.newly_broken.cases
         lead = (
             f"{_count(len(cases), 'case')} that always passed now always {_verb(len(cases), 'fail')}: {_names(cases)}."
@@ -75,54 +88,41 @@ def _failure(verdict: Verdict) -> str:
         rate = gated.get(CASE_PASS_METRIC)
         if rate is not None and rate.baseline_mean is not None and rate.current_mean is not None and rate.delta:
             lead += f" Repetitions passing: {_pct(rate.baseline_mean)} → {_pct(rate.current_mean)}."
-    elif any(f.kind == "regression" for f in blocking):
-        lead = _regression(next(f for f in blocking if f.kind == "regression"), gated)
-    elif "must_pass" in kinds:
+        return lead, "newly_broken"
+    if "regression" in kinds:
+        return _regression(next(f for f in blocking if f.kind == "regression"), gated), "regression"
+    if "must_pass" in kinds:
         cases = _keys_of(blocking, "must_pass")
-        lead = f"Must-pass {_plural_word(len(cases), 'case')} failed: {_names(cases)}."
-    elif "threshold" in kinds:
+        return f"Must-pass {_plural_word(len(cases), 'case')} failed: {_names(cases)}.", "must_pass"
+    if "threshold" in kinds:
         cases = _keys_of(blocking, "threshold")
         lead = f"{_count(len(cases), 'case')} {_verb(len(cases), 'miss', 'misses')} {_their(len(cases))} thresholds: {_names(cases)}."
         if any(f.kind == "no_baseline" for f in verdict.findings):
             lead += " (There is no base side to compare with, so the thresholds alone decide.)"
-    elif "error" in kinds:
+        return lead, "threshold"
+    if "error" in kinds:
         cases = _keys_of(blocking, "error")
         if cases:
-            lead = f"{_count(len(cases), 'case')} errored: {_names(cases)}."
-        else:
-            lead = next(f for f in blocking if f.kind == "error").message
-    elif "missing_case" in kinds:
+            return f"{_count(len(cases), 'case')} errored: {_names(cases)}.", "error"
+        return next(f for f in blocking if f.kind == "error").message, "error"
+    if "missing_case" in kinds:
         cases = _keys_of(blocking, "missing_case")
-        lead = f"{_count(len(cases), 'case')} {_verb(len(cases), 'have', 'has')} no results: {_names(cases)}."
-    elif kinds & {"cost", "latency"}:
+        return (
+            f"{_count(len(cases), 'case')} {_verb(len(cases), 'have', 'has')} no results: {_names(cases)}.",
+            "missing_case",
+        )
+    if kinds & {"cost", "latency"}:
         finding = next(f for f in blocking if f.kind in ("cost", "latency"))
         what = "Cost" if finding.kind == "cost" else "Latency"
         ratio = f" ×{finding.effect:.2f} per case" if finding.effect is not None else ""
-        lead = f"{what} rose{ratio}, more than allowed."
-    elif "no_baseline" in kinds:
-        lead = "There is no baseline to compare with, and the policy fails without one."
-    elif "inconclusive" in kinds:
-        lead = "Not enough evidence either way, and strict mode fails an undecided comparison."
-    else:
-        lead = blocking[0].message if blocking else "The gate failed."
-    # The pass-rate regression and the newly broken cases are one piece of evidence seen twice.
-    lead_kind = _lead_kind(blocking)
-    others = {f.kind for f in blocking} - {lead_kind}
-    if lead_kind == "newly_broken":
-        others.discard("regression")
-    if len(blocking) > 1 and others:
-        lead += f" Other blocking problems: {', '.join(sorted(k.replace('_', ' ') for k in others))}."
-    return lead
-
-
-def _lead_kind(blocking: Sequence[Finding]) -> str:
-    """The kind `_failure` leads with (same order)."""
-    if any(f.kind == "error" and f.metric == ERROR_RATE_METRIC for f in blocking):
-        return "error"
-    for kind in ("newly_broken", "regression", "must_pass", "threshold", "error", "missing_case", "cost", "latency"):
-        if any(f.kind == kind for f in blocking):
-            return kind
-    return blocking[0].kind if blocking else ""
+        return f"{what} rose{ratio}, more than allowed.", finding.kind
+    if "no_baseline" in kinds:
+        return "There is no baseline to compare with, and the policy fails without one.", "no_baseline"
+    if "inconclusive" in kinds:
+        return "Not enough evidence either way, and strict mode fails an undecided comparison.", "inconclusive"
+    if blocking:
+        return blocking[0].message, blocking[0].kind
+    return "The gate failed.", ""
 
 
 def _regression(finding: Finding, gated: dict[str, MetricComparison]) -> str:

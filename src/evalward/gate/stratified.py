@@ -215,6 +215,8 @@ class NewlyBrokenResult:
     """Σ q_i: how many newly broken cases chance alone gives on average."""
     min_p: float
     """Π q_i: the smallest p-value these cases could give."""
+    broken_at: tuple[int, ...] = ()
+    """Positions (in the strata given) of the eligible cases that are newly broken."""
 
 
 def newly_broken_test(
@@ -227,11 +229,14 @@ def newly_broken_test(
     q_g = min(1, Σ_{i∈g} q_i) (a union bound, valid however its cases depend on each other); the test runs over
     clusters with those q_g, and `broken`/`eligible` count clusters."""
     per_unit: dict[Hashable, tuple[float, bool]] = {}
+    broken_at: list[int] = []
     for index, stratum in enumerate(strata):
         if stratum.baseline_runs < min_runs or stratum.current_runs < min_runs:
             continue
         if stratum.total != stratum.baseline_runs:
             continue
+        if stratum.newly_broken:
+            broken_at.append(index)
         unit: Hashable = groups[index] if groups is not None else index
         q, broken_before = per_unit.get(unit, (0.0, False))
         per_unit[unit] = (
@@ -243,7 +248,12 @@ def newly_broken_test(
     expected = math.fsum(probabilities)
     min_p = math.prod(probabilities) if probabilities else 1.0
     return NewlyBrokenResult(
-        poisson_binomial_upper_tail(probabilities, broken), broken, len(probabilities), expected, min_p
+        poisson_binomial_upper_tail(probabilities, broken),
+        broken,
+        len(probabilities),
+        expected,
+        min_p,
+        tuple(broken_at),
     )
 
 

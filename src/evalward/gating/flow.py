@@ -393,8 +393,7 @@ def finish_gate(
         )
     if record is not None and store.has_run(current.run_id):
         store.record_verdict(verdict, source=record)
-    search = plan.search
-    return GateOutcome(current=current, baseline=baseline, verdict=verdict, search=search)
+    return GateOutcome(current=current, baseline=baseline, verdict=verdict, search=plan.search)
 
 
 def _chosen_by(plan: BaselinePlan, stored: RunResult | None, base_run: RunResult | None) -> str:
@@ -476,6 +475,6 @@ def load_current_run(store: Store, ref: str) -> RunResult:
         rows = store.list_runs(limit=LATEST_LOOKBACK)
         if not rows:
             raise GateInputError("the history database has no runs yet; run `evalward run` first")
-        own = [r for r in rows if store.load_run_header(r.run_id).context.base_side_for is None]
-        ref = (own or rows)[0].run_id
+        own = (r for r in rows if store.load_run_header(r.run_id).context.base_side_for is None)
+        ref = next(own, rows[0]).run_id
     return store.load_run(ref)

@@ -12,7 +12,7 @@ from evalward.store.baseline import (
     search_baseline,
     select_baseline,
 )
-from evalward.store.comparability import comparability_differences, comparability_key
+from evalward.store.comparability import comparability_key, instrument_differences
 from evalward.store.engine import DEFAULT_DB_URL, resolve_db_url
 from evalward.store.gitinfo import git_first_parent_ancestors, git_merge_base
 from evalward.store.migrate import HEAD_REVISION, current_revision, upgrade_database
@@ -29,11 +29,11 @@ __all__ = [
     "RunRow",
     "ScoreRow",
     "Store",
-    "comparability_differences",
     "comparability_key",
     "current_revision",
     "git_first_parent_ancestors",
     "git_merge_base",
+    "instrument_differences",
     "open_store",
     "resolve_db_url",
     "search_baseline",

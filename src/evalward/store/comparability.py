@@ -86,11 +86,6 @@ def instrument_differences(current: RunResult, other: RunResult) -> list[str]:
     return reasons
 
 
-def comparability_differences(current: RunResult, other: RunResult) -> list[str]:
-    """Kept for callers that list mismatches: the instrument's differences (the agent is never one)."""
-    return instrument_differences(current, other)
-
-
 def agent_changes(baseline: RunResult, current: RunResult) -> list[str]:
     """What changed in the agent between the runs (the treatment), for the report; empty when nothing did."""
     before, after = baseline.agent, current.agent
