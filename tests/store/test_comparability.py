@@ -5,7 +5,7 @@ from __future__ import annotations
 from store_factories import make_run
 
 from evalward.model import MetricSpec
-from evalward.store import comparability_differences, comparability_key
+from evalward.store import comparability_key, instrument_differences
 from evalward.store.comparability import scorer_version
 
 
@@ -21,7 +21,7 @@ def test_a_different_judge_prompt_changes_the_key_and_is_explained() -> None:
     judged = make_run("b")
     judged.eval_sets[0].criteria[1] = MetricSpec(name="response_match", options={"judge_prompt": "Be strict."})
     assert comparability_key(judged) != comparability_key(base)
-    assert comparability_differences(base, judged) == [
+    assert instrument_differences(base, judged) == [
         "criteria of eval set 'smoke' differ (metrics, thresholds or judge options)"
     ]
 
@@ -39,4 +39,4 @@ def test_scorer_version_is_major_minor() -> None:
     patched = make_run("b").model_copy(update={"evalward_version": "0.1.7"})
     minor = make_run("c").model_copy(update={"evalward_version": "0.2.0"})
     assert comparability_key(patched) == comparability_key(make_run("a"))
-    assert comparability_differences(make_run("a"), minor) == ["scorer version differs (evalward 0.2 vs 0.1)"]
+    assert instrument_differences(make_run("a"), minor) == ["scorer version differs (evalward 0.2 vs 0.1)"]
