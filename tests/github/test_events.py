@@ -53,7 +53,7 @@ def _pr(**overrides: Any) -> dict[str, Any]:
         "number": 7,
         "pull_request": {
             "draft": True,
-            "head": {"sha": "h" * 40, "ref": "fix", "repo": {"full_name": "mallory/agent"}},
+            "head": {"sha": "a1" * 20, "ref": "fix", "repo": {"full_name": "mallory/agent"}},
             "base": {"sha": "b" * 40, "ref": "main", "repo": {"full_name": "octo/agent"}},
             "labels": [{"name": "evals"}, {"name": "wip"}, "not-an-object"],
             "author_association": "FIRST_TIME_CONTRIBUTOR",
@@ -69,7 +69,7 @@ def _pr(**overrides: Any) -> dict[str, Any]:
 
 def test_pull_request_from_fork_with_extras() -> None:
     pr = parse_pull_request(_pr())
-    assert (pr.action, pr.number, pr.head_sha, pr.head_ref) == ("synchronize", 7, "h" * 40, "fix")
+    assert (pr.action, pr.number, pr.head_sha, pr.head_ref) == ("synchronize", 7, "a1" * 20, "fix")
     assert pr.is_fork and pr.draft and pr.labels == ("evals", "wip")
     assert (pr.author_association, pr.installation_id, pr.author_login) == ("FIRST_TIME_CONTRIBUTOR", 99, "mallory")
 
@@ -87,7 +87,7 @@ def test_missing_head_sha_names_the_json_path() -> None:
         parse_pull_request(payload)
     assert (
         str(info.value)
-        == "pull_request event payload: at pull_request.head.sha: expected a non-empty string, found None"
+        == "pull_request event payload: at pull_request.head.sha: expected a commit SHA (40 or 64 lower-case hex digits), found None"
     )
 
 
@@ -130,3 +130,31 @@ def test_installation_repositories() -> None:
 def test_unknown_events_are_ignored() -> None:
     assert parse_event("ping", {"zen": "Keep it logically awesome."}) is None
     assert parse_event("workflow_run", {}) is None
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        (("pull_request", "head", "sha"), "--upload-pack=touch PWNED;git-upload-pack"),
+        (("pull_request", "head", "sha"), "A" * 40),
+        (("pull_request", "base", "sha"), "b" * 39),
+        (("pull_request", "head", "ref"), "-oProxyCommand=x"),
+        (("pull_request", "base", "ref"), "main..evil"),
+        (("pull_request", "head", "repo", "full_name"), "../../etc"),
+        (("repository", "full_name"), "octo/agent\nx"),
+    ],
+)
+def test_identifiers_from_a_payload_are_checked_where_they_enter(path: tuple[str, ...], value: str) -> None:
+    payload = _pr()
+    node = payload
+    for key in path[:-1]:
+        node = node.setdefault(key, {})
+    node[path[-1]] = value
+    with pytest.raises(EventPayloadError) as info:
+        parse_pull_request(payload)
+    assert info.value.json_path == ".".join(path)
+
+
+def test_a_push_with_an_option_for_a_ref_is_refused() -> None:
+    with pytest.raises(EventPayloadError, match="at ref: expected a git ref name"):
+        parse_event("push", {"ref": "--output=/tmp/x", "after": "c" * 40})

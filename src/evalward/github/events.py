@@ -8,12 +8,13 @@ Results are frozen pydantic models (the boundary between GitHub's JSON and our c
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from evalward.errors import UsageError
+from evalward.identifiers import is_pr_number, is_ref, is_repo_full_name, is_sha
 
 
 class EventPayloadError(UsageError):
@@ -147,6 +148,40 @@ def _need_str(event: str, payload: Any, path: str) -> str:
     return value
 
 
+def _checked(event: str, payload: Any, path: str, ok: Callable[[object], bool], expected: str) -> str | None:
+    """The string at `path` when absent (None) or of the right shape; anything else is refused where it enters."""
+    value = _str(payload, path)
+    if value is not None and not ok(value):
+        raise EventPayloadError(event, path, expected, value)
+    return value
+
+
+def _sha(event: str, payload: Any, path: str) -> str | None:
+    return _checked(event, payload, path, is_sha, "a commit SHA (40 or 64 lower-case hex digits)")
+
+
+def _need_sha(event: str, payload: Any, path: str) -> str:
+    value = _sha(event, payload, path)
+    if value is None:
+        raise EventPayloadError(event, path, "a commit SHA (40 or 64 lower-case hex digits)", _at(payload, path))
+    return value
+
+
+def _ref(event: str, payload: Any, path: str) -> str | None:
+    return _checked(event, payload, path, is_ref, "a git ref name")
+
+
+def _need_ref(event: str, payload: Any, path: str) -> str:
+    value = _ref(event, payload, path)
+    if value is None:
+        raise EventPayloadError(event, path, "a git ref name", _at(payload, path))
+    return value
+
+
+def _repo(event: str, payload: Any, path: str) -> str | None:
+    return _checked(event, payload, path, is_repo_full_name, "a repository name owner/name")
+
+
 def _need_int(event: str, payload: Any, path: str) -> int:
     value = _int(payload, path)
     if value is None:
@@ -169,23 +204,25 @@ def parse_pull_request(payload: Mapping[str, Any], event: str = "pull_request") 
     number = _int(payload, "number")
     if number is None:
         number = _need_int(event, payload, "pull_request.number")
+    if not is_pr_number(number):
+        raise EventPayloadError(event, "number", "a positive pull request number", number)
     labels = _at(payload, "pull_request.labels")
     return PullRequestEvent(
         action=_str(payload, "action") or "",
         number=number,
-        head_sha=_need_str(event, payload, "pull_request.head.sha"),
-        head_ref=_str(payload, "pull_request.head.ref"),
-        head_repo=_str(payload, "pull_request.head.repo.full_name"),
-        base_sha=_str(payload, "pull_request.base.sha"),
-        base_ref=_str(payload, "pull_request.base.ref"),
-        base_repo=_str(payload, "pull_request.base.repo.full_name"),
-        merge_commit_sha=_str(payload, "pull_request.merge_commit_sha"),
+        head_sha=_need_sha(event, payload, "pull_request.head.sha"),
+        head_ref=_ref(event, payload, "pull_request.head.ref"),
+        head_repo=_repo(event, payload, "pull_request.head.repo.full_name"),
+        base_sha=_sha(event, payload, "pull_request.base.sha"),
+        base_ref=_ref(event, payload, "pull_request.base.ref"),
+        base_repo=_repo(event, payload, "pull_request.base.repo.full_name"),
+        merge_commit_sha=_sha(event, payload, "pull_request.merge_commit_sha"),
         draft=_at(payload, "pull_request.draft") is True,
         state=_str(payload, "pull_request.state"),
         labels=_names(labels, "name"),
         author_login=_str(payload, "pull_request.user.login"),
         author_association=_str(payload, "pull_request.author_association"),
-        repository=_str(payload, "repository.full_name"),
+        repository=_repo(event, payload, "repository.full_name"),
         installation_id=_int(payload, "installation.id"),
         sender_login=_str(payload, "sender.login"),
     )
@@ -193,29 +230,31 @@ def parse_pull_request(payload: Mapping[str, Any], event: str = "pull_request") 
 
 def parse_push(payload: Mapping[str, Any], event: str = "push") -> PushEvent:
     return PushEvent(
-        ref=_need_str(event, payload, "ref"),
-        after=_need_str(event, payload, "after"),
-        before=_str(payload, "before"),
+        ref=_need_ref(event, payload, "ref"),
+        after=_need_sha(event, payload, "after"),
+        before=_sha(event, payload, "before"),
         deleted=_at(payload, "deleted") is True,
-        repository=_str(payload, "repository.full_name"),
+        repository=_repo(event, payload, "repository.full_name"),
         installation_id=_int(payload, "installation.id"),
     )
 
 
 def parse_check_event(payload: Mapping[str, Any], event: Literal["check_run", "check_suite"]) -> CheckRerequestEvent:
     prs = _at(payload, f"{event}.pull_requests")
-    numbers = tuple(n for n in (_int(pr, "number") for pr in (prs if isinstance(prs, list) else [])) if n is not None)
-    head_branch = _str(payload, f"{event}.head_branch") or _str(payload, f"{event}.check_suite.head_branch")
+    numbers = tuple(n for n in (_int(pr, "number") for pr in (prs if isinstance(prs, list) else [])) if is_pr_number(n))
+    head_branch = _ref(event, payload, f"{event}.head_branch") or _ref(
+        event, payload, f"{event}.check_suite.head_branch"
+    )
     return CheckRerequestEvent(
         kind=event,
         action=_str(payload, "action") or "",
-        head_sha=_need_str(event, payload, f"{event}.head_sha"),
+        head_sha=_need_sha(event, payload, f"{event}.head_sha"),
         head_branch=head_branch,
         check_id=_int(payload, f"{event}.id"),
         external_id=_str(payload, f"{event}.external_id"),
         pull_requests=numbers,
         requested_action=_str(payload, "requested_action.identifier"),
-        repository=_str(payload, "repository.full_name"),
+        repository=_repo(event, payload, "repository.full_name"),
         installation_id=_int(payload, "installation.id"),
     )
 
