@@ -4,12 +4,21 @@ EvalwardError                 any error meant for the user (message printed with
 ├── UsageError        (2)     bad flags or configuration
 ├── EvalFileError     (2)     one or more problems in eval/config files, all reported together
 ├── InfrastructureError (3)   the agent could not start, a judge or the database is unreachable
-└── GateInputError    (2)     a run or baseline to compare does not exist or is not comparable
+├── GateInputError    (2)     a run or baseline to compare does not exist or is not comparable
+└── InternalError     (3)     anything else: a bug in evalward, reported in one line (`crash_line`)
+
+Exit 1 means one thing only: the run finished and did not meet its criteria. A crash must never look like
+that, so every unexpected exception becomes exit 3 with one line saying what failed, where, and where to
+report it; the traceback is printed only with `--debug` / `EVALWARD_DEBUG=1`.
 """
 
 from __future__ import annotations
 
+import os
+import re
+import traceback
 from dataclasses import dataclass, field
+from pathlib import Path
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -34,6 +43,57 @@ class InfrastructureError(EvalwardError):
 
 class GateInputError(EvalwardError):
     exit_code = EXIT_BAD_INPUT
+
+
+ISSUES_URL = "https://github.com/evalward/evalward/issues"
+"""Where a crash is reported (also `[project.urls] Issues` in pyproject.toml)."""
+
+DEBUG_VARIABLE = "EVALWARD_DEBUG"
+_CRASH_MESSAGE_CHARS = 300
+_PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+class InternalError(EvalwardError):
+    """An unexpected exception, turned into the one-line report of `crash_line` (exit 3)."""
+
+    exit_code = EXIT_INFRASTRUCTURE
+
+    @classmethod
+    def from_exception(cls, exc: BaseException) -> InternalError:
+        error = cls(crash_line(exc))
+        error.__cause__ = exc
+        return error
+
+
+def debug_enabled(argv: list[str] | None = None) -> bool:
+    """True when the user asked for tracebacks: `--debug` on the command line or `EVALWARD_DEBUG` set."""
+    if argv is not None and "--debug" in argv:
+        return True
+    return os.environ.get(DEBUG_VARIABLE, "").strip().lower() not in ("", "0", "false", "no")
+
+
+def crash_location(exc: BaseException) -> str:
+    """`module/file.py:LINE` of the innermost evalward frame of `exc` (else the innermost frame)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames:
+        return "unknown location"
+    ours = [f for f in frames if Path(f.filename).resolve().is_relative_to(_PACKAGE_DIR)]
+    frame = (ours or frames)[-1]
+    path = Path(frame.filename).resolve()
+    shown = path.relative_to(_PACKAGE_DIR.parent) if path.is_relative_to(_PACKAGE_DIR.parent) else Path(path.name)
+    return f"{shown.as_posix()}:{frame.lineno}"
+
+
+def crash_line(exc: BaseException) -> str:
+    """One line for an unexpected exception: its type and message, where it was raised, where to report it."""
+    message = re.sub(r"\s+", " ", str(exc)).strip()
+    if len(message) > _CRASH_MESSAGE_CHARS:
+        message = message[: _CRASH_MESSAGE_CHARS - 1] + "…"
+    what = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+    return (
+        f"internal error: {what} (at {crash_location(exc)}). This is a bug in evalward: please report it at "
+        f"{ISSUES_URL} with the output of the same command run with {DEBUG_VARIABLE}=1"
+    )
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ from evalward.model import (
     RunResult,
     canonical_hash,
 )
+from evalward.redact import redact_model
 
 if TYPE_CHECKING:
     from evalward.judging.config import JudgeConfig
@@ -521,6 +522,8 @@ async def run_prepared(
         planned = by_key[(item.eval_set.eval_set_id, item.case.case_id, item.repetition)]
         result = build_case_result(planned, case_run)
         result = await score_outside(result, planned, case_run, agent, judging, options)
+        # Once, as it is recorded: the database, every report and the gate then see only redacted output.
+        result = redact_model(result)
         if write_task is not None:
             if write_task.done() and write_task.exception() is not None:
                 raise write_task.exception()  # type: ignore[misc]  # the database failed: stop the run

@@ -154,7 +154,7 @@ def test_regex_option_problems() -> None:
     assert problems(ResponseRegex()) == ["pattern: required, found nothing"]
     assert problems(ResponseRegex(), pattern="(", fullmatch=1) == [
         "fullmatch: expected true or false, found 1",
-        "pattern: not a valid regular expression (missing ), unterminated subpattern at position 0): '('",
+        "pattern: not a valid regular expression (missing ) at position 1): '('",
     ]
 
 

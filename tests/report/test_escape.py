@@ -14,7 +14,6 @@ from evalward.report.escape import (
     md_code_block,
     md_code_span,
     md_inline,
-    redact_secrets,
     strip_unsafe_chars,
     truncate,
     workflow_command_safe,
@@ -126,6 +125,7 @@ def test_xml_text_is_xml_legal_and_neutralised():
     assert xml_text("a\x00\x0bb @x #1 ::y") == f"ab @{ZWSP}x #{ZWSP}1 :{ZWSP}:y"
 
 
-def test_redact_secrets():
-    assert redact_secrets("token abc123 and abc", ["abc", "abc123", ""]) == "token *** and ***"
-    assert redact_secrets("k=line1 then line2", ["line1\nline2"]) == "k=*** then ***"
+def test_github_urls_outside_code_make_no_cross_reference():
+    shown = md_inline("see https://github.com/octo/agent/issues/12 and GitHub.com/o/r/pull/3")
+    assert "github.com" not in shown.lower()
+    assert f"github{ZWSP}.com/octo/agent/issues/12" in shown

@@ -116,7 +116,7 @@ async def test_a_refused_connection_is_a_retryable_crash() -> None:
 async def test_url_credentials_are_sent_but_not_shown(http_agent: FakeHttpAgent) -> None:
     url = http_agent.url.replace("http://", "http://bot:s3cret@") + "?api_key=abc&mode=fast"
     agent = make_agent(url)
-    assert agent.target.target == http_agent.url + "?api_key=***&mode=fast"
+    assert agent.target.target == http_agent.url + "?api_key=[redacted credential]&mode=fast"
     await agent.start()
     await agent.run_turn(request())
     await agent.aclose()
@@ -126,7 +126,7 @@ async def test_url_credentials_are_sent_but_not_shown(http_agent: FakeHttpAgent)
 
 def test_redact_url_strips_userinfo_and_secret_parameters() -> None:
     assert redact_url("https://u:p@host:8443/run?token=t&x=1&Secret_Key=k#frag") == (
-        "https://host:8443/run?token=***&x=1&Secret_Key=***#frag"
+        "https://host:8443/run?token=[redacted credential]&x=1&Secret_Key=[redacted credential]#frag"
     )
     assert redact_url("http://host/agent") == "http://host/agent"
 

@@ -56,7 +56,8 @@ def test_an_unreachable_database_is_an_infrastructure_error_without_the_password
     from evalward.store import open_store
 
     with pytest.raises(
-        InfrastructureError, match=r"cannot open the history database postgresql\+psycopg://u:\*\*\*@127.0.0.1:1/x"
+        InfrastructureError,
+        match=r"cannot open the history database postgresql\+psycopg://u:\[redacted password\]@127.0.0.1:1/x",
     ) as raised:
         open_store("postgresql://u:secret@127.0.0.1:1/x")
     assert "secret" not in str(raised.value)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import os
 import sys
+import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,7 +48,7 @@ from evalward.ci.render import (
     render_outcome,
     terminal_report,
 )
-from evalward.errors import EXIT_OK, EvalwardError, InfrastructureError, UsageError
+from evalward.errors import EXIT_OK, EvalwardError, InfrastructureError, InternalError, UsageError, debug_enabled
 from evalward.github.actions import ActionsEnv, append_step_summary, format_annotation_command, write_outputs
 from evalward.github.publish import Posted, Target, post_error_status, publish
 from evalward.model import RunContext
@@ -425,6 +426,11 @@ def run_ci(
     opened: list[Store] = []
     try:
         return _run_ci(options, env=env, out=out, err=err, client_factory=client_factory, root=root, opened=opened)
+    except Exception as exc:
+        # Before the event could be read (or while a report failed): still `verdict=error` and a summary.
+        if not isinstance(exc, EvalwardError) and debug_enabled():
+            traceback.print_exception(exc, file=err or sys.stderr)
+        return report_startup_error(exc, env, name=options.name, out=out, err=err)
     finally:
         for store in opened:
             store.close()
@@ -482,73 +488,77 @@ def _run_ci(
         store = open_history(options.db_url)
         opened.append(store)
         gated = _run_and_gate(options, context, store, policy, env=env, repo_dir=repo_dir, keep_run=keep_run)
-    except EvalwardError as exc:
-        return _report_error(exc, actions, options, target, factory, out, err)
 
-    run, outcome = gated.run, gated.outcome
-    if outcome is None:
-        return _finish_shard(run, actions, options, paths["run"], out)
-    verdict = outcome.verdict
-    decision = decide_exit(verdict, options.fail_on)
-    print_untrusted(terminal_report(run, outcome), out)
-    rendered = render_outcome(
-        run,
-        verdict,
-        outcome.baseline,
-        decision,
-        name=options.name,
-        details_url=target.details_url,
-        root=root,
-        cwd=repo_dir,
-        links=report_links(actions, options, run),
-    )
-    if options.markdown_path:
-        Path(options.markdown_path).parent.mkdir(parents=True, exist_ok=True)
-        Path(options.markdown_path).write_text(rendered.comment_body.split("\n", 1)[1], encoding="utf-8")
-    if artifact_dir is not None:
-        paths["run"] = write_artifact(artifact_dir, _meta(actions, options, target), run, verdict, outcome.baseline)
-    if actions.step_summary_path is not None:
-        append_step_summary(actions.step_summary_path, rendered.summary)
+        run, outcome = gated.run, gated.outcome
+        if outcome is None:
+            return _finish_shard(run, actions, options, paths["run"], out)
+        verdict = outcome.verdict
+        decision = decide_exit(verdict, options.fail_on)
+        print_untrusted(terminal_report(run, outcome), out)
+        rendered = render_outcome(
+            run,
+            verdict,
+            outcome.baseline,
+            decision,
+            name=options.name,
+            details_url=target.details_url,
+            root=root,
+            cwd=repo_dir,
+            links=report_links(actions, options, run),
+        )
+        if options.markdown_path:
+            Path(options.markdown_path).parent.mkdir(parents=True, exist_ok=True)
+            Path(options.markdown_path).write_text(rendered.comment_body.split("\n", 1)[1], encoding="utf-8")
+        if artifact_dir is not None:
+            paths["run"] = write_artifact(artifact_dir, _meta(actions, options, target), run, verdict, outcome.baseline)
+        if actions.step_summary_path is not None:
+            append_step_summary(actions.step_summary_path, rendered.summary)
 
-    posted = Posted()
-    if mode in ("pull_request", "push") and target.repository and target.head_sha:
-        client = factory(actions)
-        try:
-            posted = publish(
-                client,
-                target,
-                rendered.message(),
-                decision,
-                comment=options.comment,
-                commit_status=options.commit_status,
-                check_run=options.check_run,
-                bot_logins=options.comment_authors,
-            )
-        finally:
-            if client is not None:
-                client.close()
-    posted.notes.extend(gated.notes)
-    finish_log(actions, rendered, posted.notes, out)
-    out.write(f"evalward: gate {verdict.outcome}; run id {run.run_id}; exit {decision.exit_code}\n")
-    write_step_outputs(
-        actions.output_path,
-        {
-            "verdict": verdict.outcome,
-            "passed": "true" if verdict.outcome == "pass" else "false",
-            "run-id": run.run_id,
-            "regressions": str(decision.regressions),
-            "results-json": str(paths["run"]) if paths["run"] else "",
-            "comment-url": posted.comment_url or "",
-        },
-    )
-    return CiResult(
-        exit_code=decision.exit_code,
-        run=run,
-        verdict=verdict,
-        comment_url=posted.comment_url,
-        notes=posted.notes,
-        artifact=artifact_dir,
-    )
+        posted = Posted()
+        if mode in ("pull_request", "push") and target.repository and target.head_sha:
+            client = factory(actions)
+            try:
+                posted = publish(
+                    client,
+                    target,
+                    rendered.message(),
+                    decision,
+                    comment=options.comment,
+                    commit_status=options.commit_status,
+                    check_run=options.check_run,
+                    bot_logins=options.comment_authors,
+                )
+            finally:
+                if client is not None:
+                    client.close()
+        posted.notes.extend(gated.notes)
+        finish_log(actions, rendered, posted.notes, out)
+        out.write(f"evalward: gate {verdict.outcome}; run id {run.run_id}; exit {decision.exit_code}\n")
+        write_step_outputs(
+            actions.output_path,
+            {
+                "verdict": verdict.outcome,
+                "passed": "true" if verdict.outcome == "pass" else "false",
+                "run-id": run.run_id,
+                "regressions": str(decision.regressions),
+                "results-json": str(paths["run"]) if paths["run"] else "",
+                "comment-url": posted.comment_url or "",
+            },
+        )
+        return CiResult(
+            exit_code=decision.exit_code,
+            run=run,
+            verdict=verdict,
+            comment_url=posted.comment_url,
+            notes=posted.notes,
+            artifact=artifact_dir,
+        )
+    except Exception as exc:
+        # A crash anywhere (running, gating, reporting) still ends as `verdict=error` with a job summary and
+        # an error status: never as exit 1, which means "criteria not met".
+        if not isinstance(exc, EvalwardError) and debug_enabled():
+            traceback.print_exception(exc, file=err)
+        return _report_error(as_reportable(exc), actions, options, target, factory, out, err)
 
 
 def _finish_shard(
@@ -619,7 +629,8 @@ def report_startup_error(
             (exc.format_message() if isinstance(exc, click.ClickException) else str(exc)),
         )
     else:
-        exit_code, message = 1, f"internal error ({type(exc).__name__}: {exc}); please report it"
+        crash = InternalError.from_exception(exc)
+        exit_code, message = crash.exit_code, str(crash)
     summary, output = env.get("GITHUB_STEP_SUMMARY"), env.get("GITHUB_OUTPUT")
     _announce_error(
         message,
@@ -631,6 +642,11 @@ def report_startup_error(
         err=err or sys.stderr,
     )
     return CiResult(exit_code=exit_code)
+
+
+def as_reportable(exc: Exception) -> EvalwardError:
+    """`exc` itself when it is meant for the user, else the one-line crash report (exit 3)."""
+    return exc if isinstance(exc, EvalwardError) else InternalError.from_exception(exc)
 
 
 def _report_error(

@@ -20,7 +20,9 @@ def upgrade_command(db_url: str | None) -> None:
 
     url = resolve_db_url(db_url)
     upgrade_database(url)
-    click.echo(f"database at head revision: {_redact(url)}")
+    from evalward.redact import mask_url
+
+    click.echo(f"database at head revision: {mask_url(url)}")
 
 
 @db_group.command("current")
@@ -31,10 +33,3 @@ def current_command(db_url: str | None) -> None:
 
     revision = current_revision(resolve_db_url(db_url))
     click.echo(f"{revision or '(none)'} (head: {HEAD_REVISION})")
-
-
-def _redact(url: str) -> str:
-    """Hide a password in a database URL before printing it."""
-    from sqlalchemy.engine import make_url
-
-    return make_url(url).render_as_string(hide_password=True)

@@ -1,8 +1,9 @@
 """The `evalward` command: a thin, lazily-loaded click group.
 
 Subcommands live one per module and are imported only when invoked, so `evalward --help` starts fast.
-User errors (`EvalwardError`) print their message without a traceback and exit with their code;
-Ctrl-C exits 130.
+User errors (`EvalwardError`) print their message without a traceback and exit with their code; any
+other exception is a crash: one line and exit 3 (the traceback with `--debug`); Ctrl-C exits 130.
+Every line printed for an error is redacted (`evalward.redact`).
 """
 
 from __future__ import annotations
@@ -90,8 +91,14 @@ class LazyGroup(click.Group):
     type=click.Path(dir_okay=False),
     help="Settings file (default: ./evalward.toml, else [tool.evalward] in ./pyproject.toml) [env: EVALWARD_CONFIG]",
 )
+@click.option(
+    "--debug",
+    is_flag=True,
+    envvar="EVALWARD_DEBUG",
+    help="Print the full traceback when evalward crashes [env: EVALWARD_DEBUG]",
+)
 @click.pass_context
-def cli(ctx: click.Context, config_file: str | None) -> None:
+def cli(ctx: click.Context, config_file: str | None, debug: bool) -> None:
     """evalward: run agent eval sets, score trajectories and responses, gate pull requests on regressions.
 
     Every option can also be set through an EVALWARD_* environment variable (shown in each command's help)
@@ -99,6 +106,10 @@ def cli(ctx: click.Context, config_file: str | None) -> None:
     """
     if ctx.resilient_parsing:
         return
+    from evalward.redact import refresh_from_environment
+
+    # Each invocation reads the environment's secrets afresh (the process may have changed it since).
+    refresh_from_environment()
     if ctx.invoked_subcommand == "ci":
         import os
 
@@ -122,13 +133,16 @@ def cli(ctx: click.Context, config_file: str | None) -> None:
 
 
 def main(argv: list[str] | None = None) -> Any:
-    """Console-script entry point: maps evalward errors to exit codes without tracebacks."""
-    from evalward.errors import EXIT_INTERRUPTED, EvalwardError
+    """Console-script entry point: maps evalward errors to exit codes without tracebacks, and any other
+    exception to exit 3 with one line (`errors.crash_line`)."""
+    from evalward.errors import EXIT_INTERRUPTED, EvalwardError, InternalError, debug_enabled
+    from evalward.redact import redact
 
+    args = sys.argv[1:] if argv is None else argv
     try:
         return cli.main(args=argv, prog_name="evalward", standalone_mode=False)
     except EvalwardError as exc:
-        click.echo(f"error: {exc}", err=True)
+        click.echo(redact(f"error: {exc}"), err=True)
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
         click.echo("interrupted", err=True)
@@ -141,6 +155,14 @@ def main(argv: list[str] | None = None) -> Any:
         sys.exit(exc.exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
+    except Exception as exc:
+        if debug_enabled(args):
+            import traceback
+
+            click.echo(redact("".join(traceback.format_exception(exc))), err=True)
+        crash = InternalError.from_exception(exc)
+        click.echo(redact(f"error: {crash}"), err=True)
+        sys.exit(crash.exit_code)
 
 
 if __name__ == "__main__":

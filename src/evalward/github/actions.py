@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from evalward.errors import UsageError
 from evalward.github.events import PullRequestEvent, PushEvent, parse_pull_request, parse_push
+from evalward.redact import redact
 
 DEFAULT_API_URL = "https://api.github.com"
 DEFAULT_SERVER_URL = "https://github.com"
@@ -179,9 +180,9 @@ def format_outputs(mapping: Mapping[str, str]) -> str:
 
 
 def write_outputs(path: Path | str, mapping: Mapping[str, str]) -> None:
-    """Append step outputs to the `GITHUB_OUTPUT` file."""
+    """Append step outputs to the `GITHUB_OUTPUT` file (values redacted: later steps may print them)."""
     with Path(path).open("a", encoding="utf-8", newline="") as handle:
-        handle.write(format_outputs(mapping))
+        handle.write(format_outputs({name: redact(value) for name, value in mapping.items()}))
 
 
 def append_step_summary(path: Path | str, markdown: str, *, max_bytes: int = STEP_SUMMARY_MAX_BYTES) -> bool:
@@ -192,6 +193,7 @@ def append_step_summary(path: Path | str, markdown: str, *, max_bytes: int = STE
     """
     target = Path(path)
     existing = target.stat().st_size if target.exists() else 0
+    markdown = redact(markdown)
     data = markdown if markdown.endswith("\n") else markdown + "\n"
     encoded = data.encode("utf-8")
     cut = existing + len(encoded) > max_bytes

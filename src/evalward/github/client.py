@@ -50,6 +50,7 @@ from urllib.parse import quote, urlsplit
 import httpx
 
 from evalward.errors import InfrastructureError
+from evalward.redact import redact_data, register_secret
 
 log = logging.getLogger("evalward.github")
 _T = TypeVar("_T")
@@ -172,6 +173,7 @@ class GitHubClient:
         self.api_url = api_url.rstrip("/")
         self._origin = urlsplit(self.api_url)[:2]
         self._token = token
+        register_secret(token, "GitHub token")
         self.max_retries = max_retries
         self._sleep = sleep
         self._clock = clock
@@ -248,6 +250,8 @@ class GitHubClient:
         applied (rule 5 of the module docstring)."""
         url = self._url(path)
         label = f"{method} {urlsplit(url).path}"
+        # Every body GitHub receives passes here: the last point where a secret could still be caught.
+        json = redact_data(json)
         token = bearer if bearer is not None else self._token
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         rate_limited = 0

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from evalward.metrics.matching import compat_matrix, maximum_matching
+from evalward.metrics.patterns import PatternError, bounded_search, compile_pattern
 from evalward.model.text import compact_json
 
 ArgsMode = Literal["exact", "ignore", "contains", "within"]
@@ -230,8 +231,8 @@ def _validate_matcher(op: str, spec: Mapping[str, Any], path: str) -> None:
         raise MatcherError(f"{wrong} a string, found {compact_json(operand)}")
     if op == "$regex":
         try:
-            re.compile(operand)
-        except re.error as exc:
+            compile_pattern(operand)
+        except PatternError as exc:
             raise MatcherError(f"{path}: invalid $regex {operand!r}: {exc}") from exc
     if op == "$approx":
         if not _is_number(operand):
@@ -267,7 +268,7 @@ def _apply_matcher(op: str, spec: Mapping[str, Any], actual: Any, rule: ArgsRule
     if op == "$regex":
         if not isinstance(actual, str):
             return fail("$regex needs a string")
-        return [] if re.search(operand, actual) else fail("no $regex match")
+        return [] if bounded_search(operand, actual) else fail("no $regex match")
     if op == "$contains":
         if isinstance(actual, str):
             return [] if operand in actual else fail("substring not found")

@@ -7,11 +7,11 @@ counts as `""`. Every metric here scores one turn and is binary (1.0 / 0.0) exce
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from typing import Any, ClassVar, Literal
 
 from evalward.metrics.base import Metric, Score, TurnContext
+from evalward.metrics.patterns import PatternError, bounded_fullmatch, bounded_search, compile_pattern
 from evalward.metrics.rouge import TOKENIZERS, TokenizerName, rouge1, tokenize
 from evalward.model import MetricSpec
 from evalward.model.text import compact_json
@@ -155,8 +155,8 @@ class ResponseRegex(Metric):
             problems.append(f"pattern: expected a string, found {pattern!r}")
         else:
             try:
-                re.compile(pattern)
-            except re.error as error:
+                compile_pattern(pattern)
+            except PatternError as error:
                 problems.append(f"pattern: not a valid regular expression ({error}): {pattern!r}")
         return problems
 
@@ -164,8 +164,8 @@ class ResponseRegex(Metric):
         pattern = str(ctx.spec.options["pattern"])
         fullmatch = ctx.spec.options.get("fullmatch") is True
         response = ctx.actual.response or ""
-        compiled = re.compile(pattern)
-        match = compiled.fullmatch(response) if fullmatch else compiled.search(response)
+        # Time-bounded: a catastrophic pattern raises PatternTimeout, a metric error for this case only.
+        match = bounded_fullmatch(pattern, response) if fullmatch else bounded_search(pattern, response)
         how = "fullmatch" if fullmatch else "search"
         value = 1.0 if match else 0.0
         verdict = f"matched {_quote(match.group(0))} at {match.start()}-{match.end()}" if match else "no match"

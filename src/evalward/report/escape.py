@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Iterable
+
+from evalward.redact import redact
 
 ZWSP = "\u200b"
 """Zero-width space: breaks mentions, references, markers and workflow commands without visible change."""
@@ -42,6 +43,9 @@ _WHITESPACE_RUN = re.compile(r"\s+")
 _MENTION = re.compile(r"@(?!\u200b)")
 _ISSUE_REF = re.compile(r"#(?=\d)")
 _GH_REF = re.compile(r"\b(GH-)(?=\d)", re.IGNORECASE)
+# GitHub turns a full issue or pull request URL into a cross-reference on the target as well; a
+# zero-width space inside the host keeps the text readable but no longer a github.com link.
+_GITHUB_HOST = re.compile(r"(github)(\.com)", re.IGNORECASE)
 _HTML_COMMENT_OPEN = "<!--"
 _BROKEN_COMMENT_OPEN = "<" + ZWSP + "!--"
 _BACKTICK_RUN = re.compile(r"`+")
@@ -69,12 +73,14 @@ _MD_TABLE = str.maketrans(_MD_ESCAPES)
 
 
 def strip_unsafe_chars(text: str) -> str:
-    """Normalise line breaks to `\\n` and drop control characters, bidi controls and XML-illegal code points.
+    """Secrets redacted (`evalward.redact`), line breaks normalised to `\\n`, and control characters, bidi
+    controls and XML-illegal code points dropped.
 
-    Tab and newline survive. Bidi overrides (U+202A–202E, U+2066–2069, U+200E/F, U+061C) are removed
+    Every escape below starts here, so no renderer can show a secret: redaction comes before any
+    escaping could split one (`github_pat_…` becomes `github\\_pat\\_…` in markdown). Tab and newline survive. Bidi overrides (U+202A–202E, U+2066–2069, U+200E/F, U+061C) are removed
     because they make a reviewer read text in a different order than it is stored ("Trojan Source").
     """
-    return _UNSAFE_CHARS.sub("", _LINE_BREAKS.sub("\n", text))
+    return _UNSAFE_CHARS.sub("", _LINE_BREAKS.sub("\n", redact(text)))
 
 
 def truncate(text: str, max_len: int) -> str:
@@ -97,8 +103,10 @@ def _break_commands(text: str) -> str:
 
 
 def neutralise_references(text: str) -> str:
-    """Break @-mentions, `#123`/`owner/repo#123`/`GH-123` references and `<!--` with a zero-width space."""
+    """Break @-mentions, `#123`/`owner/repo#123`/`GH-123` references, github.com URLs (cross-reference
+    backlinks) and `<!--` with a zero-width space."""
     text = _MENTION.sub("@" + ZWSP, text)
+    text = _GITHUB_HOST.sub(lambda m: m.group(1) + ZWSP + m.group(2), text)
     text = _ISSUE_REF.sub("#" + ZWSP, text)
     text = _GH_REF.sub(lambda m: m.group(1) + ZWSP, text)
     return text.replace(_HTML_COMMENT_OPEN, _BROKEN_COMMENT_OPEN)
@@ -181,7 +189,9 @@ def workflow_command_safe(text: str) -> str:
 
 
 def annotation_message(text: str) -> str:
-    """The message part of `::error …::MESSAGE`: `%`→`%25`, `\\r`→`%0D`, `\\n`→`%0A` (actions/toolkit)."""
+    """The message part of `::error …::MESSAGE`: secrets redacted, then `%`→`%25`, `\\r`→`%0D`, `\\n`→`%0A`
+    (actions/toolkit)."""
+    text = redact(text)
     return _UNSAFE_CHARS.sub("", text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
 
 
@@ -200,21 +210,3 @@ def xml_text(text: str, *, max_len: int | None = None) -> str:
     if max_len is not None:
         text = truncate(text, max_len)
     return neutralise_references(text)
-
-
-def redact_secrets(text: str, secrets: Iterable[str], *, mask: str = "***") -> str:
-    """`text` with every occurrence of each non-empty secret replaced by `mask`.
-
-    Longer secrets are replaced first (so a secret containing another is masked whole); each line of a
-    multi-line secret is also masked on its own, as GitHub masks them, since logs may re-wrap it.
-    """
-    needles: set[str] = set()
-    for secret in secrets:
-        if not secret:
-            continue
-        needles.add(secret)
-        if "\n" in secret:
-            needles.update(line for line in secret.splitlines() if line.strip())
-    for needle in sorted(needles, key=len, reverse=True):
-        text = text.replace(needle, mask)
-    return text

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from evalward.model import CaseResult, MetricComparison, MetricSummary, RunResult
 from evalward.model.verdict import CaseDiagnostic, Finding, Verdict
+from evalward.redact import redact
 from evalward.report import formatting as fmt
 from evalward.report.comparison import (
     CLUSTERED_TEXT,
@@ -101,7 +102,7 @@ def render_html(
         _failing_section(run, baseline),
     ]
     body = "\n".join(p for p in parts if p)
-    return (
+    return redact(
         "<!DOCTYPE html>\n"
         '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         f'<meta http-equiv="Content-Security-Policy" content="{CONTENT_SECURITY_POLICY}">\n'

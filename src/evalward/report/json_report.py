@@ -16,11 +16,13 @@ from pydantic import ValidationError
 
 from evalward.errors import EvalFileError, FileProblem
 from evalward.model import SCHEMA_VERSION, RunResult
+from evalward.redact import redact_model
 
 
 def render_json(run: RunResult) -> str:
-    """Pretty JSON (two-space indent, non-ASCII kept) of the run, ending with a newline."""
-    return run.model_dump_json(indent=2) + "\n"
+    """Pretty JSON (two-space indent, non-ASCII kept) of the run, ending with a newline; secrets redacted
+    in the data, so the file stays valid JSON."""
+    return redact_model(run).model_dump_json(indent=2) + "\n"
 
 
 def load_run_json(text: str, *, source: str = "<json>") -> RunResult:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from evalward.model import CaseResult, InvocationResult, RunResult
+from evalward.redact import redact
 from evalward.report import formatting as fmt
 from evalward.report.diff import diff_text, steps_diff, trajectory_diff
 from evalward.report.escape import truncate, xml_text
@@ -41,7 +42,7 @@ def render_junit(run: RunResult, *, title: str = "evalward") -> str:
             _testcase(suite, case)
     root.attrib.update(_counts(run.cases))
     ET.indent(root, space="  ")
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+    return redact('<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n")
 
 
 def _counts(cases: list[CaseResult]) -> dict[str, str]:

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import email.utils
 import json
-import re
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from evalward.errors import UsageError
 from evalward.model import AgentOutput, AgentRequest, AgentTarget, ErrorKind, canonical_hash
+from evalward.redact import mask_url
 from evalward.runners.base import AgentFailure
 from evalward.runners.outputs import coerce_output, snippet
 
@@ -42,22 +42,14 @@ BODY_SNIPPET_CHARS = 300
 CONNECT_TIMEOUT_S = 30.0
 """Connect timeout; reading the answer has no timeout of its own (the executor's per-turn timeout applies)."""
 
-_SECRET_PARAMETER = re.compile(r"token|key|secret|passw|pwd|auth|sig|credential", re.IGNORECASE)
-REDACTED = "***"
-
 
 def redact_url(url: str) -> str:
-    """The URL without userinfo and with secret-looking query values replaced by `***`."""
+    """The URL as reports show it: without userinfo (sent as basic auth, never shown) and with
+    secret-looking query values masked (`evalward.redact.mask_url`)."""
     parts = urlsplit(url)
-    host = parts.netloc.rpartition("@")[2]
-    query = urlencode(
-        [
-            (k, REDACTED if _SECRET_PARAMETER.search(k) else v)
-            for k, v in parse_qsl(parts.query, keep_blank_values=True)
-        ],
-        safe="*",
+    return mask_url(
+        urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, parts.query, parts.fragment))
     )
-    return urlunsplit((parts.scheme, host, parts.path, query, parts.fragment))
 
 
 def parse_retry_after(value: str | None, *, now: datetime | None = None) -> float | None:

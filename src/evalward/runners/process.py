@@ -57,6 +57,7 @@ from typing import Any
 
 from evalward.errors import UsageError
 from evalward.model import AgentOutput, AgentRequest, AgentTarget, canonical_hash
+from evalward.redact import mask_command_text
 from evalward.runners.base import AgentFailure, AgentStartError
 from evalward.runners.outputs import coerce_output, snippet
 
@@ -284,7 +285,7 @@ class SubprocessAgent:
     def target(self) -> AgentTarget:
         return AgentTarget(
             kind="subprocess",
-            target=self._target_text,
+            target=mask_command_text(self._target_text),
             config_hash=canonical_hash({"kind": "subprocess", "argv": self.argv, "env": sorted(self._env)}),
         )
 

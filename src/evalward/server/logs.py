@@ -1,8 +1,8 @@
 """Structured logs for the daemon: one JSON object per line on stderr, secrets masked.
 
 Fields: `ts` (UTC ISO 8601), `level`, `logger`, `msg`, plus whatever was passed in `extra=` (job id,
-repo, delivery, …). `RedactSecrets` replaces every registered secret (webhook secrets, the App key,
-installation tokens as they are minted) with `***` in the message and extra fields, as a last line of
+repo, delivery, …). `RedactSecrets` replaces every secret (the environment's, webhook secrets, the App key,
+installation tokens as they are minted) with a marker in the message and extra fields, as a last line of
 defence: the code never logs a token on purpose.
 """
 
@@ -11,34 +11,23 @@ from __future__ import annotations
 import json
 import logging
 import sys
-import threading
 from datetime import UTC, datetime
 from typing import Any
 
+from evalward.redact import redact, register_secret
+
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime", "taskName"}
-_MIN_SECRET_LEN = 8
 
 
 class RedactSecrets(logging.Filter):
-    """Masks registered secrets in log records (thread-safe registry)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._secrets: set[str] = set()
-        self._lock = threading.Lock()
+    """Masks secrets in log records: the process-wide redactor (`evalward.redact`), which also knows the
+    values registered here (webhook secrets, the App key, installation tokens as they are minted)."""
 
     def add(self, secret: str | None) -> None:
-        if secret and len(secret) >= _MIN_SECRET_LEN:
-            with self._lock:
-                self._secrets.add(secret)
+        register_secret(secret, "daemon secret")
 
     def mask(self, text: str) -> str:
-        with self._lock:
-            secrets = sorted(self._secrets, key=len, reverse=True)
-        for secret in secrets:
-            if secret in text:
-                text = text.replace(secret, "***")
-        return text
+        return redact(text)
 
     def filter(self, record: logging.LogRecord) -> bool:
         record.msg = self.mask(record.getMessage())

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict
 from evalward.errors import GateInputError, UsageError
 from evalward.model import CaseResult, RunResult
 from evalward.model.verdict import Verdict
+from evalward.redact import redact_model
 from evalward.store.comparability import comparability_key
 from evalward.store.engine import read_transaction, write_transaction
 from evalward.store.schema import cases_table, gate_verdicts_table, plan_table, runs_table, scores_table
@@ -105,7 +106,9 @@ def _now() -> datetime:
 
 
 def _run_columns(run: RunResult, status: str) -> dict[str, Any]:
-    """The runs row for `run` (without planned_count/created_at), run JSON without its cases."""
+    """The runs row for `run` (without planned_count/created_at), run JSON without its cases; secrets
+    redacted, like every row written (`evalward.redact`)."""
+    run = redact_model(run.model_copy(update={"cases": []}))
     run_json = run.model_dump(mode="json", exclude={"cases"})
     run_json["status"] = status
     ctx = run.context
@@ -137,7 +140,8 @@ def _run_columns(run: RunResult, status: str) -> dict[str, Any]:
 
 
 def _case_rows(run_id: str, case: CaseResult, recorded_at: datetime) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The case_results row and the metric_scores rows of one case result."""
+    """The case_results row and the metric_scores rows of one case result (secrets redacted)."""
+    case = redact_model(case)
     usage = case.usage
     row = {
         "run_id": run_id,
@@ -314,7 +318,7 @@ class Store:
                     policy_digest=verdict.policy_digest,
                     source=source,
                     created_at=datetime.now(UTC),
-                    verdict_json=verdict.model_dump(mode="json"),
+                    verdict_json=redact_model(verdict).model_dump(mode="json"),
                 )
             )
 
@@ -866,9 +870,9 @@ def _is_lock_contention(message: str) -> bool:
 
 
 def _redacted(url: str) -> str:
-    from sqlalchemy.engine import make_url
+    from evalward.redact import mask_url
 
-    return make_url(url).render_as_string(hide_password=True)
+    return mask_url(url)
 
 
 def _open_once(url: str, upgrade: bool) -> Store:

@@ -1,0 +1,301 @@
+"""Secrets never leave evalward: one redactor for every place text goes out.
+
+An agent under test can echo whatever it can see: the job's `GITHUB_TOKEN`, a judge's API key, a
+database password. evalward itself handles such values too (App installation tokens, a URL with
+credentials). Every way text leaves the process passes through `redact` (or `redact_data` for JSON-like
+data): the escapes every renderer uses (`report.escape`), the JSON/HTML/JUnit/markdown files, the GitHub
+client's request bodies, the workflow-command files, the history database's rows and the CLI's error
+lines. Agent results are also redacted once, as they are recorded, so everything derived from them is
+clean before any escaping could split a secret.
+
+What is removed, each replaced by a marker naming it (`[redacted OPENAI_API_KEY]`):
+- the values of the environment's secrets: every variable whose name ends in `TOKEN`, `KEY`, `SECRET`,
+  `PASSWORD` (and `PASSWD`, `PASSPHRASE`, `CREDENTIALS`), values of at least 8 characters; passwords in
+  URLs held by any variable (`postgresql://u:pw@h/db`, `?password=pw`);
+- values registered at run time (`register_secret`): tokens evalward mints, values it masks with
+  `::add-mask::`;
+- well-known token shapes, wherever they come from: GitHub tokens (`ghp_`, `gho_`, `ghu_`, `ghs_`,
+  `ghr_`, `github_pat_`), `sk-…` API keys, JWTs, AWS access key ids, PEM private keys, Slack tokens,
+  `Bearer …` / `Authorization: token …` credentials;
+- credentials in URLs (`scheme://user:password@host`, secret-named query parameters).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from pydantic import BaseModel
+
+MIN_SECRET_LENGTH = 8
+"""Shorter environment values are not treated as secrets: masking `1` or `true` would shred every report."""
+
+_SECRET_NAME = re.compile(r"(?:TOKEN|KEY|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIALS?)$")
+_SECRET_PARAMETER = re.compile(r"token|key|secret|passw|pwd|auth|sig|credential", re.IGNORECASE)
+_PLAIN_VALUES = frozenset({"true", "false", "none", "null", "undefined", "changeme"})
+
+_TOKEN_SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (
+        "PEM private key",
+        re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)", re.S),
+    ),
+    ("GitHub token", re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,251}")),
+    ("GitHub token", re.compile(r"\bgithub_pat_[A-Za-z0-9_]{30,251}")),
+    ("API key", re.compile(r"\bsk-(?=[A-Za-z0-9_-]*\d)[A-Za-z0-9_-]{20,}")),
+    ("JWT", re.compile(r"\beyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*")),
+    ("AWS access key id", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
+    ("Slack token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")),
+)
+# The credential after an authorization scheme keeps the scheme word, so the text still reads. Outside an
+# `Authorization` header only `Bearer` counts, and only before something token-like (long, with a digit),
+# so prose such as "the bearer instrument" is left alone.
+_AUTH_SCHEME = re.compile(
+    r"(?i)\b(authorization\s*[:=]\s*(?:bearer|token|basic)\s+|bearer\s+(?=[A-Za-z0-9._~+/-]*\d))"
+    r"([A-Za-z0-9._~+/-]{12,}=*)"
+)
+_URL_PASSWORD = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]*://[^\s/@:\"'<>]*:)([^\s/@\"'<>]+)@")
+_URL_SECRET_PARAMETER = re.compile(
+    r"([?&][A-Za-z0-9_.-]*(?:token|key|secret|passw|pwd|credential|signature|sig)[A-Za-z0-9_.-]*=)([^&\s#\"'<>]+)",
+    re.IGNORECASE,
+)
+_ASSIGNED_SECRET = re.compile(r"\b([A-Z][A-Z0-9_]*(?:TOKEN|KEY|SECRET|PASSWORD|PASSWD))=(\S{8,})")
+_OPTION_WITH_SECRET = re.compile(
+    r"^(--?[A-Za-z0-9_-]*(?:key|token|secret|passw|pwd|credential)[A-Za-z0-9_-]*)(=.*)?$", re.I
+)
+
+
+def marker(what: str) -> str:
+    """The text that stands where a secret was: says what was removed, never any part of it."""
+    return f"[redacted {what}]"
+
+
+@dataclass(frozen=True)
+class Secret:
+    """A value that must never be shown, and the name its marker gives (a variable name or a kind)."""
+
+    value: str
+    name: str
+
+
+_Data = TypeVar("_Data")
+_Model = TypeVar("_Model", bound=BaseModel)
+
+
+class Redactor:
+    """Replaces known secret values and token shapes in text; immutable once built."""
+
+    def __init__(self, secrets: Iterable[Secret] = ()) -> None:
+        names: dict[str, str] = {}
+        for secret in secrets:
+            for needle in _needles(secret.value):
+                names.setdefault(needle, secret.name)
+        self._names = names
+        # Longest first, so a secret that contains another is replaced whole.
+        ordered = sorted(names, key=len, reverse=True)
+        self._values = re.compile("|".join(re.escape(n) for n in ordered)) if ordered else None
+
+    @property
+    def secret_count(self) -> int:
+        return len(self._names)
+
+    def text(self, text: str) -> str:
+        """`text` with every secret value, token shape and URL credential replaced by its marker."""
+        if not text:
+            return text
+        if self._values is not None:
+            text = self._values.sub(lambda m: marker(self._names[m.group()]), text)
+        for name, shape in _TOKEN_SHAPES:
+            text = shape.sub(marker(name), text)
+        text = _AUTH_SCHEME.sub(lambda m: m.group(1) + marker("credential"), text)
+        text = _URL_PASSWORD.sub(lambda m: m.group(1) + marker("password") + "@", text)
+        text = _URL_SECRET_PARAMETER.sub(lambda m: m.group(1) + marker("credential"), text)
+        return _ASSIGNED_SECRET.sub(lambda m: f"{m.group(1)}={marker(m.group(1))}", text)
+
+    def data(self, data: _Data) -> _Data:
+        """JSON-like `data` (dicts, lists, tuples, strings, scalars) with every string redacted.
+
+        Returns the very same object when nothing changed, so callers can skip re-validation cheaply.
+        """
+        return _walk(self, data)  # type: ignore[no-any-return]
+
+    def model(self, model: _Model) -> _Model:
+        """`model` with every string field redacted (the same instance when nothing had to change)."""
+        dumped = model.model_dump(mode="json")
+        cleaned = self.data(dumped)
+        if cleaned is dumped:
+            return model
+        return type(model).model_validate(cleaned)
+
+
+def _walk(redactor: Redactor, node: Any) -> Any:
+    if isinstance(node, str):
+        return redactor.text(node)
+    if isinstance(node, Mapping):
+        items = [(_walk(redactor, k), _walk(redactor, v)) for k, v in node.items()]
+        if all(k is ok and v is ov for (k, v), (ok, ov) in zip(items, node.items(), strict=True)):
+            return node
+        return dict(items)
+    if isinstance(node, (list, tuple)):
+        walked = [_walk(redactor, item) for item in node]
+        if all(w is o for w, o in zip(walked, node, strict=True)):
+            return node
+        return type(node)(walked) if isinstance(node, tuple) else walked
+    return node
+
+
+def _needles(value: str) -> list[str]:
+    """The strings to search for: the value, and each line of a multi-line value (logs re-wrap them)."""
+    value = value.strip()
+    if len(value) < MIN_SECRET_LENGTH or value.lower() in _PLAIN_VALUES:
+        return []
+    needles = [value]
+    if "\n" in value:
+        needles.extend(line.strip() for line in value.splitlines() if len(line.strip()) >= MIN_SECRET_LENGTH)
+    return needles
+
+
+def is_secret_name(name: str) -> bool:
+    """True for an environment variable whose value is a secret by its name (`…_TOKEN`, `…_KEY`, …).
+
+    Actions inputs arrive as `INPUT_<NAME>` with the input's own spelling (`INPUT_GITHUB-TOKEN`), so `-`
+    counts as `_`.
+    """
+    return _SECRET_NAME.search(name.upper().replace("-", "_")) is not None
+
+
+def secrets_from_environment(environ: Mapping[str, str]) -> list[Secret]:
+    """The secrets an environment holds: secret-named variables, and passwords inside any URL value."""
+    found: list[Secret] = []
+    for name, value in environ.items():
+        if is_secret_name(name):
+            found.append(Secret(value, name))
+        if "://" in value or "password=" in value.lower():
+            found.extend(Secret(password, f"{name} password") for password in _url_passwords(value))
+    return found
+
+
+def _url_passwords(value: str) -> list[str]:
+    passwords: list[str] = []
+    try:
+        parts = urlsplit(value.strip())
+        if parts.password:
+            passwords.append(parts.password)
+        passwords.extend(v for k, v in parse_qsl(parts.query) if _SECRET_PARAMETER.search(k))
+    except ValueError:
+        return []
+    return passwords
+
+
+# -- the process-wide redactor ----------------------------------------------------------------------
+
+_lock = threading.Lock()
+_registered: dict[str, str] = {}
+_current: Redactor | None = None
+
+
+def register_secret(value: str | None, name: str = "secret") -> None:
+    """Add a value found at run time (a minted token, a value masked with `::add-mask::`)."""
+    global _current
+    if not value or not _needles(value):
+        return
+    with _lock:
+        if value not in _registered:
+            _registered[value] = name
+            _current = None
+
+
+def refresh_from_environment() -> None:
+    """Forget the cached redactor, so the next use reads the environment again (call at every entry point)."""
+    global _current
+    with _lock:
+        _current = None
+
+
+def current() -> Redactor:
+    """The process's redactor: the environment's secrets (read once per entry point) and registered values."""
+    global _current
+    redactor = _current
+    if redactor is not None:
+        return redactor
+    with _lock:
+        if _current is None:
+            registered = [Secret(v, n) for v, n in _registered.items()]
+            _current = Redactor([*secrets_from_environment(os.environ), *registered])
+        return _current
+
+
+def redact(text: str) -> str:
+    """`text` as it may leave evalward (see the module docstring for what is removed)."""
+    return current().text(text)
+
+
+def redact_data(data: _Data) -> _Data:
+    """JSON-like data as it may leave evalward (the same object when nothing changed)."""
+    return current().data(data)
+
+
+def redact_model(model: _Model) -> _Model:
+    """A pydantic model as it may leave evalward (the same instance when nothing changed)."""
+    return current().model(model)
+
+
+# -- credentials shown in configuration ---------------------------------------------------------------
+
+
+def mask_url(url: str) -> str:
+    """`url` with its password (or its whole userinfo when it is a bare token) and secret-named query
+    parameter values replaced by markers; anything that is not a URL comes back redacted as text."""
+    try:
+        parts = urlsplit(url)
+        host_part = parts.netloc.rpartition("@")
+        if host_part[1]:
+            user, _, password = host_part[0].partition(":")
+            userinfo = f"{user}:{marker('password')}" if password else marker("credential")
+            netloc = f"{userinfo}@{host_part[2]}"
+        else:
+            netloc = parts.netloc
+        query = urlencode(
+            [
+                (k, marker("credential") if _SECRET_PARAMETER.search(k) else v)
+                for k, v in parse_qsl(parts.query, keep_blank_values=True)
+            ],
+            safe="[] ",
+        )
+        return redact(urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment)))
+    except ValueError:
+        return redact(url)
+
+
+def mask_command(argv: Sequence[str]) -> list[str]:
+    """A command line as it may be shown: the value after (or in) a secret-named option is masked,
+    as are `NAME_KEY=value` assignments, URL credentials and known token shapes."""
+    shown: list[str] = []
+    hide_next = False
+    for arg in argv:
+        if hide_next:
+            shown.append(marker("credential"))
+            hide_next = False
+            continue
+        option = _OPTION_WITH_SECRET.match(arg)
+        if option and option.group(2):
+            shown.append(f"{option.group(1)}={marker('credential')}")
+            continue
+        hide_next = option is not None
+        shown.append(mask_url(arg) if "://" in arg else redact(arg))
+    return shown
+
+
+def mask_command_text(command: str) -> str:
+    """`mask_command` for a command line held as one string (shell-quoted words)."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return redact(command)
+    masked = mask_command(words)
+    return command if masked == words else shlex.join(masked)

@@ -1,0 +1,118 @@
+"""The redactor: which values count as secrets, which shapes are caught, and that prose survives."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import BaseModel
+
+from evalward.redact import (
+    Redactor,
+    Secret,
+    is_secret_name,
+    marker,
+    mask_command,
+    mask_command_text,
+    mask_url,
+    secrets_from_environment,
+)
+
+GITHUB_TOKEN = "ghs_" + "A1b2C3d4E5" * 4
+OPENAI_KEY = "sk-proj-" + "Zz9Yy8Xx7W" * 5
+
+
+@pytest.mark.parametrize(
+    ("name", "secret"),
+    [
+        ("GITHUB_TOKEN", True),
+        ("INPUT_GITHUB-TOKEN", True),
+        ("OPENAI_API_KEY", True),
+        ("DB_PASSWORD", True),
+        ("WEBHOOK_SECRET", True),
+        ("AWS_CREDENTIALS", True),
+        ("HOME", False),
+        ("KEYBOARD", False),
+        ("TOKENIZER", False),
+    ],
+)
+def test_secret_names(name: str, secret: bool) -> None:
+    assert is_secret_name(name) is secret
+
+
+def test_environment_values_are_replaced_by_a_marker_naming_the_variable() -> None:
+    environ = {"GITHUB_TOKEN": "plain-value-123", "SHORT_KEY": "1", "FLAG_SECRET": "true", "HOME": "/root"}
+    redactor = Redactor(secrets_from_environment(environ))
+    assert redactor.text("token plain-value-123 home /root") == f"token {marker('GITHUB_TOKEN')} home /root"
+    # Values too short or too plain to be secrets are left alone: masking them would shred every report.
+    assert redactor.text("1 true") == "1 true"
+
+
+def test_passwords_inside_url_values_are_secrets_too() -> None:
+    environ = {"EVALWARD_DB": "postgresql+psycopg://app:s3cr3t-pw@db/evals?password=other-pw-9"}
+    found = {s.value for s in secrets_from_environment(environ)}
+    assert {"s3cr3t-pw", "other-pw-9"} <= found
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        (GITHUB_TOKEN, "GitHub token"),
+        ("ghp_" + "x" * 36, "GitHub token"),
+        ("github_pat_" + "11ABCDEFG0" + "_" + "a1" * 20, "GitHub token"),
+        (OPENAI_KEY, "API key"),
+        ("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTYifQ.c2lnbmF0dXJlLXZhbHVl", "JWT"),
+        ("AKIAABCDEFGHIJKLMNOP", "AWS access key id"),
+    ],
+)
+def test_token_shapes_are_caught_without_knowing_the_value(text: str, kind: str) -> None:
+    assert Redactor().text(f"leaked: {text}.") == f"leaked: {marker(kind)}."
+
+
+def test_credentials_keep_their_context_and_prose_survives() -> None:
+    redactor = Redactor()
+    assert redactor.text("Authorization: Bearer abc123def456ghi") == f"Authorization: Bearer {marker('credential')}"
+    assert redactor.text("https://x-access-token:tok3n-value@github.com/o/r") == (
+        f"https://x-access-token:{marker('password')}@github.com/o/r"
+    )
+    assert redactor.text("GET /a?api_key=v4lue&x=1") == f"GET /a?api_key={marker('credential')}&x=1"
+    assert redactor.text("OPENAI_API_KEY=abcdefgh123") == f"OPENAI_API_KEY={marker('OPENAI_API_KEY')}"
+    prose = "The bearer instrument risk-assessment-framework-for-agents uses a token budget of 4096."
+    assert redactor.text(prose) == prose
+
+
+def test_the_longest_secret_wins_and_multi_line_secrets_are_masked_line_by_line() -> None:
+    key = "-----BEGIN-ish\nline-one-value\nline-two-value"
+    redactor = Redactor([Secret("abcdefgh", "SHORT_KEY"), Secret("abcdefgh-longer", "LONG_KEY"), Secret(key, "PEM")])
+    assert redactor.text("abcdefgh-longer abcdefgh") == f"{marker('LONG_KEY')} {marker('SHORT_KEY')}"
+    assert redactor.text("wrapped: line-two-value") == f"wrapped: {marker('PEM')}"
+
+
+def test_data_and_models_come_back_unchanged_when_clean() -> None:
+    class Answer(BaseModel):
+        text: str
+        parts: list[str]
+
+    redactor = Redactor([Secret("hunter2hunter2", "PASSWORD")])
+    data = {"a": ["x", {"b": "y"}]}
+    assert redactor.data(data) is data
+    clean = Answer(text="fine", parts=["ok"])
+    assert redactor.model(clean) is clean
+    dirty = Answer(text="pw hunter2hunter2", parts=["hunter2hunter2"])
+    assert redactor.model(dirty) == Answer(text=f"pw {marker('PASSWORD')}", parts=[marker("PASSWORD")])
+
+
+def test_urls_and_command_lines_are_shown_masked() -> None:
+    assert mask_url("postgresql://app:pw-value@db:5432/x?password=p2&sslmode=require") == (
+        "postgresql://app:[redacted password]@db:5432/x?password=[redacted credential]&sslmode=require"
+    )
+    assert mask_url("https://tok3n@example.com/agent") == "https://[redacted credential]@example.com/agent"
+    assert mask_command(["python", "agent.py", "--api-key", "abc", "--token=xyz", "--model", "m"]) == [
+        "python",
+        "agent.py",
+        "--api-key",
+        marker("credential"),
+        f"--token={marker('credential')}",
+        "--model",
+        "m",
+    ]
+    assert mask_command_text("cmd:python agent.py --model m") == "cmd:python agent.py --model m"
+    assert "sekrit" not in mask_command_text("cmd:python agent.py --password sekrit")
