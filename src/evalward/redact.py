@@ -272,6 +272,17 @@ def mask_url(url: str) -> str:
         return redact(url)
 
 
+def url_without_credentials(url: str) -> str:
+    """`url` as a link or a target to show: userinfo dropped (it is sent as auth, never shown), secret-named
+    query parameter values masked."""
+    try:
+        parts = urlsplit(url)
+        bare = urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, parts.query, parts.fragment))
+    except ValueError:
+        return redact(url)
+    return mask_url(bare)
+
+
 def mask_command(argv: Sequence[str]) -> list[str]:
     """A command line as it may be shown: the value after (or in) a secret-named option is masked,
     as are `NAME_KEY=value` assignments, URL credentials and known token shapes."""

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from evalward.errors import InfrastructureError
 from evalward.model import RunResult
 from evalward.model.verdict import Verdict
+from evalward.redact import url_without_credentials
 
 if TYPE_CHECKING:
     import httpx
@@ -85,6 +86,7 @@ class RemoteHistory:
         import httpx
 
         self.url = url.rstrip("/")
+        self.shown_url = url_without_credentials(self.url)  # errors name the server, never its credentials
         self._client = httpx.Client(
             base_url=self.url,
             headers={"Authorization": f"Bearer {token}", "User-Agent": "evalward"},
@@ -125,7 +127,7 @@ class RemoteHistory:
             search = BaselineSearch.model_validate(answer.search)
         except ValidationError as exc:
             raise InfrastructureError(
-                f"the evalward server at {self.url} answered the baseline query with an unexpected body: "
+                f"the evalward server at {self.shown_url} answered the baseline query with an unexpected body: "
                 f"{exc.errors()[0]['msg']} at {'.'.join(str(p) for p in exc.errors()[0]['loc'])}"
             ) from None
         return search, {(f.eval_set_id, f.case_id): f.rate for f in answer.flip_rates}
@@ -157,12 +159,12 @@ class RemoteHistory:
                 continue
             return response
         raise InfrastructureError(
-            f"the evalward server at {self.url}{path} did not answer after {self._attempts} attempts ({last})"
+            f"the evalward server at {self.shown_url}{path} did not answer after {self._attempts} attempts ({last})"
         )
 
     def _failure(self, what: str, response: httpx.Response) -> str:
         detail = response.text[:300].replace("\n", " ")
-        return f"the evalward server at {self.url} refused to {what}: HTTP {response.status_code}: {detail}"
+        return f"the evalward server at {self.shown_url} refused to {what}: HTTP {response.status_code}: {detail}"
 
 
 def flip_rate_rows(rates: dict[tuple[str, str], float]) -> Sequence[FlipRate]:

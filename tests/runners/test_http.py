@@ -11,10 +11,11 @@ from tests.fakes.http_agent import FakeHttpAgent, Reply
 
 from evalward.errors import UsageError
 from evalward.model import AgentOutput, AgentRequest
+from evalward.redact import url_without_credentials
 from evalward.runners import make_agent
 from evalward.runners.base import AgentFailure
 from evalward.runners.executor import ExecutorOptions, execute, plan_work
-from evalward.runners.http import HttpAgent, parse_retry_after, redact_url
+from evalward.runners.http import HttpAgent, parse_retry_after
 
 
 def request(query: str = "hi", **inputs: object) -> AgentRequest:
@@ -124,11 +125,11 @@ async def test_url_credentials_are_sent_but_not_shown(http_agent: FakeHttpAgent)
     assert http_agent.paths == ["/agent?api_key=abc&mode=fast"]
 
 
-def test_redact_url_strips_userinfo_and_secret_parameters() -> None:
-    assert redact_url("https://u:p@host:8443/run?token=t&x=1&Secret_Key=k#frag") == (
+def test_url_without_credentials_strips_userinfo_and_secret_parameters() -> None:
+    assert url_without_credentials("https://u:p@host:8443/run?token=t&x=1&Secret_Key=k#frag") == (
         "https://host:8443/run?token=[redacted credential]&x=1&Secret_Key=[redacted credential]#frag"
     )
-    assert redact_url("http://host/agent") == "http://host/agent"
+    assert url_without_credentials("http://host/agent") == "http://host/agent"
 
 
 def test_retry_after_reads_seconds_and_http_dates() -> None:

@@ -52,6 +52,7 @@ from evalward.errors import EXIT_OK, EvalwardError, InfrastructureError, Interna
 from evalward.github.actions import ActionsEnv, append_step_summary, format_annotation_command, write_outputs
 from evalward.github.publish import Posted, Target, post_error_status, publish
 from evalward.model import RunContext
+from evalward.redact import url_without_credentials
 
 if TYPE_CHECKING:
     from evalward.gate import GatePolicy
@@ -390,7 +391,7 @@ def report_links(actions: ActionsEnv, options: CiOptions, run: RunResult) -> lis
         name = Path(options.results_artifact).name
         links.append(Link(f"Full HTML report (report.html in the {name} artifact)", f"{actions.run_url}#artifacts"))
     if options.server_url:
-        base = options.server_url.rstrip("/")
+        base = url_without_credentials(options.server_url.rstrip("/"))
         links.append(Link("Run on the evalward dashboard", f"{base}/runs/{quote(run.run_id, safe='')}"))
     return links
 

@@ -22,11 +22,11 @@ import email.utils
 import json
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from evalward.errors import UsageError
 from evalward.model import AgentOutput, AgentRequest, AgentTarget, ErrorKind, canonical_hash
-from evalward.redact import mask_url
+from evalward.redact import url_without_credentials
 from evalward.runners.base import AgentFailure
 from evalward.runners.outputs import coerce_output, snippet
 
@@ -41,15 +41,6 @@ BODY_SNIPPET_CHARS = 300
 
 CONNECT_TIMEOUT_S = 30.0
 """Connect timeout; reading the answer has no timeout of its own (the executor's per-turn timeout applies)."""
-
-
-def redact_url(url: str) -> str:
-    """The URL as reports show it: without userinfo (sent as basic auth, never shown) and with
-    secret-looking query values masked (`evalward.redact.mask_url`)."""
-    parts = urlsplit(url)
-    return mask_url(
-        urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, parts.query, parts.fragment))
-    )
 
 
 def parse_retry_after(value: str | None, *, now: datetime | None = None) -> float | None:
@@ -74,14 +65,14 @@ class HttpAgent:
     def __init__(self, url: str, *, transport: httpx.AsyncBaseTransport | None = None) -> None:
         parts = urlsplit(url)
         if parts.scheme not in {"http", "https"} or not parts.hostname:
-            raise UsageError(f"agent target {redact_url(url)!r}: expected an http(s) URL with a host")
+            raise UsageError(f"agent target {url_without_credentials(url)!r}: expected an http(s) URL with a host")
         self._url = url
         self._transport = transport
         self._client: httpx.AsyncClient | None = None
 
     @property
     def target(self) -> AgentTarget:
-        shown = redact_url(self._url)
+        shown = url_without_credentials(self._url)
         return AgentTarget(kind="http", target=shown, config_hash=canonical_hash({"kind": "http", "url": shown}))
 
     async def start(self) -> None:
@@ -98,7 +89,7 @@ class HttpAgent:
         if self._client is None:
             await self.start()
         assert self._client is not None
-        shown = redact_url(self._url)
+        shown = url_without_credentials(self._url)
         try:
             response = await self._client.post(self._url, json=request.model_dump(mode="json"))
         except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
