@@ -210,6 +210,15 @@ def register_secret(value: str | None, name: str = "secret") -> None:
             _current = None
 
 
+def register_environment(environ: Mapping[str, str]) -> list[Secret]:
+    """Add the secrets of an environment other than the process's own (the one `evalward ci` was given);
+    returns them."""
+    found = secrets_from_environment(environ)
+    for secret in found:
+        register_secret(secret.value, secret.name)
+    return found
+
+
 def refresh_from_environment() -> None:
     """Forget the cached redactor, so the next use reads the environment again (call at every entry point)."""
     global _current

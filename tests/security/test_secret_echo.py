@@ -109,7 +109,8 @@ def test_a_secret_echoing_agent_through_evalward_ci_publishes_no_secret(echo_wor
     assert workspace.fake.requests, "evalward ci sent nothing to GitHub"
     for request in workspace.fake.requests:
         _assert_clean(f"{request.method} {request.path}", json.dumps(request.body) + json.dumps(request.query))
-    _assert_clean("the log", log)
+    # `::add-mask::VALUE` lines are the runner's to consume (it shows neither them nor VALUE afterwards).
+    _assert_clean("the log", "\n".join(line for line in log.splitlines() if not line.startswith("::add-mask::")))
     _assert_clean("the job summary", summary(env))
     _assert_clean("the step outputs", json.dumps(outputs(env)))
     for name, data in _everything_written(workspace.root).items():
@@ -177,3 +178,12 @@ def test_a_database_password_is_never_printed(tmp_path: Path) -> None:
         assert "cannot open the history database" in completed.stderr
         assert "[redacted" in completed.stderr
         _assert_clean("the error", completed.stdout + completed.stderr)
+
+
+def test_evalward_ci_has_the_runner_mask_passwords_inside_urls(workspace: Workspace) -> None:
+    """The runner masks a secret's whole value; a password inside a URL variable is masked on its own."""
+    env = workspace.env("push", None, AGENT_DB_URL=f"postgresql://app:{DB_PASSWORD}@db.internal/agent")
+    _result, log = workspace.run(env)
+    masks = [line for line in log.splitlines() if line.startswith("::add-mask::")]
+    assert masks == [f"::add-mask::{DB_PASSWORD}"]
+    assert log.count(DB_PASSWORD) == 1

@@ -52,7 +52,7 @@ from evalward.errors import EXIT_OK, EvalwardError, InfrastructureError, Interna
 from evalward.github.actions import ActionsEnv, append_step_summary, format_annotation_command, write_outputs
 from evalward.github.publish import Posted, Target, post_error_status, publish
 from evalward.model import RunContext
-from evalward.redact import url_without_credentials
+from evalward.redact import register_environment, url_without_credentials
 
 if TYPE_CHECKING:
     from evalward.gate import GatePolicy
@@ -454,6 +454,7 @@ def _run_ci(
     out = out or sys.stdout
     err = err or sys.stderr
     factory = client_factory or default_client
+    _mask_secrets(env, out)
     repo_dir = Path.cwd()
     try:
         actions = ActionsEnv.from_environ(env)
@@ -643,6 +644,14 @@ def report_startup_error(
         err=err or sys.stderr,
     )
     return CiResult(exit_code=exit_code)
+
+
+def _mask_secrets(env: Mapping[str, str], out: TextIO) -> None:
+    """Make the event's environment's secrets known to the redactor, and have the runner mask the ones it
+    cannot know: a password inside a URL (the runner masks a secret's whole value, not a part of it)."""
+    for secret in register_environment(env):
+        if secret.name.endswith(" password") and "\n" not in secret.value:
+            out.write(f"::add-mask::{secret.value}\n")
 
 
 def as_reportable(exc: Exception) -> EvalwardError:
