@@ -40,17 +40,20 @@ _SECRET_NAME = re.compile(r"(?:TOKEN|KEY|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDE
 _SECRET_PARAMETER = re.compile(r"token|key|secret|passw|pwd|auth|sig|credential", re.IGNORECASE)
 _PLAIN_VALUES = frozenset({"true", "false", "none", "null", "undefined", "changeme"})
 
-_TOKEN_SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
+# (what it is, the pattern, literals one of which any match contains): the literal check is a fast
+# substring search, so the regexes (slow to scan: they start with \b) run only on text that may match.
+_TOKEN_SHAPES: tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...] = (
     (
         "PEM private key",
         re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)", re.S),
+        ("PRIVATE KEY-----",),
     ),
-    ("GitHub token", re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,251}")),
-    ("GitHub token", re.compile(r"\bgithub_pat_[A-Za-z0-9_]{30,251}")),
-    ("API key", re.compile(r"\bsk-(?=[A-Za-z0-9_-]*\d)[A-Za-z0-9_-]{20,}")),
-    ("JWT", re.compile(r"\beyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*")),
-    ("AWS access key id", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
-    ("Slack token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")),
+    ("GitHub token", re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,251}"), ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
+    ("GitHub token", re.compile(r"\bgithub_pat_[A-Za-z0-9_]{30,251}"), ("github_pat_",)),
+    ("API key", re.compile(r"\bsk-(?=[A-Za-z0-9_-]*\d)[A-Za-z0-9_-]{20,}"), ("sk-",)),
+    ("JWT", re.compile(r"\beyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*"), ("eyJ",)),
+    ("AWS access key id", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), ("AKIA", "ASIA")),
+    ("Slack token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"), ("xox",)),
 )
 # The credential after an authorization scheme keeps the scheme word, so the text still reads. Outside an
 # `Authorization` header only `Bearer` counts, and only before something token-like (long, with a digit),
@@ -65,6 +68,7 @@ _URL_SECRET_PARAMETER = re.compile(
     re.IGNORECASE,
 )
 _ASSIGNED_SECRET = re.compile(r"\b([A-Z][A-Z0-9_]*(?:TOKEN|KEY|SECRET|PASSWORD|PASSWD))=(\S{8,})")
+_ASSIGNED_LITERALS = ("TOKEN=", "KEY=", "SECRET=", "PASSWORD=", "PASSWD=")
 _OPTION_WITH_SECRET = re.compile(
     r"^(--?[A-Za-z0-9_-]*(?:key|token|secret|passw|pwd|credential)[A-Za-z0-9_-]*)(=.*)?$", re.I
 )
@@ -108,14 +112,21 @@ class Redactor:
         """`text` with every secret value, token shape and URL credential replaced by its marker."""
         if not text:
             return text
-        if self._values is not None:
+        if self._values is not None and any(needle in text for needle in self._names):
             text = self._values.sub(lambda m: marker(self._names[m.group()]), text)
-        for name, shape in _TOKEN_SHAPES:
-            text = shape.sub(marker(name), text)
-        text = _AUTH_SCHEME.sub(lambda m: m.group(1) + marker("credential"), text)
-        text = _URL_PASSWORD.sub(lambda m: m.group(1) + marker("password") + "@", text)
-        text = _URL_SECRET_PARAMETER.sub(lambda m: m.group(1) + marker("credential"), text)
-        return _ASSIGNED_SECRET.sub(lambda m: f"{m.group(1)}={marker(m.group(1))}", text)
+        for name, shape, literals in _TOKEN_SHAPES:
+            if any(literal in text for literal in literals):
+                text = shape.sub(marker(name), text)
+        lowered = text.lower()
+        if "bearer" in lowered or "authorization" in lowered:
+            text = _AUTH_SCHEME.sub(lambda m: m.group(1) + marker("credential"), text)
+        if "://" in text and "@" in text:
+            text = _URL_PASSWORD.sub(lambda m: m.group(1) + marker("password") + "@", text)
+        if "=" in text:
+            text = _URL_SECRET_PARAMETER.sub(lambda m: m.group(1) + marker("credential"), text)
+            if any(literal in text for literal in _ASSIGNED_LITERALS):
+                text = _ASSIGNED_SECRET.sub(lambda m: f"{m.group(1)}={marker(m.group(1))}", text)
+        return text
 
     def data(self, data: _Data) -> _Data:
         """JSON-like `data` (dicts, lists, tuples, strings, scalars) with every string redacted.
