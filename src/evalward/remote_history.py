@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from evalward.backoff import backoff_wait, server_wait_s
 from evalward.errors import InfrastructureError
 from evalward.model import RunResult
 from evalward.model.verdict import Verdict
@@ -142,13 +143,15 @@ class RemoteHistory:
             raise InfrastructureError(self._failure("record the verdict", response))
 
     def _post(self, path: str, body: bytes) -> httpx.Response:
-        """POST with retries: connection errors, timeouts and 5xx/429 are retried after 1, 2, 4 … s."""
+        """POST with retries: connection errors, timeouts and 5xx/429 are retried (`evalward.backoff`: about
+        1, 2, 4 … s with jitter, or the server's `retry-after` when longer)."""
         import httpx
 
         last: str = ""
+        asked: float | None = None
         for attempt in range(self._attempts):
             if attempt:
-                self._sleep(self._backoff_s * 2 ** (attempt - 1))
+                self._sleep(backoff_wait(attempt, base_s=self._backoff_s, retry_after_s=asked))
             try:
                 response = self._client.post(path, content=body, headers={"Content-Type": "application/json"})
             except httpx.HTTPError as exc:
@@ -156,6 +159,7 @@ class RemoteHistory:
                 continue
             if response.status_code >= 500 or response.status_code == 429:
                 last = f"HTTP {response.status_code}"
+                asked = server_wait_s(response.headers)
                 continue
             return response
         raise InfrastructureError(

@@ -49,7 +49,9 @@ class RunValues(BaseModel):
     concurrency: int = Field(default=4, ge=1, description="Cases running at once.")
     timeout_s: float | None = Field(default=120.0, ge=0, description="Seconds per turn; 0 or None: no limit.")
     rate_limit: str | None = Field(default=None, description="Agent requests per second: `N`, `N/s` or `N/min`.")
-    retries: int = Field(default=2, ge=0, description="Retries of a turn the agent marks retryable.")
+    retries: int = Field(
+        default=2, ge=0, description="Retries of a turn the agent marks retryable (of a model step, for `openai:`)."
+    )
     shard: str | None = Field(default=None, description="`I/N`: run only shard I of N.")
     pass_rule: PassRuleName = "per-run"
     agent_processes: int = Field(default=1, ge=1, description="Processes for a `cmd:` agent.")
@@ -83,7 +85,13 @@ class RunValues(BaseModel):
 
     def openai_agent_options(self) -> dict[str, Any]:
         """Runner settings of an `openai:MODEL` target (paths relative to the agent's working directory)."""
-        return {"system_prompt": self.system_prompt, "tools": self.tools_file, "max_steps": self.max_steps}
+        return {
+            "system_prompt": self.system_prompt,
+            "tools": self.tools_file,
+            "max_steps": self.max_steps,
+            # The client retries a rate-limited model step itself; the turn is not re-run (openai_agent).
+            "max_retries": self.retries,
+        }
 
     @classmethod
     def from_values(cls, values: dict[str, Any]) -> RunValues:

@@ -10,16 +10,18 @@ Speaks what evalward's judges and `openai:` agent runner send through the real `
 Scripting (per test): `reply(...)` queues replies answered in order; `responder = fn(request) -> Reply`
 answers when the queue is empty. A `Reply` is text, tool calls (`ToolCallReply`), a JSON object (sent as
 text content), or an HTTP error. Every reply carries usage tokens (default 10 in / 5 out).
-Faults: `fail_next(status, count, retry_after=...)` answers the next `count` completions with that status
-(429 with a `retry-after` header, 500, …); `reject_json_schema = True` answers json_schema response
+Faults: `fail_next(status, count, retry_after=..., retry_after_ms=..., should_retry=...)` answers the next
+`count` completions with that status and those headers (`retry-after`, `retry-after-ms`, `x-should-retry`); `reject_json_schema = True` answers json_schema response
 formats with 400 ("response_format json_schema is not supported"), as servers without structured output do.
-`requests` records every request (path, JSON body, whether an Authorization header came — never its value).
+`requests` records every request (path, JSON body, whether an Authorization header came — never its value —
+and when it arrived, on the monotonic clock, so tests can measure the waits between retries).
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -70,6 +72,8 @@ class RecordedRequest:
     body: dict[str, Any] | None
     authorized: bool
     status: int = 0
+    arrived: float = 0.0
+    """`time.monotonic()` when the request arrived."""
 
 
 class FakeOpenAI:
@@ -93,8 +97,22 @@ class FakeOpenAI:
         with self._lock:
             self.queue.extend(replies)
 
-    def fail_next(self, status: int, count: int = 1, *, retry_after: str | None = None) -> None:
-        headers = {"retry-after": retry_after} if retry_after is not None else {}
+    def fail_next(
+        self,
+        status: int,
+        count: int = 1,
+        *,
+        retry_after: str | None = None,
+        retry_after_ms: str | None = None,
+        should_retry: bool | None = None,
+    ) -> None:
+        headers: dict[str, str] = {}
+        if retry_after is not None:
+            headers["retry-after"] = retry_after
+        if retry_after_ms is not None:
+            headers["retry-after-ms"] = retry_after_ms
+        if should_retry is not None:
+            headers["x-should-retry"] = "true" if should_retry else "false"
         with self._lock:
             self._faults.extend(Reply.error(status, headers=headers) for _ in range(count))
 
@@ -147,7 +165,9 @@ class FakeOpenAI:
                 body = json.loads(raw)
             except ValueError:
                 body = None
-        record = RecordedRequest(method, handler.path, body, bool(handler.headers.get("authorization")))
+        record = RecordedRequest(
+            method, handler.path, body, bool(handler.headers.get("authorization")), arrived=time.monotonic()
+        )
         with self._lock:
             self.requests.append(record)
         if method == "GET" and handler.path.rstrip("/").endswith("/v1/models"):

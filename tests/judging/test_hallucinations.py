@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 from tests.fakes.openai_server import FakeOpenAI, Reply
-from tests.judging.conftest import RecordedSleep
 from tests.judging.test_run_judged import evalward
 
 from evalward.judging.cache import MemoryJudgeCache, SqlJudgeCache
@@ -79,8 +78,8 @@ def judge(body: dict[str, Any]) -> Reply:
     return Reply.json({"sentences": labels_for(user)})
 
 
-def judging_for(fake: FakeOpenAI, sleep: RecordedSleep, store: Any = None) -> Judging:
-    return Judging(JudgeConfig(model="judge-model", base_url=fake.base_url), cache=store, sleep=sleep, environ={})
+def judging_for(fake: FakeOpenAI, store: Any = None) -> Judging:
+    return Judging(JudgeConfig(model="judge-model", base_url=fake.base_url), cache=store, environ={})
 
 
 def one_turn(output: AgentOutput, spec: MetricSpec) -> tuple[EvalCase, list[AgentOutput], list[MetricSpec]]:
@@ -102,10 +101,10 @@ async def judged(
 HALLUCINATIONS = MetricSpec(name="hallucinations_v1", threshold=0.7)
 
 
-async def test_two_of_three_sentences_supported(fake_openai: FakeOpenAI, sleep: RecordedSleep) -> None:
+async def test_two_of_three_sentences_supported(fake_openai: FakeOpenAI) -> None:
     fake_openai.responder = judge
     output = AgentOutput(response=ANSWER, tool_calls=[COUNT])
-    result, metric = await judged(judging_for(fake_openai, sleep), *one_turn(output, HALLUCINATIONS))
+    result, metric = await judged(judging_for(fake_openai), *one_turn(output, HALLUCINATIONS))
 
     # hand calculation: "20" and "$0.99" are in the tool output, "$0.50" is not -> 2 grounded of 3 = 0.667 < 0.7
     assert metric.score == pytest.approx(2 / 3)
@@ -140,10 +139,10 @@ async def test_two_of_three_sentences_supported(fake_openai: FakeOpenAI, sleep: 
     assert result.invocations[0].metric_results == [metric]
 
 
-async def test_questions_count_as_grounded(fake_openai: FakeOpenAI, sleep: RecordedSleep) -> None:
+async def test_questions_count_as_grounded(fake_openai: FakeOpenAI) -> None:
     fake_openai.responder = judge
     output = AgentOutput(response="We have 20 songs. They cost $5. Anything else?", tool_calls=[COUNT])
-    _, metric = await judged(judging_for(fake_openai, sleep), *one_turn(output, HALLUCINATIONS))
+    _, metric = await judged(judging_for(fake_openai), *one_turn(output, HALLUCINATIONS))
     # hand calculation: supported + not_applicable = 2 of 3 (ADK counts not_applicable as grounded) = 0.667
     assert metric.score == pytest.approx(2 / 3)
 
@@ -158,7 +157,7 @@ async def test_questions_count_as_grounded(fake_openai: FakeOpenAI, sleep: Recor
     ],
 )
 async def test_intermediate_responses_are_checked_only_when_asked(
-    fake_openai: FakeOpenAI, sleep: RecordedSleep, calls_before: int, expected: float
+    fake_openai: FakeOpenAI, calls_before: int, expected: float
 ) -> None:
     fake_openai.responder = judge
     output = AgentOutput(
@@ -170,12 +169,12 @@ async def test_intermediate_responses_are_checked_only_when_asked(
             )
         ],
     )
-    _, off = await judged(judging_for(fake_openai, sleep), *one_turn(output, HALLUCINATIONS))
+    _, off = await judged(judging_for(fake_openai), *one_turn(output, HALLUCINATIONS))
     assert off.score == 1.0  # final response only: 1/1
     assert len(fake_openai.completions()) == 2
 
     switched = MetricSpec(name="hallucinations_v1", threshold=0.7, options={"evaluate_intermediate_nl_responses": True})
-    _, on = await judged(judging_for(fake_openai, sleep), *one_turn(output, switched))
+    _, on = await judged(judging_for(fake_openai), *one_turn(output, switched))
     assert on.score == pytest.approx(expected)
     assert len(fake_openai.completions()) == 2 + 4  # two responses, two requests each
     assert on.explanation.startswith("intermediate response by counter: ")
@@ -185,13 +184,11 @@ async def test_intermediate_responses_are_checked_only_when_asked(
     assert [r["kind"] for r in on.details["responses"]] == ["intermediate", "final"]
 
 
-async def test_server_without_structured_output_and_fenced_replies(
-    fake_openai: FakeOpenAI, sleep: RecordedSleep
-) -> None:
+async def test_server_without_structured_output_and_fenced_replies(fake_openai: FakeOpenAI) -> None:
     fake_openai.reject_json_schema = True
     fake_openai.responder = lambda body: Reply.text(f"Here you go:\n```json\n{judge(body).content}\n```")
     output = AgentOutput(response=ANSWER, tool_calls=[COUNT])
-    _, metric = await judged(judging_for(fake_openai, sleep), *one_turn(output, HALLUCINATIONS))
+    _, metric = await judged(judging_for(fake_openai), *one_turn(output, HALLUCINATIONS))
     assert metric.score == pytest.approx(2 / 3)
     bodies = [r.body for r in fake_openai.completions() if r.body]
     # the first request is refused (400), then both go out as json_object
@@ -199,7 +196,7 @@ async def test_server_without_structured_output_and_fenced_replies(
     assert [b["response_format"]["type"] for b in bodies] == ["json_schema", "json_object", "json_object"]
 
 
-async def test_unreadable_replies_are_asked_again(fake_openai: FakeOpenAI, sleep: RecordedSleep) -> None:
+async def test_unreadable_replies_are_asked_again(fake_openai: FakeOpenAI) -> None:
     output = AgentOutput(response=ANSWER, tool_calls=[COUNT])
     segmentation = judge({"messages": [{"content": SEGMENT_SYSTEM}, {"content": f"RESPONSE:\n{ANSWER}"}]})
     fake_openai.reply(Reply.text("Sentences: one, two, three."), segmentation)
@@ -214,7 +211,7 @@ async def test_unreadable_replies_are_asked_again(fake_openai: FakeOpenAI, sleep
 
     fake_openai.responder = labelling
     cache = MemoryJudgeCache()
-    judging = judging_for(fake_openai, sleep, cache)
+    judging = judging_for(fake_openai, cache)
     _, metric = await judged(judging, *one_turn(output, HALLUCINATIONS))
     assert metric.score == pytest.approx(2 / 3)  # the dropped sentence did not raise it to 2/2
     assert len(fake_openai.completions()) == 4
@@ -222,9 +219,7 @@ async def test_unreadable_replies_are_asked_again(fake_openai: FakeOpenAI, sleep
     assert len(cache.entries) == 2  # only the readable replies are kept
 
 
-async def test_a_judge_that_keeps_dropping_sentences_is_a_judge_error(
-    fake_openai: FakeOpenAI, sleep: RecordedSleep
-) -> None:
+async def test_a_judge_that_keeps_dropping_sentences_is_a_judge_error(fake_openai: FakeOpenAI) -> None:
     def careless(body: dict[str, Any]) -> Reply:
         reply = judge(body)
         if body["messages"][0]["content"] == GROUNDING_SYSTEM:
@@ -233,22 +228,22 @@ async def test_a_judge_that_keeps_dropping_sentences_is_a_judge_error(
 
     fake_openai.responder = careless
     output = AgentOutput(response=ANSWER, tool_calls=[COUNT])
-    result, metric = await judged(judging_for(fake_openai, sleep), *one_turn(output, HALLUCINATIONS))
+    result, metric = await judged(judging_for(fake_openai), *one_turn(output, HALLUCINATIONS))
     assert (metric.status, metric.score, result.status) == ("error", None, "error")
     assert result.error is not None and result.error.kind == "judge_error"
     assert "the judge labelled 2 of 3 sentences; no label for 3" in result.error.message
     assert len(fake_openai.completions()) == 1 + 3  # segmentation + the labelling asked three times
 
 
-async def test_rerun_is_served_from_the_cache(fake_openai: FakeOpenAI, sleep: RecordedSleep, tmp_path: Path) -> None:
+async def test_rerun_is_served_from_the_cache(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
     fake_openai.responder = judge
     url = f"sqlite:///{tmp_path}/judge_cache.db"
     output = AgentOutput(response=ANSWER, tool_calls=[COUNT])
-    first = judging_for(fake_openai, sleep, SqlJudgeCache.open(url))
+    first = judging_for(fake_openai, SqlJudgeCache.open(url))
     _, before = await judged(first, *one_turn(output, HALLUCINATIONS))
     assert len(fake_openai.completions()) == 2
 
-    second = judging_for(fake_openai, sleep, SqlJudgeCache.open(url))
+    second = judging_for(fake_openai, SqlJudgeCache.open(url))
     _, after = await judged(second, *one_turn(output, HALLUCINATIONS))
     assert len(fake_openai.completions()) == 2  # no new request
     assert (second.usage.cached, second.usage.requests) == (2, 0)
@@ -256,9 +251,9 @@ async def test_rerun_is_served_from_the_cache(fake_openai: FakeOpenAI, sleep: Re
     assert after.details["cached_samples"] == 2
 
 
-async def test_a_response_without_sentences_is_not_scored(fake_openai: FakeOpenAI, sleep: RecordedSleep) -> None:
+async def test_a_response_without_sentences_is_not_scored(fake_openai: FakeOpenAI) -> None:
     fake_openai.reply(Reply.json({"sentences": []}))
-    _, metric = await judged(judging_for(fake_openai, sleep), *one_turn(AgentOutput(response="👍"), HALLUCINATIONS))
+    _, metric = await judged(judging_for(fake_openai), *one_turn(AgentOutput(response="👍"), HALLUCINATIONS))
     assert (metric.status, metric.score) == ("not_applicable", None)
     assert "final response: no sentence to check" in metric.explanation
     assert len(fake_openai.completions()) == 1
@@ -267,9 +262,7 @@ async def test_a_response_without_sentences_is_not_scored(fake_openai: FakeOpenA
 # --- rubric_based_multi_turn_trajectory_quality_v1 ------------------------------------------------------------
 
 
-async def test_multi_turn_rubrics_judge_the_whole_conversation_once(
-    fake_openai: FakeOpenAI, sleep: RecordedSleep
-) -> None:
+async def test_multi_turn_rubrics_judge_the_whole_conversation_once(fake_openai: FakeOpenAI) -> None:
     r1 = iter(["yes", "yes", "no", "yes"])
     r2 = iter(["yes", "no", "no", "yes"])
 
@@ -301,7 +294,7 @@ async def test_multi_turn_rubrics_judge_the_whole_conversation_once(
         AgentOutput(response="Flights 12 and 14 are free. Which one?"),
         AgentOutput(response="Booked flight 12.", tool_calls=[ToolCall(name="book", args={"flight": 12}, result="ok")]),
     ]
-    result, metric = await judged(judging_for(fake_openai, sleep), case, outputs, [spec])
+    result, metric = await judged(judging_for(fake_openai), case, outputs, [spec])
 
     # 4 samples of one question about the whole conversation, not one per turn
     assert len(fake_openai.completions()) == 4

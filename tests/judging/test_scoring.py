@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 from tests.fakes.openai_server import FakeOpenAI, Reply
-from tests.judging.conftest import RecordedSleep
 
 from evalward.errors import InfrastructureError
 from evalward.judging.cache import MemoryJudgeCache, SqlJudgeCache
@@ -34,18 +33,17 @@ def unscored(eval_case: EvalCase) -> CaseResult:
     return CaseResult(eval_set_id="e2e", case_id=eval_case.case_id, status="failed")
 
 
-def judging_for(fake: FakeOpenAI, sleep: RecordedSleep, store: Any = None, **config: Any) -> Judging:
+def judging_for(fake: FakeOpenAI, store: Any = None, **config: Any) -> Judging:
     return Judging(
         JudgeConfig(model="judge-model", base_url=fake.base_url, **config),
         cache=store,
-        sleep=sleep,
         environ={"OPENAI_API_KEY": "sk-secret"},
     )
 
 
-async def test_tutorial_grader_flow(fake_openai: FakeOpenAI, sleep: RecordedSleep) -> None:
+async def test_tutorial_grader_flow(fake_openai: FakeOpenAI) -> None:
     fake_openai.reply(grade(True, "Both say 20 songs."))
-    judging = judging_for(fake_openai, sleep)
+    judging = judging_for(fake_openai)
     spec = MetricSpec(name="answer_correctness", threshold=1.0)
     outputs = [AgentOutput(response="There are 20 James Brown songs in the store.")]
     result = await apply_judges(unscored(case()), case(), [spec], outputs, judging)
@@ -71,12 +69,10 @@ async def test_tutorial_grader_flow(fake_openai: FakeOpenAI, sleep: RecordedSlee
     assert result.status == "passed"
 
 
-async def test_majority_of_five_samples_for_final_response_match_v2(
-    fake_openai: FakeOpenAI, sleep: RecordedSleep
-) -> None:
+async def test_majority_of_five_samples_for_final_response_match_v2(fake_openai: FakeOpenAI) -> None:
     verdicts = iter([True, False, True, False, False])
     fake_openai.responder = lambda body: grade(next(verdicts))
-    judging = judging_for(fake_openai, sleep)
+    judging = judging_for(fake_openai)
     spec = MetricSpec(name="final_response_match_v2", threshold=0.5)
     result = await apply_judges(unscored(case()), case(), [spec], [AgentOutput(response="20")], judging)
     await judging.aclose()
@@ -88,9 +84,7 @@ async def test_majority_of_five_samples_for_final_response_match_v2(
     assert len(metric.details["samples"]) == 5
 
 
-async def test_rerun_on_unchanged_outputs_makes_no_calls(
-    fake_openai: FakeOpenAI, sleep: RecordedSleep, tmp_path: Path
-) -> None:
+async def test_rerun_on_unchanged_outputs_makes_no_calls(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path}/judge_cache.db"
     spec = MetricSpec(
         name="final_response_match_v2", threshold=0.5, options={"judge_model_options": {"num_samples": 3}}
@@ -98,12 +92,12 @@ async def test_rerun_on_unchanged_outputs_makes_no_calls(
     outputs = [AgentOutput(response="There are 20.")]
     fake_openai.responder = lambda body: grade(True)
 
-    first = judging_for(fake_openai, sleep, store=SqlJudgeCache.open(url))
+    first = judging_for(fake_openai, store=SqlJudgeCache.open(url))
     before = await apply_judges(unscored(case()), case(), [spec], outputs, first)
     await first.aclose()
     assert len(fake_openai.completions()) == 3  # one request per sample
 
-    second = judging_for(fake_openai, sleep, store=SqlJudgeCache.open(url))
+    second = judging_for(fake_openai, store=SqlJudgeCache.open(url))
     after = await apply_judges(unscored(case()), case(), [spec], outputs, second)
     await second.aclose()
     assert len(fake_openai.completions()) == 3  # zero new requests
@@ -111,28 +105,28 @@ async def test_rerun_on_unchanged_outputs_makes_no_calls(
     assert after.metric_results[0].score == before.metric_results[0].score == 1.0
 
     # A changed answer is a changed prompt: asked again.
-    third = judging_for(fake_openai, sleep, store=SqlJudgeCache.open(url))
+    third = judging_for(fake_openai, store=SqlJudgeCache.open(url))
     await apply_judges(unscored(case()), case(), [spec], [AgentOutput(response="Twenty.")], third)
     await third.aclose()
     assert len(fake_openai.completions()) == 6
 
 
-async def test_no_cache_flag_asks_again(fake_openai: FakeOpenAI, sleep: RecordedSleep) -> None:
+async def test_no_cache_flag_asks_again(fake_openai: FakeOpenAI) -> None:
     cache = MemoryJudgeCache()
     fake_openai.responder = lambda body: grade(True)
     spec = MetricSpec(name="answer_correctness", threshold=1.0)
     for _ in range(2):
-        judging = judging_for(fake_openai, sleep, store=cache, cache=False)
+        judging = judging_for(fake_openai, store=cache, cache=False)
         await apply_judges(unscored(case()), case(), [spec], [AgentOutput(response="20")], judging)
         await judging.aclose()
     assert len(fake_openai.completions()) == 2
 
 
-async def test_unreadable_reply_is_a_judge_error_not_a_zero(fake_openai: FakeOpenAI, sleep: RecordedSleep) -> None:
+async def test_unreadable_reply_is_a_judge_error_not_a_zero(fake_openai: FakeOpenAI) -> None:
     # asked once and again UNREADABLE_REPLY_RETRIES = 2 times: three unreadable replies in a row
     fake_openai.reply(*[Reply.text("I'd say it's basically right.")] * 3)
     cache = MemoryJudgeCache()
-    judging = judging_for(fake_openai, sleep, store=cache)
+    judging = judging_for(fake_openai, store=cache)
     spec = MetricSpec(name="answer_correctness", threshold=1.0)
     result = await apply_judges(unscored(case()), case(), [spec], [AgentOutput(response="20")], judging)
     await judging.aclose()
@@ -146,10 +140,10 @@ async def test_unreadable_reply_is_a_judge_error_not_a_zero(fake_openai: FakeOpe
     assert judging.usage.unreadable == 2
 
 
-async def test_an_unreadable_reply_is_asked_again(fake_openai: FakeOpenAI, sleep: RecordedSleep) -> None:
+async def test_an_unreadable_reply_is_asked_again(fake_openai: FakeOpenAI) -> None:
     fake_openai.reply(Reply.text("Looks right to me."), grade(True, "20 = 20"))
     cache = MemoryJudgeCache()
-    judging = judging_for(fake_openai, sleep, store=cache)
+    judging = judging_for(fake_openai, store=cache)
     spec = MetricSpec(name="answer_correctness", threshold=1.0)
     result = await apply_judges(unscored(case()), case(), [spec], [AgentOutput(response="20")], judging)
     await judging.aclose()
@@ -159,9 +153,9 @@ async def test_an_unreadable_reply_is_asked_again(fake_openai: FakeOpenAI, sleep
     assert len(cache.entries) == 1  # the readable reply is the one stored
 
 
-async def test_server_errors_after_retries_are_judge_errors(fake_openai: FakeOpenAI, sleep: RecordedSleep) -> None:
-    fake_openai.fail_next(503, 3)
-    judging = judging_for(fake_openai, sleep, max_retries=2)
+async def test_server_errors_after_retries_are_judge_errors(fake_openai: FakeOpenAI) -> None:
+    fake_openai.fail_next(503, 3, retry_after_ms="10")
+    judging = judging_for(fake_openai, max_retries=2)
     spec = MetricSpec(name="answer_correctness", threshold=1.0)
     result = await apply_judges(unscored(case()), case(), [spec], [AgentOutput(response="20")], judging)
     await judging.aclose()
@@ -170,7 +164,7 @@ async def test_server_errors_after_retries_are_judge_errors(fake_openai: FakeOpe
     assert "sk-secret" not in result.model_dump_json()
 
 
-async def test_rubric_judge_on_tool_use(fake_openai: FakeOpenAI, sleep: RecordedSleep) -> None:
+async def test_rubric_judge_on_tool_use(fake_openai: FakeOpenAI) -> None:
     fake_openai.reply(
         Reply.json(
             {
@@ -186,7 +180,7 @@ async def test_rubric_judge_on_tool_use(fake_openai: FakeOpenAI, sleep: Recorded
         threshold=0.5,
         options={"rubrics": ["Calls lookup_track.", "Calls lookup_album."], "judge_model_options": {"num_samples": 1}},
     )
-    judging = judging_for(fake_openai, sleep)
+    judging = judging_for(fake_openai)
     output = AgentOutput(response="20", tool_calls=[{"name": "lookup_track", "args": {"artist": "James Brown"}}])
     result = await apply_judges(unscored(case()), case(), [spec], [output], judging)
     await judging.aclose()
@@ -198,8 +192,8 @@ async def test_rubric_judge_on_tool_use(fake_openai: FakeOpenAI, sleep: Recorded
     assert 'lookup_track(artist=\\"James Brown\\")' in user
 
 
-async def test_correctness_without_reference_is_not_applicable(fake_openai: FakeOpenAI, sleep: RecordedSleep) -> None:
-    judging = judging_for(fake_openai, sleep)
+async def test_correctness_without_reference_is_not_applicable(fake_openai: FakeOpenAI) -> None:
+    judging = judging_for(fake_openai)
     bare = EvalCase(case_id="c", turns=[Invocation(query="hi")])
     result = await apply_judges(
         unscored(bare),
@@ -213,13 +207,13 @@ async def test_correctness_without_reference_is_not_applicable(fake_openai: Fake
     assert fake_openai.completions() == []
 
 
-async def test_two_turns_mean(fake_openai: FakeOpenAI, sleep: RecordedSleep) -> None:
+async def test_two_turns_mean(fake_openai: FakeOpenAI) -> None:
     fake_openai.responder = lambda body: grade("Twenty" in body["messages"][1]["content"])
     two = EvalCase(
         case_id="two",
         turns=[Invocation(query="a", expected_response="20"), Invocation(query="b", expected_response="20")],
     )
-    judging = judging_for(fake_openai, sleep)
+    judging = judging_for(fake_openai)
     result = await apply_judges(
         unscored(two),
         two,
@@ -241,16 +235,16 @@ def test_no_model_anywhere_is_not_configured() -> None:
         judging.resolve_all([MetricSpec(name="final_response_match_v2", threshold=0.8)])
 
 
-async def test_probe_of_an_unreachable_judge_names_the_metrics(sleep: RecordedSleep) -> None:
-    judging = Judging(JudgeConfig(model="m", base_url="http://127.0.0.1:9/v1"), environ={}, sleep=sleep)
+async def test_probe_of_an_unreachable_judge_names_the_metrics() -> None:
+    judging = Judging(JudgeConfig(model="m", base_url="http://127.0.0.1:9/v1"), environ={})
     judges = judging.resolve_all([MetricSpec(name="safety_v1", threshold=1.0)])
     with pytest.raises(InfrastructureError, match=r"criteria safety_v1 need a judge.*\$OPENAI_API_KEY is not set"):
         await judging.probe(judges)
     await judging.aclose()
 
 
-async def test_probe_warns_about_models_the_server_does_not_list(fake_openai: FakeOpenAI, sleep: RecordedSleep) -> None:
-    judging = Judging(JudgeConfig(model="gpt-9", base_url=fake_openai.base_url), environ={}, sleep=sleep)
+async def test_probe_warns_about_models_the_server_does_not_list(fake_openai: FakeOpenAI) -> None:
+    judging = Judging(JudgeConfig(model="gpt-9", base_url=fake_openai.base_url), environ={})
     warnings = await judging.probe(judging.resolve_all([MetricSpec(name="safety_v1", threshold=1.0)]))
     assert warnings == [
         f"judge model 'gpt-9' is not among the models {fake_openai.base_url} lists (judge-model, agent-model)"

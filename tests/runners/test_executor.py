@@ -15,12 +15,10 @@ from evalward.model import AgentOutput, AgentRequest, Usage
 from evalward.runners import make_agent
 from evalward.runners.base import AgentFailure
 from evalward.runners.executor import (
-    MAX_RETRY_AFTER_S,
     CaseRun,
     ExecutorOptions,
     RateLimiter,
     WorkItem,
-    backoff_delay,
     execute,
     plan_work,
     select_shard,
@@ -136,23 +134,6 @@ async def test_non_retryable_failures_are_not_retried() -> None:
     summary = await execute(plan_work([make_set(make_case("c"))], 1), agent, FAST)
     assert calls == {"c": 1}
     assert summary.completed[0].error is not None
-
-
-class FixedRandom(random.Random):
-    def uniform(self, a: float, b: float) -> float:
-        return 1.2
-
-
-def test_backoff_is_exponential_with_jitter_and_honours_retry_after() -> None:
-    options = ExecutorOptions(retry_backoff_s=0.5)
-    # 0.5 * 2**(1-1) * 1.2 = 0.6 ; 0.5 * 2**(3-1) * 1.2 = 2.4
-    assert backoff_delay(1, options, None, FixedRandom()) == pytest.approx(0.6)
-    assert backoff_delay(3, options, None, FixedRandom()) == pytest.approx(2.4)
-    # Retry-After 7 s > 0.6 s backoff → 7 s; an absurd hint is capped.
-    assert backoff_delay(1, options, 7.0, FixedRandom()) == 7.0
-    assert backoff_delay(1, options, 10_000.0, FixedRandom()) == MAX_RETRY_AFTER_S
-    # The real jitter stays within [0.5, 1.5) of the base.
-    assert all(0.25 <= backoff_delay(1, options, None, random.Random(seed)) < 0.75 for seed in range(50))
 
 
 async def test_a_hanging_turn_times_out_and_other_cases_continue() -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import socket
-from datetime import UTC, datetime
 
 import pytest
 from tests.fakes.cases import make_case, make_set
@@ -15,7 +14,7 @@ from evalward.redact import url_without_credentials
 from evalward.runners import make_agent
 from evalward.runners.base import AgentFailure
 from evalward.runners.executor import ExecutorOptions, execute, plan_work
-from evalward.runners.http import HttpAgent, parse_retry_after
+from evalward.runners.http import HttpAgent
 
 
 def request(query: str = "hi", **inputs: object) -> AgentRequest:
@@ -130,16 +129,6 @@ def test_url_without_credentials_strips_userinfo_and_secret_parameters() -> None
         "https://host:8443/run?token=[redacted credential]&x=1&Secret_Key=[redacted credential]#frag"
     )
     assert url_without_credentials("http://host/agent") == "http://host/agent"
-
-
-def test_retry_after_reads_seconds_and_http_dates() -> None:
-    now = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
-    assert parse_retry_after("12", now=now) == 12.0
-    # 12:00:30 - 12:00:00 = 30 s
-    assert parse_retry_after("Thu, 01 Jan 2026 12:00:30 GMT", now=now) == 30.0
-    assert parse_retry_after("Thu, 01 Jan 2026 11:00:00 GMT", now=now) == 0.0
-    assert parse_retry_after("soon", now=now) is None
-    assert parse_retry_after(None) is None
 
 
 def test_a_url_without_host_is_a_usage_error() -> None:

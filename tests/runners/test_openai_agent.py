@@ -127,13 +127,41 @@ async def test_step_limit_is_an_agent_error(fake: FakeOpenAI, tools_file: Path) 
     assert len(fake.completions()) == 3
 
 
-async def test_rate_limits_are_retryable_failures(fake: FakeOpenAI, tools_file: Path) -> None:
-    fake.fail_next(429, retry_after="3")
+async def test_a_rate_limited_step_is_retried_as_that_step(fake: FakeOpenAI, tools_file: Path) -> None:
+    answers = iter(
+        [
+            Reply.calls(ToolCallReply("store_hours", {})),
+            Reply.error(429, "Rate limit reached", headers={"retry-after-ms": "60"}),
+            Reply.text("We open at 9."),
+        ]
+    )
+    fake.responder = lambda body: next(answers)
     agent = agent_for(fake, tools_file)
+    output = await agent.run_turn(request())
+    await agent.aclose()
+    completions = fake.completions()
+    assert [r.status for r in completions] == [200, 429, 200]
+    # Step 1 was asked once; the retry of step 2 resent step 2's messages (with step 1's tool result), after
+    # the 60 ms the server asked for.
+    assert completions[1].body == completions[2].body
+    assert [m["role"] for m in completions[2].body["messages"]][-2:] == ["assistant", "tool"]
+    assert completions[2].arrived - completions[1].arrived >= 0.06
+    assert output.response == "We open at 9."
+    assert [c.name for c in output.tool_calls] == ["store_hours"]
+    assert output.usage is not None
+    assert (output.usage.model_requests, output.usage.model_retries) == (2, 1)
+
+
+async def test_a_step_out_of_retries_fails_the_turn_for_good(fake: FakeOpenAI, tools_file: Path) -> None:
+    fake.responder = lambda body: Reply.error(503, "overloaded", headers={"retry-after-ms": "10"})
+    agent = agent_for(fake, tools_file, max_retries=2)
     with pytest.raises(AgentFailure) as caught:
         await agent.run_turn(request())
     await agent.aclose()
-    assert (caught.value.retryable, caught.value.retry_after_s) == (True, 3.0)
+    # Retrying the whole turn would pay for every earlier step again: the executor is told not to.
+    assert (caught.value.kind, caught.value.retryable) == ("agent_error", False)
+    assert caught.value.message.endswith("(after 2 retries)")
+    assert len(fake.completions()) == 3
 
 
 async def test_next_action_only_returns_the_first_step_unexecuted(fake: FakeOpenAI, tools_file: Path) -> None:

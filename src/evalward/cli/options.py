@@ -123,7 +123,7 @@ EXECUTION_OPTIONS: list[Callable[[Any], Any]] = [
         default=2,
         envvar="EVALWARD_RETRIES",
         show_default=True,
-        help="Retries of a turn the agent marks retryable [env: EVALWARD_RETRIES]",
+        help="Retries of a turn the agent marks retryable (of a model step, for openai: agents) [env: EVALWARD_RETRIES]",
     ),
     click.option(
         "--shard",

@@ -16,8 +16,8 @@ Retry rule (GitHub docs "Rate limits for the REST API", in this order):
    `x-ratelimit-reset`; else 60 s. The k-th consecutive limit on one request (k = 0, 1, …) multiplies the
    `retry-after` or 60 s base by 2^k (exponential back-off); a reset time is exact and not multiplied.
 2. 403/429 with `x-ratelimit-remaining: 0` (the *primary* limit): wait until `x-ratelimit-reset`.
-3. 5xx answers and network errors: exponential back-off with jitter, wait = 2^k × (0.5 + jitter()/2) s,
-   jitter() ∈ [0, 1).
+3. 5xx answers and network errors: evalward's one back-off (`evalward.backoff.backoff_wait`, base 1 s):
+   wait = 2^k × (0.5 + jitter()/2) s after the k-th failure (k = 0, 1, …), jitter() ∈ [0, 1).
 4. A wait longer than `max_wait_s` (default 15 min) is not slept: the client gives up at once, because a CI
    job should fail visibly rather than hang for an hour.
 4a. With `retry_budget_s`, the time the client may lose to GitHub not answering — failed attempts (5xx,
@@ -49,6 +49,7 @@ from urllib.parse import quote, urlsplit
 
 import httpx
 
+from evalward.backoff import backoff_wait
 from evalward.errors import InfrastructureError
 from evalward.redact import redact_data, register_secret
 
@@ -232,7 +233,7 @@ class GitHubClient:
         return None
 
     def _backoff(self, attempt: int) -> float:
-        return float(BACKOFF_BASE_S * 2.0**attempt * (0.5 + self._jitter() / 2))
+        return backoff_wait(attempt + 1, base_s=BACKOFF_BASE_S, jitter=self._jitter)
 
     def request(
         self,

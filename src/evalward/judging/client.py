@@ -5,41 +5,37 @@ Per request:
    A server that rejects it (HTTP 400 naming the response format or schema) is asked again at once with
    `{type: json_object}`, then with no response format at all (plain JSON, which the prompts ask for);
    the client remembers the downgrade, so later requests start at the mode that worked.
-2. HTTP 429, 5xx, connection errors and timeouts are retried up to `max_retries` times after
-   `backoff_s · 2^(retry−1)` seconds, or the server's `retry-after` (seconds or an HTTP date) when longer,
-   capped at `MAX_RETRY_AFTER_S`. Other errors (401, 404, 400 for other reasons) are not retried.
-3. At most `concurrency` requests are in flight per client (an asyncio semaphore); a retry's wait happens
-   outside the semaphore so a throttled request does not hold a slot.
+2. Retries are the `openai` client's (`evalward.openai_requests`): 408, 409, 429, 5xx and connection errors,
+   up to `max_retries` times, waiting the server's `retry-after-ms` / `retry-after` or a jittered
+   exponential backoff, never when the server says `x-should-retry: false`. Every attempt is counted in
+   `JudgeUsage.requests` and every retry in `JudgeUsage.retries`. Other errors (401, 404, 400 for other
+   reasons) end the request at once.
+3. At most `concurrency` requests are in flight per client (an asyncio semaphore); a throttled request keeps
+   its slot while the client waits, so a rate-limited endpoint is not asked harder.
 4. Usage: every completion's `prompt_tokens`/`completion_tokens` are added to `JudgeUsage`, with cost from
    the price table.
 
-The `openai` client is built with `max_retries=0` (the retries are ours, so they are counted and injectable:
-`sleep` is a parameter, and tests pass one that does not wait). The API key is handed to the `openai`
-client only; error messages name the key's variable, never its value.
+The API key is handed to the `openai` client only; error messages name the key's variable, never its value.
 """
 
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import logging
-import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from evalward.judging.config import ModelPrice
+from evalward.openai_requests import async_openai_client, counting_attempts
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
 logger = logging.getLogger(__name__)
 
-MAX_RETRY_AFTER_S = 120.0
 StructuredMode = Literal["json_schema", "json_object", "none"]
 _DOWNGRADE: dict[StructuredMode, StructuredMode] = {"json_schema": "json_object", "json_object": "none"}
-
-Sleep = Callable[[float], Awaitable[None]]
 
 
 class JudgeCallError(Exception):
@@ -105,22 +101,6 @@ class Completion:
     output_tokens: int
 
 
-def retry_after_seconds(value: str | None, *, now: float | None = None) -> float | None:
-    """`retry-after` as seconds: a number of seconds, or an HTTP date (seconds from now, at least 0)."""
-    if not value:
-        return None
-    text = value.strip()
-    try:
-        return max(0.0, float(text))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(text)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - (time.time() if now is None else now))
-
-
 class JudgeClient:
     """One endpoint (base URL + key variable); see the module docstring for its rules."""
 
@@ -133,22 +113,18 @@ class JudgeClient:
         concurrency: int = 4,
         timeout_s: float = 120.0,
         max_retries: int = 4,
-        backoff_s: float = 1.0,
         prices: dict[str, ModelPrice] | None = None,
         usage: JudgeUsage | None = None,
-        sleep: Sleep = asyncio.sleep,
     ) -> None:
         self.base_url = base_url
         self.api_key_env = api_key_env
         self._api_key = api_key
         self.timeout_s = timeout_s
         self.max_retries = max_retries
-        self.backoff_s = backoff_s
         self.prices = dict(prices or {})
         self.usage = usage if usage is not None else JudgeUsage()
         self.mode: StructuredMode = "json_schema"
         self._semaphore = asyncio.Semaphore(concurrency)
-        self._sleep = sleep
         self._client: AsyncOpenAI | None = None
 
     @property
@@ -157,14 +133,8 @@ class JudgeClient:
 
     def _openai(self) -> AsyncOpenAI:
         if self._client is None:
-            from openai import AsyncOpenAI
-
-            # Keyless local servers still need a non-empty key for the client; it is sent as-is.
-            self._client = AsyncOpenAI(
-                base_url=self.base_url,
-                api_key=self._api_key or "evalward-no-key",
-                max_retries=0,
-                timeout=self.timeout_s,
+            self._client = async_openai_client(
+                base_url=self.base_url, api_key=self._api_key, timeout_s=self.timeout_s, max_retries=self.max_retries
             )
         return self._client
 
@@ -209,7 +179,6 @@ class JudgeClient:
         """Ask `model` once (retrying per the module docstring) and return the reply with its token counts."""
         import openai
 
-        retries = 0
         while True:
             mode = self.mode
             kwargs: dict[str, Any] = dict(parameters or {})
@@ -220,47 +189,42 @@ class JudgeClient:
                 }
             elif mode == "json_object":
                 kwargs["response_format"] = {"type": "json_object"}
-            delay: float
             async with self._semaphore:
-                self.usage.requests += 1
-                try:
-                    response = await self._openai().chat.completions.create(
-                        model=model,
-                        messages=cast(Any, list(messages)),  # plain dicts in OpenAI's message shape
-                        **kwargs,
-                    )
-                except openai.APIStatusError as exc:
-                    if exc.status_code == 400 and mode in _DOWNGRADE and _mentions_format(exc):
-                        self.mode = _DOWNGRADE[mode]
-                        logger.info("%s rejected response_format %s; falling back to %s", self.where, mode, self.mode)
-                        continue
-                    if not (exc.status_code == 429 or exc.status_code >= 500) or retries >= self.max_retries:
+                with counting_attempts() as attempts:
+                    try:
+                        response = await self._openai().chat.completions.create(
+                            model=model,
+                            messages=cast(Any, list(messages)),  # plain dicts in OpenAI's message shape
+                            **kwargs,
+                        )
+                    except openai.APIStatusError as exc:
+                        self._count(attempts.requests)
+                        if exc.status_code == 400 and mode in _DOWNGRADE and _mentions_format(exc):
+                            self.mode = _DOWNGRADE[mode]
+                            logger.info(
+                                "%s rejected response_format %s; falling back to %s", self.where, mode, self.mode
+                            )
+                            continue
                         raise JudgeCallError(
                             f"{self.where} answered HTTP {exc.status_code} for model {model!r}: {_message(exc)}"
-                            + (f" (after {retries} retries)" if retries else ""),
+                            + _after(attempts.retries),
                             status=exc.status_code,
                         ) from exc
-                    retries += 1
-                    delay = self._delay(retries, retry_after_seconds(exc.response.headers.get("retry-after")))
-                except openai.APIConnectionError as exc:
-                    if retries >= self.max_retries:
+                    except openai.APIConnectionError as exc:
+                        self._count(attempts.requests)
                         raise JudgeCallError(
-                            f"cannot reach {self.where}: {_cause(exc)}"
-                            + (f" (after {retries} retries)" if retries else "")
+                            f"cannot reach {self.where}: {_cause(exc)}{_after(attempts.retries)}"
                         ) from exc
-                    retries += 1
-                    delay = self._delay(retries, None)
-                else:
+                    self._count(attempts.requests)
                     return self._completion(model, response)
-            self.usage.retries += 1
-            logger.info("judge request to %s failed; retry %d in %.2fs", self.where, retries, delay)
-            await self._sleep(delay)
 
-    def _delay(self, retry: int, retry_after: float | None) -> float:
-        delay = self.backoff_s * 2.0 ** (retry - 1)
-        if retry_after is not None:
-            delay = max(delay, min(retry_after, MAX_RETRY_AFTER_S))
-        return delay
+    def _count(self, requests: int) -> None:
+        # A request that never reached the transport (refused before sending) still counts once.
+        sent = max(1, requests)
+        self.usage.requests += sent
+        self.usage.retries += sent - 1
+        if sent > 1:
+            logger.info("judge request to %s needed %d retries", self.where, sent - 1)
 
     def _completion(self, model: str, response: Any) -> Completion:
         choices = getattr(response, "choices", None) or []
@@ -297,3 +261,7 @@ def _message(exc: Any) -> str:
 def _cause(exc: BaseException) -> str:
     cause = exc.__cause__ or exc.__context__
     return f"{exc} ({type(cause).__name__}: {cause})" if cause is not None else str(exc)
+
+
+def _after(retries: int) -> str:
+    return f" (after {retries} retries)" if retries else ""

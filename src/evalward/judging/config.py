@@ -56,8 +56,11 @@ class JudgeConfig(BaseModel):
         default=None, description="Database for the cache when no history database is in use (default: a file)."
     )
     timeout_s: float = Field(default=120.0, gt=0, description="Seconds per judge request.")
-    max_retries: int = Field(default=4, ge=0, description="Retries on 429, 5xx and connection errors.")
-    backoff_s: float = Field(default=1.0, ge=0, description="Base of the exponential backoff between retries.")
+    max_retries: int = Field(
+        default=4,
+        ge=0,
+        description="Retries per request (408, 409, 429, 5xx, connection errors), done by the openai client.",
+    )
     probe_timeout_s: float = Field(default=10.0, gt=0, description="Seconds for the reachability check.")
 
     def resolved_base_url(self, override: str | None = None) -> str | None:

@@ -33,7 +33,7 @@ from typing import Any, TypeVar
 
 from evalward.errors import InfrastructureError
 from evalward.judging.cache import CachedReply, JudgeCache, cache_key
-from evalward.judging.client import JudgeCallError, JudgeClient, JudgeUsage, Sleep
+from evalward.judging.client import JudgeCallError, JudgeClient, JudgeUsage
 from evalward.judging.config import JudgeConfig
 from evalward.judging.merge import merge_metric_results
 from evalward.metrics.judge import (
@@ -117,13 +117,11 @@ class Judging:
         config: JudgeConfig,
         *,
         cache: JudgeCache | None = None,
-        sleep: Sleep = asyncio.sleep,
         environ: Mapping[str, str] | None = None,
     ) -> None:
         self.config = config
         self.cache = cache
         self.usage = JudgeUsage()
-        self._sleep = sleep
         self._environ = environ if environ is not None else os.environ
         self._clients: dict[tuple[str | None, str], JudgeClient] = {}
         self.warnings: list[str] = []
@@ -168,10 +166,8 @@ class Judging:
                 concurrency=self.config.concurrency,
                 timeout_s=self.config.timeout_s,
                 max_retries=self.config.max_retries,
-                backoff_s=self.config.backoff_s,
                 prices=self.config.prices,
                 usage=self.usage,
-                sleep=self._sleep,
             )
         return self._clients[key]
 

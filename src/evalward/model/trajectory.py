@@ -71,6 +71,9 @@ class Usage(BaseModel):
     output_tokens: int | None = None
     cost_usd: float | None = None
     model_requests: int | None = None
+    model_retries: int | None = Field(
+        default=None, description="Retries behind those requests (rate limits, server errors), not counted in them."
+    )
 
     def plus(self, other: Usage | None) -> Usage:
         """Field-wise sum; a field stays None only when both sides are None."""
@@ -85,6 +88,7 @@ class Usage(BaseModel):
             output_tokens=add(self.output_tokens, other.output_tokens),
             cost_usd=add(self.cost_usd, other.cost_usd),
             model_requests=add(self.model_requests, other.model_requests),
+            model_retries=add(self.model_retries, other.model_retries),
         )
 
 

@@ -9,8 +9,8 @@ Per case (one `WorkItem`):
   (`asyncio.timeout`). A timed-out sync Python agent keeps running in its thread (threads cannot be
   killed); its late result is discarded;
 - a failure that is retryable (the agent said so, HTTP 429/5xx, connection errors) is retried up to
-  `max_retries` times after `retry_backoff_s * 2**(retry-1)` seconds scaled by a random factor in
-  [0.5, 1.5) (jitter), or the agent's `Retry-After` hint if longer (capped at `MAX_RETRY_AFTER_S`).
+  `max_retries` times after `evalward.backoff.backoff_wait` (base `retry_backoff_s`, doubling, equal
+  jitter), or the agent's `Retry-After` hint if longer (capped at two minutes).
   Timeouts, crashes, malformed output and raised exceptions are not retried;
 - the first failing turn ends the case: the remaining turns are not run and the case records
   `CaseError(kind, message, turn, attempts)` next to the outputs of the turns that completed.
@@ -42,13 +42,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from evalward.backoff import backoff_wait
 from evalward.errors import UsageError
 from evalward.model import AgentOutput, AgentRequest, CaseError, EvalCase, EvalSet, Message, Usage
 from evalward.runners.base import Agent, AgentFailure
 
 logger = logging.getLogger(__name__)
 
-MAX_RETRY_AFTER_S = 120.0
 """Longest `Retry-After` honoured; a server asking for more gets this."""
 
 
@@ -205,14 +205,6 @@ def _to_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def backoff_delay(retry: int, options: ExecutorOptions, retry_after_s: float | None, rng: random.Random) -> float:
-    """Seconds before retry number `retry` (1-based): jittered exponential backoff, at least `Retry-After`."""
-    delay: float = options.retry_backoff_s * (2.0 ** (retry - 1)) * rng.uniform(0.5, 1.5)
-    if retry_after_s is not None:
-        delay = max(delay, min(retry_after_s, MAX_RETRY_AFTER_S))
-    return delay
-
-
 class _CaseRunner:
     """Runs the turns of one case; shared state (limiter, options) comes from `execute`."""
 
@@ -285,7 +277,12 @@ class _CaseRunner:
                 failure = AgentFailure("crash", f"the runner failed: {type(exc).__name__}: {exc}")
             if not failure.retryable or attempts > self.options.max_retries:
                 return _TurnOutcome(failure=failure, attempts=attempts)
-            delay = backoff_delay(attempts, self.options, failure.retry_after_s, self.rng)
+            delay = backoff_wait(
+                attempts,
+                base_s=self.options.retry_backoff_s,
+                retry_after_s=failure.retry_after_s,
+                jitter=self.rng.random,
+            )
             logger.info(
                 "case %s turn %d: %s (attempt %d); retrying in %.2fs",
                 request.case_id,

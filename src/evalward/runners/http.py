@@ -18,12 +18,11 @@ target shown in reports, as are the values of query parameters that look like se
 
 from __future__ import annotations
 
-import email.utils
 import json
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from evalward.backoff import server_wait_s
 from evalward.errors import UsageError
 from evalward.model import AgentOutput, AgentRequest, AgentTarget, ErrorKind, canonical_hash
 from evalward.redact import url_without_credentials
@@ -41,22 +40,6 @@ BODY_SNIPPET_CHARS = 300
 
 CONNECT_TIMEOUT_S = 30.0
 """Connect timeout; reading the answer has no timeout of its own (the executor's per-turn timeout applies)."""
-
-
-def parse_retry_after(value: str | None, *, now: datetime | None = None) -> float | None:
-    """`Retry-After` as seconds to wait: delta-seconds or an HTTP date; None when absent or unreadable."""
-    if value is None or not value.strip():
-        return None
-    text = value.strip()
-    if text.isdigit():
-        return float(text)
-    try:
-        when = email.utils.parsedate_to_datetime(text)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
 
 
 class HttpAgent:
@@ -121,7 +104,7 @@ def _interpret(response: httpx.Response, shown_url: str) -> AgentOutput:
     body = snippet(response.content, BODY_SNIPPET_CHARS) if response.content else "(empty body)"
     message = f"the agent at {shown_url} answered HTTP {status} {response.reason_phrase}: {body}"
     if status in RETRYABLE_STATUSES:
-        retry_after = parse_retry_after(response.headers.get("retry-after"))
+        retry_after = server_wait_s(response.headers)
         kind: ErrorKind = "agent_error" if status == 429 else "crash"
         raise AgentFailure(kind, message, retryable=True, retry_after_s=retry_after)
     raise AgentFailure("agent_error", message)

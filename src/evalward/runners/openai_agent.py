@@ -21,8 +21,12 @@ Tools file (`--tools FILE`, JSON): `{"tools": [TOOL, …]}` or a list of TOOL, w
 Arguments that are not valid JSON are recorded as `{"_raw": "..."}` with status `error`.
 
 Endpoint: `base_url` (default `$OPENAI_BASE_URL`), key from `$OPENAI_API_KEY` (or `api_key_env`).
-HTTP 429/5xx and connection errors are retryable `AgentFailure`s (the executor retries the turn honouring
-`retry-after`); other HTTP errors are `agent_error`s. Usage: tokens summed over the turn's model steps.
+A model step that meets HTTP 408/409/429/5xx or a connection error is retried as that step, by the
+`openai` client (`max_retries` = `--retries`, honouring `retry-after-ms`/`retry-after`; see
+`evalward.openai_requests`): the steps already taken are not paid for again and the trajectory so far is
+kept. When the retries run out the turn fails for good (`agent_error`, or `crash` when the endpoint cannot be
+reached), not retryable: re-running the turn would repeat every earlier step. Usage: tokens and requests
+summed over the turn's model steps, and `model_retries` the retries the client needed.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from evalward.errors import EvalFileError, FileProblem, UsageError
 from evalward.model import AgentOutput, AgentRequest, AgentTarget, Message, ToolCall, Usage, canonical_hash
+from evalward.openai_requests import async_openai_client, counting_attempts
 from evalward.runners.base import AgentFailure, AgentStartError
 from evalward.runners.python import load_python_file
 
@@ -132,6 +137,7 @@ class OpenAIAgentOptions(BaseModel):
     api_key_env: str = Field(default="OPENAI_API_KEY", description="Variable holding the API key.")
     temperature: float | None = None
     timeout_s: float = Field(default=120.0, gt=0)
+    max_retries: int = Field(default=2, ge=0, description="Retries of a model step (`--retries`), by the client.")
 
 
 def _json_equal(left: Any, right: Any) -> bool:
@@ -197,13 +203,11 @@ class OpenAIAgent:
         if not self._started:
             self._load_config()
             self._started = True
-        from openai import AsyncOpenAI
-
-        self._client = AsyncOpenAI(
+        self._client = async_openai_client(
             base_url=self.options.base_url or os.environ.get("OPENAI_BASE_URL") or None,
-            api_key=os.environ.get(self.options.api_key_env) or "evalward-no-key",
-            max_retries=0,
-            timeout=self.options.timeout_s,
+            api_key=os.environ.get(self.options.api_key_env),
+            timeout_s=self.options.timeout_s,
+            max_retries=self.options.max_retries,
         )
 
     async def aclose(self) -> None:
@@ -222,7 +226,8 @@ class OpenAIAgent:
             messages.append({"role": "user", "content": request.query})
         return messages
 
-    async def _ask(self, messages: list[dict[str, Any]]) -> Any:
+    async def _ask(self, messages: list[dict[str, Any]]) -> tuple[Any, int]:
+        """One model step: the completion and the retries the client needed for it."""
         import openai
 
         if self._client is None:
@@ -234,29 +239,31 @@ class OpenAIAgent:
             kwargs["tool_choice"] = "auto"
         if self.options.temperature is not None:
             kwargs["temperature"] = self.options.temperature
-        try:
-            return await self._client.chat.completions.create(model=self.model, messages=cast(Any, messages), **kwargs)
-        except openai.APIStatusError as exc:
-            retryable = exc.status_code == 429 or exc.status_code >= 500
-            retry_after = exc.response.headers.get("retry-after")
-            raise AgentFailure(
-                "agent_error",
-                f"model {self.model!r} answered HTTP {exc.status_code}: {exc.message}",
-                retryable=retryable,
-                retry_after_s=_seconds(retry_after),
-            ) from exc
-        except openai.APIConnectionError as exc:
-            raise AgentFailure("crash", f"cannot reach the model endpoint: {exc}", retryable=True) from exc
+        with counting_attempts() as attempts:
+            try:
+                response = await self._client.chat.completions.create(
+                    model=self.model, messages=cast(Any, messages), **kwargs
+                )
+            except openai.APIStatusError as exc:
+                raise AgentFailure(
+                    "agent_error",
+                    f"model {self.model!r} answered HTTP {exc.status_code}: {exc.message}{_after(attempts.retries)}",
+                ) from exc
+            except openai.APIConnectionError as exc:
+                raise AgentFailure(
+                    "crash", f"cannot reach the model endpoint: {exc}{_after(attempts.retries)}"
+                ) from exc
+        return response, attempts.retries
 
     async def run_turn(self, request: AgentRequest) -> AgentOutput:
         if self._client is None:
             await self.start()
         messages = self._messages(request)
         calls: list[ToolCall] = []
-        usage = Usage(input_tokens=0, output_tokens=0, model_requests=0)
+        usage = Usage(input_tokens=0, output_tokens=0, model_requests=0, model_retries=0)
         for step in range(self.options.max_steps):
-            response = await self._ask(messages)
-            usage = usage.plus(_usage(response))
+            response, retries = await self._ask(messages)
+            usage = usage.plus(_usage(response, retries))
             if not response.choices:
                 raise AgentFailure("malformed_output", f"model {self.model!r} returned no choices")
             message = response.choices[0].message
@@ -366,20 +373,18 @@ def _content(result: Any) -> str:
     return result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
 
 
-def _usage(response: Any) -> Usage:
+def _usage(response: Any, retries: int) -> Usage:
     usage = getattr(response, "usage", None)
     return Usage(
         input_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
         output_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
         model_requests=1,
+        model_retries=retries,
     )
 
 
-def _seconds(value: str | None) -> float | None:
-    try:
-        return float(value) if value else None
-    except ValueError:
-        return None
+def _after(retries: int) -> str:
+    return f" (after {retries} retries)" if retries else ""
 
 
 def _load_callable(text: str, base: Path) -> Callable[..., Any]:

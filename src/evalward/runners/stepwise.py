@@ -7,7 +7,8 @@ an `AgentRequest` with `next_action_only = true` whose `history` is
 (assistant tool calls, then the recorded tool results) and records what the agent answered. Steps run one
 after another. A failure at a step is recorded with its message (the step then scores 0, see
 `metrics.stepwise`); a retryable failure (429, 5xx, the agent's own `retryable`) is retried up to
-`max_retries` times after `backoff_s · 2^(k−1)` seconds or the agent's `retry-after`, whichever is longer.
+`max_retries` times after `evalward.backoff.backoff_wait` (base `backoff_s`) or the agent's `retry-after`,
+whichever is longer.
 Agents that ignore `next_action_only` and run to the end still work: the scorer takes their first step.
 Scoring lives in `evalward.metrics.stepwise`; this module only talks to the agent.
 """
@@ -18,10 +19,9 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
+from evalward.backoff import backoff_wait
 from evalward.model import AgentOutput, AgentRequest, Message
 from evalward.runners.base import Agent, AgentFailure
-
-MAX_RETRY_AFTER_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -69,10 +69,7 @@ async def teacher_forced_steps(
                     attempts.append(StepAttempt(step=j, output=None, error=f"{exc.kind}: {exc.message}"))
                     break
                 retries += 1
-                delay = backoff_s * 2.0 ** (retries - 1)
-                if exc.retry_after_s is not None:
-                    delay = max(delay, min(exc.retry_after_s, MAX_RETRY_AFTER_S))
-                await sleep(delay)
+                await sleep(backoff_wait(retries, base_s=backoff_s, retry_after_s=exc.retry_after_s))
             except Exception as exc:  # a runner bug is still data for this step, not a dead run
                 attempts.append(
                     StepAttempt(step=j, output=None, error=f"the runner failed: {type(exc).__name__}: {exc}")
