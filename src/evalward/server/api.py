@@ -63,6 +63,17 @@ def _limit(request: Request, default: int = 50) -> int:
     return int(raw)
 
 
+def checked_json(body: bytes | str) -> None:
+    """400 for a body that is not JSON, nests deeper than the boundary allows or holds a NUL character
+    (`boundary.load_json`): each would otherwise fail later, in the parser's recursion or the database."""
+    from evalward.server.boundary import BadRequest, load_json
+
+    try:
+        load_json(body, where="the request body")
+    except BadRequest as exc:
+        raise HTTPException(400, str(exc)) from None
+
+
 def _repo(request: Request) -> str:
     return f"{request.path_params['owner']}/{request.path_params['repo']}"
 
@@ -80,7 +91,9 @@ async def upload_run(request: Request) -> Response:
     except PayloadTooLarge:
         raise HTTPException(413, f"the run is larger than {MAX_UPLOAD_BYTES:,} bytes") from None
     try:
-        run = load_run_json(body.decode("utf-8"), source="request body")
+        text = body.decode("utf-8")
+        checked_json(text)
+        run = load_run_json(text, source="request body")
     except UnicodeDecodeError:
         raise HTTPException(400, "the body is not UTF-8 text") from None
     except (EvalFileError, GateInputError, UsageError) as exc:
@@ -119,6 +132,7 @@ async def baseline_for_run(request: Request) -> Response:
         body = await read_body_capped(request, 1024 * 1024)
     except PayloadTooLarge:
         raise HTTPException(413, "the baseline query is larger than 1 MiB") from None
+    checked_json(body or b"{}")
     try:
         query = BaselineQuery.model_validate_json(body or b"{}")
     except ValidationError as exc:
@@ -164,6 +178,7 @@ async def record_run_verdict(request: Request) -> Response:
         body = await read_body_capped(request, 16 * 1024 * 1024)
     except PayloadTooLarge:
         raise HTTPException(413, "the verdict is larger than 16 MiB") from None
+    checked_json(body)
     try:
         verdict = Verdict.model_validate_json(body)
     except ValidationError as exc:
