@@ -102,13 +102,18 @@ class Daemon:
 
 @contextlib.contextmanager
 def start_daemon(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture, *, expect_tokens: bool = True, **overrides: Any
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    *,
+    expect_tokens: bool = True,
+    db: str | None = None,
+    **overrides: Any,
 ) -> Iterator[Daemon]:
     """The daemon with one worker; on exit, checks that no token reached a log line and every request the
     fake GitHub received fits GitHub's REST description. `expect_tokens=False` for tests in which no job
-    reaches the worker; `overrides` change the settings."""
+    reaches the worker; `db` another database than a fresh SQLite file; `overrides` change the settings."""
     private, public = KEYS
-    db = f"sqlite:///{tmp_path / 'server.db'}"
+    db = db or f"sqlite:///{tmp_path / 'server.db'}"
     caplog.set_level(logging.DEBUG, logger="evalward")
     with FakeGitHub(app_public_key=public) as github, open_store(db) as store:
         settings = make_settings(

@@ -33,7 +33,7 @@ MAX_HEADER_CHARS = 64
 MAX_PATH_CHARS = 2048
 MAX_QUERY_VALUE_CHARS = 1024
 
-_EVENT_NAME = re.compile(r"[a-z_]{1,64}")
+_EVENT_NAME = re.compile(r"[a-z0-9_]{1,64}")
 _DELIVERY_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 """GitHub sends a GUID; tests and redeliveries use other short tokens. No spaces, controls or separators."""
 
@@ -78,9 +78,9 @@ def check_json_value(value: Any, *, max_depth: int = MAX_JSON_DEPTH, where: str 
 
 
 def check_event_name(value: str) -> str:
-    """`X-GitHub-Event`: lower-case letters and `_`, at most 64 characters (GitHub's names are shorter)."""
+    """`X-GitHub-Event`: lower-case letters, digits and `_`, at most 64 characters (GitHub's names are shorter)."""
     if not _EVENT_NAME.fullmatch(value):
-        raise BadRequest(f"X-GitHub-Event: expected an event name (a-z, _; ≤ 64 characters), found {value[:80]!r}")
+        raise BadRequest(f"X-GitHub-Event: expected an event name (a-z, 0-9, _; ≤ 64 characters), found {value[:80]!r}")
     return value
 
 
@@ -99,7 +99,7 @@ def check_action(payload: dict[str, Any]) -> None:
     if action is None:
         return
     if not isinstance(action, str) or not _EVENT_NAME.fullmatch(action):
-        raise BadRequest(f"body: at $.action: expected an action name (a-z, _; ≤ 64), found {str(action)[:80]!r}")
+        raise BadRequest(f"body: at $.action: expected an action name (a-z, 0-9, _; ≤ 64), found {str(action)[:80]!r}")
 
 
 def check_text(value: str, *, where: str, max_chars: int) -> str:
