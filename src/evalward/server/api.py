@@ -13,7 +13,10 @@
 | `GET /api/v1/jobs` | read | jobs, newest first (`status`, `repo`, `limit`) |
 
 Read endpoints need `Authorization: Bearer <read token>` (or the dashboard's cookie) unless the server
-is configured `public_read`. Tokens are compared by hash (`tokens.py`). Every error is
+is configured `public_read`. Input is checked where it enters (`boundary.py`): a path or query value with a
+control character (NUL included) or over its length, and a body that is not JSON, nests deeper than 100 or
+holds a NUL character, are 400; a value the database refuses anyway is 422. Only evalward's own faults are
+500, logged (through the redactor) with their traceback. Tokens are compared by hash (`tokens.py`). Every error is
 `{"error": {"status", "message"}}` with the matching status code.
 """
 
@@ -410,7 +413,7 @@ def openapi_document() -> dict[str, Any]:
                     "summary": "One stored run with every case result.",
                     "security": read,
                     "parameters": [_param("run_id", "path")],
-                    "responses": _responses("The run", 401, 404),
+                    "responses": _responses("The run", 400, 401, 404),
                 }
             },
             "/api/v1/runs/{run_id}/baseline": {
@@ -423,7 +426,9 @@ def openapi_document() -> dict[str, Any]:
                         "required": True,
                         "content": {"application/json": {"schema": BaselineQuery.model_json_schema()}},
                     },
-                    "responses": _responses("The search and the base branch's flip rates", 401, 403, 404, 413, 422),
+                    "responses": _responses(
+                        "The search and the base branch's flip rates", 400, 401, 403, 404, 413, 422
+                    ),
                 }
             },
             "/api/v1/runs/{run_id}/verdicts": {
@@ -433,14 +438,14 @@ def openapi_document() -> dict[str, Any]:
                     "security": [{"uploadToken": []}],
                     "parameters": [_param("run_id", "path")],
                     "requestBody": {"required": True, "content": {"application/json": {"schema": {"type": "object"}}}},
-                    "responses": _responses("Recorded", 401, 403, 404, 413, 422, ok_status="201"),
+                    "responses": _responses("Recorded", 400, 401, 403, 404, 413, 422, ok_status="201"),
                 },
                 "get": {
                     "operationId": "listVerdicts",
                     "summary": "The verdicts recorded for a run (by the CI job, `evalward gate` or the daemon), newest first.",
                     "security": read,
                     "parameters": [_param("run_id", "path")],
-                    "responses": _responses("Recorded verdicts", 401, 404),
+                    "responses": _responses("Recorded verdicts", 400, 401, 404),
                 },
             },
             "/api/v1/runs/{run_id}/compare": {
@@ -449,7 +454,7 @@ def openapi_document() -> dict[str, Any]:
                     "summary": "Gate a run against a baseline: auto, none, RUN_ID, commit:SHA or branch:NAME.",
                     "security": read,
                     "parameters": [_param("run_id", "path"), _param("baseline"), _param("allow_mismatch")],
-                    "responses": _responses("The verdict", 401, 404, 422),
+                    "responses": _responses("The verdict", 400, 401, 404, 422),
                 }
             },
             "/api/v1/repos/{owner}/{repo}/cases/{case_id}/history": {

@@ -7,6 +7,9 @@ or other processes and hosts sharing the database) do the work.
 With a GitHub App configured, the web role's start-up also asks GitHub to resend the failed deliveries
 of the last 3 days it never recorded (`redeliver.py`), in a background thread.
 
+A signed webhook is still input from outside: its headers, JSON shape and identifiers are checked
+(`boundary.py`, `github/events.py`) before anything is queued, and each refusal is a 400 with the reason.
+
 Routes: `POST /webhooks/github`, `GET /healthz`, `GET /metrics`, `GET /openapi.json`, `/api/v1/…`
 (see `api.py`), and the dashboard at `/` (see `dashboard.py`).
 """
