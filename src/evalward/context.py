@@ -80,7 +80,7 @@ def detect_context(
         repository = _repository_from_url(url) if url else None
 
     if merge_base is None and base_sha and commit:
-        merge_base = _git(["merge-base", base_sha, commit], cwd) or explicit_base_sha
+        merge_base = _git(["merge-base", "--end-of-options", base_sha, commit], cwd) or explicit_base_sha
     return RunContext(
         repository=repository,
         commit=commit,

@@ -19,6 +19,9 @@ accessible by integration".
 Collaborators: `permissions[(repo, login)] = role` (admin, maintain, write, triage, read); the permission
 endpoint answers the legacy base role (maintain → write, triage → read) and 404 for anyone else.
 
+Labels: `labels[(repo, number)]` holds the label names of an issue or PR; `DELETE …/issues/{n}/labels/{name}`
+(the name percent-encoded) takes one off, 404 "Label does not exist" when it is not there.
+
 The App's webhook: with `hook_url` and `hook_secret` set, `send_webhook(event, payload)` POSTs a signed
 delivery to the daemon and logs the attempt (status code 0 when nothing answered), as GitHub's delivery
 log does; `GET /app/hook/deliveries` lists the log newest first with cursor paging and
@@ -156,6 +159,8 @@ class FakeGitHub:
         self.statuses: list[dict[str, Any]] = []
         self.check_runs: dict[int, dict[str, Any]] = {}
         self.pulls: dict[tuple[str, int], dict[str, Any]] = {}
+        self.labels: dict[tuple[str, int], list[str]] = {}
+        """Label names on each issue or PR; `issues/remove-label` takes one off (404 when it is not there)."""
         self.pull_files: dict[tuple[str, int], list[dict[str, Any]]] = {}
         self.compares: dict[tuple[str, str], dict[str, Any]] = {}
         self.installations: dict[str, int] = {}
@@ -184,6 +189,7 @@ class FakeGitHub:
             ("POST", re.compile(r"/repos/([^/]+/[^/]+)/issues/(\d+)/comments"), self._create_comment),
             ("PATCH", re.compile(r"/repos/([^/]+/[^/]+)/issues/comments/(\d+)"), self._update_comment),
             ("DELETE", re.compile(r"/repos/([^/]+/[^/]+)/issues/comments/(\d+)"), self._delete_comment),
+            ("DELETE", re.compile(r"/repos/([^/]+/[^/]+)/issues/(\d+)/labels/(.+)"), self._remove_label),
             ("POST", re.compile(r"/repos/([^/]+/[^/]+)/statuses/(.+)"), self._create_status),
             ("POST", re.compile(r"/repos/([^/]+/[^/]+)/check-runs"), self._create_check_run),
             ("PATCH", re.compile(r"/repos/([^/]+/[^/]+)/check-runs/(\d+)"), self._update_check_run),
@@ -548,6 +554,16 @@ class FakeGitHub:
         self._own_comment(repo, comment_id)
         del self.comments[int(comment_id)]
         return 204, None, {}
+
+    # -- labels ------------------------------------------------------------------------------------
+
+    def _remove_label(self, repo: str, number: str, name: str, **kw: Any) -> tuple[int, Any, dict[str, str]]:
+        """`issues/remove-label`: 200 with the labels left, or 404 "Label does not exist" as GitHub answers."""
+        names = self.labels.get((repo, int(number)), [])
+        if name not in names:
+            raise _Reply(404, {"message": "Label does not exist", "documentation_url": DOCS})
+        names.remove(name)
+        return 200, [{"name": left} for left in names], {}
 
     # -- statuses ----------------------------------------------------------------------------------
 

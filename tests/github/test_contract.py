@@ -23,7 +23,7 @@ def _request(method: str, path: str, body: Any = None, query: dict[str, list[str
 def test_subset_records_its_source() -> None:
     subset = load_subset()
     assert subset["package_version"] == "23.0.2"
-    assert len(subset["operations"]) == 19
+    assert len(subset["operations"]) == 20
 
 
 def test_valid_requests_pass() -> None:

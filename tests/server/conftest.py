@@ -11,7 +11,7 @@ import json
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
@@ -21,6 +21,9 @@ from evalward.server.app import create_app
 from evalward.server.settings import ServerSettings
 from evalward.server.webhooks import signature
 from evalward.store import Store, open_store
+
+if TYPE_CHECKING:
+    from tests.server.daemon import Daemon
 
 SECRET = "It's a Secret to Everybody"
 WEBHOOKS = Path(__file__).resolve().parent.parent / "fakes" / "data" / "webhooks"
@@ -77,6 +80,15 @@ async def client(settings: ServerSettings, store: Store) -> AsyncIterator[httpx.
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as http:
         yield http
+
+
+@pytest.fixture
+def daemon(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> Iterator[Daemon]:
+    """The daemon served by uvicorn with one worker and the fake GitHub (`tests/server/daemon.py`)."""
+    from tests.server.daemon import start_daemon
+
+    with start_daemon(tmp_path, caplog) as running:
+        yield running
 
 
 def example(name: str) -> dict[str, Any]:

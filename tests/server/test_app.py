@@ -180,7 +180,8 @@ async def test_healthz_and_metrics(client: httpx.AsyncClient) -> None:
     assert metrics.headers["content-type"].startswith("text/plain; version=0.0.4")
     text = metrics.text
     assert 'evalward_webhook_deliveries_total{event="installation",outcome="enqueued"} 1' in text
-    assert 'evalward_webhook_deliveries_total{event="installation",outcome="bad_signature"} 1' in text
+    # An unsigned request's event header is not trusted, so it is not a label value.
+    assert 'evalward_webhook_deliveries_total{event="unverified",outcome="bad_signature"} 1' in text
     assert 'evalward_jobs{kind="installation",status="done"} 1' in text
     assert "evalward_webhook_ack_seconds_count 2" in text
 

@@ -98,6 +98,7 @@ def daemon_settings(tmp_path: Path, db: str, github: FakeGitHub, private: str) -
         github_private_key=private,
         github_api_url=github.url,
         clone_url_template=f"file://{tmp_path}/git/{{repo}}.git",
+        allow_file_clone_urls=True,
         work_dir=str(tmp_path / "jobs"),
         poll_s=0.1,
         heartbeat_s=1.0,

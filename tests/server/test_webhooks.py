@@ -73,12 +73,33 @@ def test_a_fork_pr_is_held_with_a_notice_and_runs_after_the_label() -> None:
     # Adding a label needs only triage access: the worker confirms the labeller's write access.
     assert (plan.jobs[0].payload["approval"], plan.jobs[0].payload["verify_write_access"]) == ("label", "maintainer")
 
-    # Later pushes of a PR that carries the label run without asking again.
+    # The label approved that head only: a later push is held again, and the notice removes the label.
     later = copy.deepcopy(payload)
     later["action"] = "synchronize"
+    later["pull_request"]["head"]["sha"] = "b" * 40
     later["pull_request"]["labels"] = [{"name": "evalward:run"}]
     plan = plan_delivery("pull_request", "d-3", later)
-    assert plan.jobs[0].status == "queued" and plan.jobs[0].payload["verify_write_access"] is None
+    assert [(j.kind, j.status) for j in plan.jobs] == [("evaluate", "held"), ("notice", "queued")]
+    assert plan.jobs[0].payload["approval"] is None
+    assert plan.jobs[1].payload["stale_run_label"] == "evalward:run"
+    assert "new commits since a maintainer approved it" in plan.jobs[1].payload["reason"]
+
+    # Marking a labelled draft ready changes no commit: the label still approves that head.
+    ready = copy.deepcopy(later)
+    ready["action"] = "ready_for_review"
+    plan = plan_delivery("pull_request", "d-4", ready)
+    assert [(j.kind, j.status) for j in plan.jobs] == [("evaluate", "queued")]
+    assert (plan.jobs[0].payload["approval"], plan.jobs[0].payload["stale_run_label"]) == ("label", None)
+
+
+def test_a_push_to_a_labelled_pr_of_the_repository_asks_for_the_author_s_write_access_again() -> None:
+    later = copy.deepcopy(example("pull_request.opened.2"))
+    later["action"] = "synchronize"
+    later["pull_request"]["labels"] = [{"name": "evalward:run"}]
+    plan = plan_delivery("pull_request", "d-5", later)
+    [job] = plan.jobs
+    assert job.status == "queued" and job.payload["verify_write_access"] == "Codertocat"
+    assert job.payload["stale_run_label"] == "evalward:run"
 
 
 @pytest.mark.parametrize("association", ["OWNER", "MEMBER", "COLLABORATOR", "CONTRIBUTOR", "NONE"])
@@ -122,6 +143,9 @@ def test_rerequested_checks_release_or_rerun_and_other_apps_checks_are_ignored()
     # Only users with write access can re-run checks: the released job runs without another check.
     assert suite.release_updates == {"approval": "rerequest", "verify_write_access": None}
     assert suite.jobs[0].dedupe_key.endswith(":default:d-9")
+    # The daemon passes the signed body's digest: a replay under another delivery id gets the same key.
+    keyed = plan_delivery("check_suite", "d-10", example("check_suite.rerequested.1"), body_digest="c" * 64)
+    assert keyed.jobs[0].dedupe_key.endswith(":default:" + "c" * 64)
     run = example("check_run.rerequested.1")
     assert plan_delivery("check_run", "d", run).jobs == []  # its name is "randscape", not ours
     run["check_run"]["name"] = "evalward"

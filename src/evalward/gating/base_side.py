@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 import shlex
 import subprocess
 import sys
@@ -41,8 +40,6 @@ BASELINE_RUN_MODES: tuple[BaselineRunMode, ...] = ("missing", "always", "never")
 
 PROBE_TIMEOUT_S = 120.0
 """How long the base agent may take to load in the probe."""
-
-_SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 
 CaseKey = tuple[str, str]
 
@@ -77,8 +74,11 @@ def _git(repo: Path, *args: str, timeout: float = 300.0) -> subprocess.Completed
 @contextlib.contextmanager
 def base_checkout(repo_dir: Path, sha: str) -> Iterator[BaseCheckout]:
     """A detached worktree of `sha` for the duration; removed afterwards (also on errors)."""
-    if not _SHA.match(sha):
-        raise BaseSideUnavailable(f"the merge-base {sha!r} is not a full commit SHA")
+    from evalward.identifiers import is_sha
+
+    # `re.match` with `$` accepted a SHA followed by a newline; `is_sha` matches the whole string.
+    if not is_sha(sha):
+        raise BaseSideUnavailable(f"the merge-base {sha[:80]!r} is not a full commit SHA")
     top = _git(repo_dir, "rev-parse", "--show-toplevel")
     if top.returncode != 0:
         raise BaseSideUnavailable(f"{repo_dir} is not a git checkout: {top.stderr.strip()[-300:]}")
@@ -86,7 +86,7 @@ def base_checkout(repo_dir: Path, sha: str) -> Iterator[BaseCheckout]:
     relative = Path(repo_dir).resolve().relative_to(root.resolve())
     with tempfile.TemporaryDirectory(prefix="evalward-base-") as tmp:
         worktree = Path(tmp) / "base"
-        added = _git(root, "worktree", "add", "--detach", "--quiet", str(worktree), sha)
+        added = _git(root, "worktree", "add", "--detach", "--quiet", "--end-of-options", str(worktree), sha)
         if added.returncode != 0:
             raise BaseSideUnavailable(
                 f"could not check out the merge-base {sha[:12]}: {added.stderr.strip()[-500:]}"

@@ -388,6 +388,20 @@ class GitHubClient:
     def delete_issue_comment(self, repo: str, comment_id: int) -> None:
         self.request("DELETE", f"repos/{_check_repo(repo)}/issues/comments/{int(comment_id)}")
 
+    def remove_issue_label(self, repo: str, number: int, name: str) -> bool:
+        """`issues/remove-label`: take label `name` off an issue or PR; False when it was not on it (404).
+
+        The name is one path segment, so it is percent-encoded whole (`evalward:run` → `evalward%3Arun`; a
+        `/` in a label must not become another path segment)."""
+        path = f"repos/{_check_repo(repo)}/issues/{int(number)}/labels/{_segment(name)}"
+        try:
+            self.request("DELETE", path)
+        except GitHubError as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return True
+
     def create_commit_status(
         self,
         repo: str,

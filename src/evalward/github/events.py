@@ -8,6 +8,7 @@ Results are frozen pydantic models (the boundary between GitHub's JSON and our c
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
@@ -182,6 +183,16 @@ def _repo(event: str, payload: Any, path: str) -> str | None:
     return _checked(event, payload, path, is_repo_full_name, "a repository name owner/name")
 
 
+_LOGIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?")
+"""A GitHub login: letters, digits and '-', at most 39; an App's bot user ends in `[bot]`."""
+
+
+def _login(event: str, payload: Any, path: str) -> str | None:
+    """A user's login: it becomes a path segment of the permission API and a line of a check run."""
+    return _checked(event, payload, path, lambda value: isinstance(value, str) and bool(_LOGIN.fullmatch(value)),
+                    "a GitHub login")  # fmt: skip
+
+
 def _need_int(event: str, payload: Any, path: str) -> int:
     value = _int(payload, path)
     if value is None:
@@ -193,6 +204,22 @@ def _names(items: Any, key: str = "full_name") -> tuple[str, ...]:
     if not isinstance(items, list):
         return ()
     return tuple(str(item[key]) for item in items if isinstance(item, Mapping) and isinstance(item.get(key), str))
+
+
+def _repo_names(event: str, payload: Any, path: str) -> tuple[str, ...]:
+    """`full_name` of each repository listed at `path`; a name of another shape is refused like any other."""
+    items = _at(payload, path)
+    if not isinstance(items, list):
+        return ()
+    names: list[str] = []
+    for index, item in enumerate(items):
+        name = item.get("full_name") if isinstance(item, Mapping) else None
+        if name is None:
+            continue
+        if not is_repo_full_name(name):
+            raise EventPayloadError(event, f"{path}[{index}].full_name", "a repository name owner/name", name)
+        names.append(name)
+    return tuple(names)
 
 
 # -- readers ---------------------------------------------------------------------------------------
@@ -220,11 +247,11 @@ def parse_pull_request(payload: Mapping[str, Any], event: str = "pull_request") 
         draft=_at(payload, "pull_request.draft") is True,
         state=_str(payload, "pull_request.state"),
         labels=_names(labels, "name"),
-        author_login=_str(payload, "pull_request.user.login"),
+        author_login=_login(event, payload, "pull_request.user.login"),
         author_association=_str(payload, "pull_request.author_association"),
         repository=_repo(event, payload, "repository.full_name"),
         installation_id=_int(payload, "installation.id"),
-        sender_login=_str(payload, "sender.login"),
+        sender_login=_login(event, payload, "sender.login"),
     )
 
 
@@ -266,10 +293,10 @@ def parse_installation(
         kind=event,
         action=_str(payload, "action") or "",
         installation_id=_need_int(event, payload, "installation.id"),
-        account_login=_str(payload, "installation.account.login"),
-        repositories=_names(_at(payload, "repositories")),
-        repositories_added=_names(_at(payload, "repositories_added")),
-        repositories_removed=_names(_at(payload, "repositories_removed")),
+        account_login=_login(event, payload, "installation.account.login"),
+        repositories=_repo_names(event, payload, "repositories"),
+        repositories_added=_repo_names(event, payload, "repositories_added"),
+        repositories_removed=_repo_names(event, payload, "repositories_removed"),
     )
 
 

@@ -13,7 +13,10 @@
 | `GET /api/v1/jobs` | read | jobs, newest first (`status`, `repo`, `limit`) |
 
 Read endpoints need `Authorization: Bearer <read token>` (or the dashboard's cookie) unless the server
-is configured `public_read`. Tokens are compared by hash (`tokens.py`). Every error is
+is configured `public_read`. Input is checked where it enters (`boundary.py`): a path or query value with a
+control character (NUL included) or over its length, and a body that is not JSON, nests deeper than 100 or
+holds a NUL character, are 400; a value the database refuses anyway is 422. Only evalward's own faults are
+500, logged (through the redactor) with their traceback. Tokens are compared by hash (`tokens.py`). Every error is
 `{"error": {"status", "message"}}` with the matching status code.
 """
 
@@ -63,6 +66,17 @@ def _limit(request: Request, default: int = 50) -> int:
     return int(raw)
 
 
+def checked_json(body: bytes | str) -> None:
+    """400 for a body that is not JSON, nests deeper than the boundary allows or holds a NUL character
+    (`boundary.load_json`): each would otherwise fail later, in the parser's recursion or the database."""
+    from evalward.server.boundary import BadRequest, load_json
+
+    try:
+        load_json(body, where="the request body")
+    except BadRequest as exc:
+        raise HTTPException(400, str(exc)) from None
+
+
 def _repo(request: Request) -> str:
     return f"{request.path_params['owner']}/{request.path_params['repo']}"
 
@@ -80,7 +94,9 @@ async def upload_run(request: Request) -> Response:
     except PayloadTooLarge:
         raise HTTPException(413, f"the run is larger than {MAX_UPLOAD_BYTES:,} bytes") from None
     try:
-        run = load_run_json(body.decode("utf-8"), source="request body")
+        text = body.decode("utf-8")
+        checked_json(text)
+        run = load_run_json(text, source="request body")
     except UnicodeDecodeError:
         raise HTTPException(400, "the body is not UTF-8 text") from None
     except (EvalFileError, GateInputError, UsageError) as exc:
@@ -119,6 +135,7 @@ async def baseline_for_run(request: Request) -> Response:
         body = await read_body_capped(request, 1024 * 1024)
     except PayloadTooLarge:
         raise HTTPException(413, "the baseline query is larger than 1 MiB") from None
+    checked_json(body or b"{}")
     try:
         query = BaselineQuery.model_validate_json(body or b"{}")
     except ValidationError as exc:
@@ -164,6 +181,7 @@ async def record_run_verdict(request: Request) -> Response:
         body = await read_body_capped(request, 16 * 1024 * 1024)
     except PayloadTooLarge:
         raise HTTPException(413, "the verdict is larger than 16 MiB") from None
+    checked_json(body)
     try:
         verdict = Verdict.model_validate_json(body)
     except ValidationError as exc:
@@ -395,7 +413,7 @@ def openapi_document() -> dict[str, Any]:
                     "summary": "One stored run with every case result.",
                     "security": read,
                     "parameters": [_param("run_id", "path")],
-                    "responses": _responses("The run", 401, 404),
+                    "responses": _responses("The run", 400, 401, 404),
                 }
             },
             "/api/v1/runs/{run_id}/baseline": {
@@ -408,7 +426,9 @@ def openapi_document() -> dict[str, Any]:
                         "required": True,
                         "content": {"application/json": {"schema": BaselineQuery.model_json_schema()}},
                     },
-                    "responses": _responses("The search and the base branch's flip rates", 401, 403, 404, 413, 422),
+                    "responses": _responses(
+                        "The search and the base branch's flip rates", 400, 401, 403, 404, 413, 422
+                    ),
                 }
             },
             "/api/v1/runs/{run_id}/verdicts": {
@@ -418,14 +438,14 @@ def openapi_document() -> dict[str, Any]:
                     "security": [{"uploadToken": []}],
                     "parameters": [_param("run_id", "path")],
                     "requestBody": {"required": True, "content": {"application/json": {"schema": {"type": "object"}}}},
-                    "responses": _responses("Recorded", 401, 403, 404, 413, 422, ok_status="201"),
+                    "responses": _responses("Recorded", 400, 401, 403, 404, 413, 422, ok_status="201"),
                 },
                 "get": {
                     "operationId": "listVerdicts",
                     "summary": "The verdicts recorded for a run (by the CI job, `evalward gate` or the daemon), newest first.",
                     "security": read,
                     "parameters": [_param("run_id", "path")],
-                    "responses": _responses("Recorded verdicts", 401, 404),
+                    "responses": _responses("Recorded verdicts", 400, 401, 404),
                 },
             },
             "/api/v1/runs/{run_id}/compare": {
@@ -434,7 +454,7 @@ def openapi_document() -> dict[str, Any]:
                     "summary": "Gate a run against a baseline: auto, none, RUN_ID, commit:SHA or branch:NAME.",
                     "security": read,
                     "parameters": [_param("run_id", "path"), _param("baseline"), _param("allow_mismatch")],
-                    "responses": _responses("The verdict", 401, 404, 422),
+                    "responses": _responses("The verdict", 400, 401, 404, 422),
                 }
             },
             "/api/v1/repos/{owner}/{repo}/cases/{case_id}/history": {

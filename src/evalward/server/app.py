@@ -7,6 +7,9 @@ or other processes and hosts sharing the database) do the work.
 With a GitHub App configured, the web role's start-up also asks GitHub to resend the failed deliveries
 of the last 3 days it never recorded (`redeliver.py`), in a background thread.
 
+A signed webhook is still input from outside: its headers, JSON shape and identifiers are checked
+(`boundary.py`, `github/events.py`) before anything is queued, and each refusal is a 400 with the reason.
+
 Routes: `POST /webhooks/github`, `GET /healthz`, `GET /metrics`, `GET /openapi.json`, `/api/v1/…`
 (see `api.py`), and the dashboard at `/` (see `dashboard.py`).
 """
@@ -14,7 +17,7 @@ Routes: `POST /webhooks/github`, `GET /healthz`, `GET /metrics`, `GET /openapi.j
 from __future__ import annotations
 
 import contextlib
-import json
+import hashlib
 import logging
 import threading
 import time
@@ -23,14 +26,24 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
+from sqlalchemy.exc import DataError
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from evalward.server.metrics import ServerMetrics, gauge_lines
+from evalward.server.boundary import (
+    BadRequest,
+    RequestLineGuard,
+    check_action,
+    check_delivery_id,
+    check_event_name,
+    load_json,
+)
+from evalward.server.metrics import ServerMetrics, gauge_lines, webhook_event_label
 from evalward.server.queue import Enqueued, JobQueue
 from evalward.server.settings import ServerSettings
 from evalward.server.webhooks import WebhookPlan, plan_delivery, verify_signature
@@ -86,11 +99,15 @@ async def read_body_capped(request: Request, limit: int) -> bytes:
 
 
 def _payload_of(body: bytes, content_type: str) -> Any:
-    """The JSON payload; form-encoded deliveries (`payload=<json>`) are accepted too."""
+    """The JSON payload (depth-limited, no NUL characters: `boundary.load_json`); form-encoded deliveries
+    (`payload=<json>`) are accepted too. Raises `BadRequest`."""
     if content_type.split(";")[0].strip().lower() == "application/x-www-form-urlencoded":
-        fields = parse_qs(body.decode("utf-8"), strict_parsing=False)
+        try:
+            fields = parse_qs(body.decode("utf-8"), strict_parsing=False)
+        except UnicodeDecodeError as exc:
+            raise BadRequest(f"the body is not UTF-8: {exc}") from None
         body = fields.get("payload", [""])[0].encode("utf-8")
-    return json.loads(body)
+    return load_json(body)
 
 
 def record(queue: JobQueue, delivery: str, event: str, payload: dict[str, Any], outcome: str) -> None:
@@ -132,9 +149,12 @@ async def github_webhook(request: Request) -> Response:
     started = time.perf_counter()
     event = request.headers.get("x-github-event", "")
     delivery = request.headers.get("x-github-delivery", "")
+    verified = False
 
     def answer(status: int, outcome: str, body: dict[str, Any]) -> Response:
-        state.metrics.webhooks.inc(event=event or "unknown", outcome=outcome)
+        # The event header is only trusted once the signature is; either way it names one of a fixed set
+        # of series, so a flood of made-up events cannot grow /metrics.
+        state.metrics.webhooks.inc(event=webhook_event_label(event, verified=verified), outcome=outcome)
         state.metrics.webhook_seconds.observe(time.perf_counter() - started)
         if status >= 400:
             return error_response(status, str(body.get("message", outcome)), delivery=delivery or None)
@@ -149,17 +169,26 @@ async def github_webhook(request: Request) -> Response:
         return answer(503, "unconfigured", {"message": "no webhook secret is configured (EVALWARD_WEBHOOK_SECRET)"})
     if not verify_signature(secrets, body, request.headers.get("x-hub-signature-256")):
         return answer(401, "bad_signature", {"message": "missing or invalid X-Hub-Signature-256"})
+    verified = True
     if not event or not delivery:
+        delivery = ""
         return answer(400, "bad_headers", {"message": "X-GitHub-Event and X-GitHub-Delivery are required"})
     try:
+        check_event_name(event)
+        check_delivery_id(delivery)
+    except BadRequest as exc:
+        delivery = ""  # not echoed back: it is what was wrong
+        return answer(400, "bad_headers", {"message": str(exc)})
+    try:
         payload = _payload_of(body, request.headers.get("content-type", "application/json"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        return answer(400, "bad_json", {"message": f"the body is not valid JSON: {exc}"})
+    except BadRequest as exc:
+        return answer(400, "bad_json", {"message": str(exc)})
     if not isinstance(payload, dict):
         return answer(400, "bad_json", {"message": f"expected a JSON object, found {type(payload).__name__}"})
     from evalward.github.events import EventPayloadError
 
     try:
+        check_action(payload)
         plan = plan_delivery(
             event,
             delivery,
@@ -167,8 +196,9 @@ async def github_webhook(request: Request) -> Response:
             run_label=settings.run_label,
             check_name=settings.check_name,
             base_branches=settings.base_branches,
+            body_digest=hashlib.sha256(body).hexdigest(),
         )
-    except EventPayloadError as exc:
+    except (EventPayloadError, BadRequest) as exc:
         return answer(400, "bad_payload", {"message": str(exc)})
     if not plan.jobs and plan.release is None and plan.cancel_pr is None:
         status = 200 if event == "ping" else 202
@@ -177,6 +207,11 @@ async def github_webhook(request: Request) -> Response:
         return answer(status, outcome, {"delivery": delivery, "note": plan.note})
     try:
         enqueued, released, cancelled = await run_in_threadpool(carry_out, state.queue, plan)
+    except DataError:
+        # The boundary checks should leave nothing for the database to refuse; if it still does, the
+        # delivery is at fault, not the queue, and GitHub must not be told to retry it as an outage.
+        log.warning("webhook: the database refused a value", extra={"delivery": delivery, "event": event})
+        return answer(400, "bad_payload", {"message": "the database refused a value of this delivery"})
     except Exception:
         log.exception("webhook: could not enqueue", extra={"delivery": delivery, "event": event})
         return answer(503, "db_error", {"message": "the job queue is unavailable; GitHub will show a failed delivery"})
@@ -251,6 +286,13 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return error_page(exc.status_code, str(exc.detail))
 
 
+async def _database_refused(request: Request, exc: Exception) -> Response:
+    """A value the database refuses (too long, NUL for PostgreSQL) is the request's fault: 422, not 500.
+    The boundary checks should catch such values first; the log says which request slipped through."""
+    log.warning("the database refused a value on %s %s: %s", request.method, request.url.path, type(exc).__name__)
+    return error_response(422, "the database refused a value of this request (too long or not storable text)")
+
+
 async def _server_error(request: Request, exc: Exception) -> Response:
     log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
     return error_response(500, "internal error; see the server log")
@@ -303,10 +345,12 @@ def create_app(
     ]
     app = Starlette(
         routes=routes,
+        middleware=[Middleware(RequestLineGuard)],
         lifespan=lifespan,
         exception_handlers={
             HTTPException: _http_error,
             EvalwardError: evalward_error_handler,
+            DataError: _database_refused,
             Exception: _server_error,
         },
     )

@@ -151,10 +151,19 @@ class GitHubAccess:
 # -- git -------------------------------------------------------------------------------------------------
 
 
-def git_env(token: str | None) -> dict[str, str]:
-    """Environment for git: no prompts, no user/system config, and the token as an Authorization header."""
+def git_env(token: str | None, *, allow_file: bool = False) -> dict[str, str]:
+    """Environment for git: no prompts, no user/system config, the token as an Authorization header, and
+    only the https transport (plus `file` when the settings allow local clones), so neither a clone URL nor
+    a submodule or redirect can make git run a command through `ext::` or another helper."""
     env = {k: os.environ[k] for k in _KEEP_ENV if k in os.environ}
-    env.update({"GIT_TERMINAL_PROMPT": "0", "GIT_CONFIG_NOSYSTEM": "1", "HOME": tempfile.gettempdir()})
+    env.update(
+        {
+            "GIT_TERMINAL_PROMPT": "0",
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "HOME": tempfile.gettempdir(),
+            "GIT_ALLOW_PROTOCOL": "https:file" if allow_file else "https",
+        }
+    )
     if token:
         basic = base64.b64encode(f"x-access-token:{token}".encode()).decode("ascii")
         env.update(
@@ -182,15 +191,32 @@ def _git(args: list[str], cwd: Path | None, env: Mapping[str, str], secrets: lis
 
 
 def checkout(settings: ServerSettings, repo: str, sha: str, token: str | None, into: Path) -> Path:
-    """Clone `repo` and check out `sha` (detached) in `into/checkout`; return the checkout folder."""
-    url = settings.clone_url_template.format(repo=repo)
-    env = git_env(token)
+    """Clone `repo` and check out `sha` (detached) in `into/checkout`; return the checkout folder.
+
+    The job's values came from a webhook that was checked where it entered, but the job row sits in a
+    database between there and here, so the SHA and repository name are checked again right before git sees
+    them, and every positional argument follows `--end-of-options`: nothing can be read as an option."""
+    from evalward.identifiers import check_repo_full_name, check_sha
+
+    check_sha(sha, "job payload head_sha")
+    check_repo_full_name(repo, "job payload repo")
+    url = clone_url(settings, repo)
+    env = git_env(token, allow_file=settings.allow_file_clone_urls)
     secrets = [token] if token else []
     target = into / "checkout"
-    _git(["clone", "--quiet", "--no-checkout", url, str(target)], None, env, secrets)
-    _git(["fetch", "--quiet", "origin", sha], target, env, secrets)
-    _git(["-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", sha], target, env, secrets)
+    _git(["clone", "--quiet", "--no-checkout", "--end-of-options", url, str(target)], None, env, secrets)
+    _git(["fetch", "--quiet", "--end-of-options", "origin", sha], target, env, secrets)
+    switch = ["-c", "advice.detachedHead=false", "switch", "--quiet", "--detach", "--end-of-options", sha]
+    _git(switch, target, env, secrets)
     return target
+
+
+def clone_url(settings: ServerSettings, repo: str) -> str:
+    """The URL the worker clones `repo` from, checked again as the settings were (ValueError when refused)."""
+    from evalward.server.settings import check_clone_url
+
+    url = settings.clone_url_template.format(repo=repo)
+    return check_clone_url(url, api_url=settings.github_api_url, allow_file=settings.allow_file_clone_urls)
 
 
 # -- running the evals ---------------------------------------------------------------------------------
@@ -274,10 +300,11 @@ class Handlers:
         """A held PR: a `neutral` check run telling maintainers how to approve it."""
         p = ctx.job.payload
         label = p.get("run_label") or self.settings.run_label
+        removed = self._remove_stale_label(p, None)
         summary = (
-            f"This pull request {p.get('reason', 'is not trusted')}, so evalward has not run its code.\n\n"
-            f"A maintainer can run the evals by adding the label `{label}` to the pull request, or by "
-            "re-running this check."
+            f"This pull request {p.get('reason', 'is not trusted')}, so evalward has not run its code.{removed}\n\n"
+            f"A maintainer can run the evals at this commit by adding the label `{label}` to the pull request, or "
+            "by re-running this check."
         )
         posted = self._post_check(
             p,
@@ -287,6 +314,30 @@ class Handlers:
             external_id=f"{self._external_prefix(p)}:notice{ctx.job.id}",
         )
         return {"conclusion": "neutral", "check_run": posted}
+
+    def _remove_stale_label(self, p: Mapping[str, Any], token: str | None) -> str:
+        """Take the run label off a PR whose head moved since it was added (`stale_run_label`), so that the
+        label on a PR always means "this head is approved" and adding it again is how to approve the new one.
+        Returns a sentence for the check run ("" when there was nothing to remove or no GitHub access)."""
+        from evalward.github.client import GitHubError
+
+        label, number = p.get("stale_run_label"), p.get("pr_number")
+        if not label or not isinstance(number, int):
+            return ""
+        token = token or self.github.token(p.get("installation_id"))
+        if token is None:
+            return ""
+        try:
+            with self.github.client(token) as client:
+                client.remove_issue_label(str(p["repo"]), number, str(label))
+        except GitHubError as exc:
+            # The job stays held either way; a label left behind only means the PR looks approved when it is not.
+            log.warning("could not remove the stale run label: %s", exc, extra={"repo": p.get("repo")})
+            return f" The label `{label}` could not be removed ({exc.message}); remove and add it again to approve."
+        return (
+            f" The label `{label}` was removed: it approved an earlier commit, and every new commit pushed by "
+            "someone without write access needs its own approval."
+        )
 
     def _external_prefix(self, p: Mapping[str, Any]) -> str:
         return f"evalward:{p.get('suite', 'default')}"
@@ -320,10 +371,14 @@ class Handlers:
                     return
                 reason = f"{whose} `{who}`, whose permission on {repo} is `{permission}` (write access is needed)"
         label = self.settings.run_label
+        removed = ""
+        if p.get("stale_run_label"):
+            reason += f"; the label `{p['stale_run_label']}` approved an earlier commit, not this one"
+            removed = self._remove_stale_label(p, token)
         summary = (
-            f"evalward has not run this pull request's code: {reason}.\n\n"
-            f"A maintainer can run the evals by adding the label `{label}` to the pull request, or by re-running "
-            "this check."
+            f"evalward has not run this pull request's code: {reason}.{removed}\n\n"
+            f"A maintainer can run the evals at this commit by adding the label `{label}` to the pull request, or "
+            "by re-running this check."
         )
         try:
             self._post_check(

@@ -14,6 +14,29 @@ JOB_BUCKETS_S = (1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0
 
 LabelSet = tuple[tuple[str, str], ...]
 
+KNOWN_WEBHOOK_EVENTS = frozenset(
+    {
+        "ping",
+        "pull_request",
+        "pull_request_target",
+        "push",
+        "check_run",
+        "check_suite",
+        "installation",
+        "installation_repositories",
+    }
+)
+"""The `X-GitHub-Event` values evalward handles; each is its own `event` label value."""
+
+
+def webhook_event_label(event: str, *, verified: bool) -> str:
+    """The `event` label of a delivery: a known event name once the signature is verified, `other` for any
+    other verified event, `unverified` before (or without) a valid signature. Label values are series, so
+    a header from an unauthenticated request must never become one."""
+    if not verified:
+        return "unverified"
+    return event if event in KNOWN_WEBHOOK_EVENTS else "other"
+
 
 def _escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")

@@ -27,8 +27,9 @@ import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
 from evalward.errors import EvalFileError, FileProblem, UsageError
 
@@ -38,6 +39,24 @@ MAX_WEBHOOK_BYTES = 25 * 1024 * 1024
 """GitHub sends no payload over 25 MB (GITHUB.md §10); a larger body is refused with 413 before reading on."""
 
 DEFAULT_CLONE_URL = "https://github.com/{repo}.git"
+
+_GITHUB_HOSTS = {"github.com", "api.github.com"}
+
+
+def check_clone_url(url: str, *, api_url: str, allow_file: bool = False) -> str:
+    """`url` when the worker may clone from it: https on github.com or on the host of the configured API
+    (GitHub Enterprise Server), or `file://` when `allow_file` (local test repositories). Anything else —
+    `ext::`, `ssh://`, `http://`, another host, an option — is refused with ValueError: git would run it."""
+    parts = urlsplit(url)
+    if parts.scheme == "file" and allow_file and not parts.netloc:
+        return url
+    api_host = (urlsplit(api_url).hostname or "").lower()
+    allowed_hosts = _GITHUB_HOSTS | {api_host}
+    if parts.scheme != "https" or (parts.hostname or "").lower() not in allowed_hosts:
+        shown = "https://github.com/… or https://" + api_host + "/…"
+        hint = "" if parts.scheme != "file" else " (set allow_file_clone_urls for local test repositories)"
+        raise ValueError(f"clone URL {url[:120]!r}: expected {shown}{hint}")
+    return url
 
 
 class ServerSettings(BaseModel):
@@ -58,6 +77,10 @@ class ServerSettings(BaseModel):
     clone_url_template: str = Field(
         default=DEFAULT_CLONE_URL,
         description="Where the worker clones from; `{repo}` is owner/name. The token goes in an HTTP header.",
+    )
+    allow_file_clone_urls: bool = Field(
+        default=False,
+        description="Let clone_url_template be a file:// URL (tests with local repositories); never in production.",
     )
     base_branches: list[str] = Field(
         default_factory=list, description="Branches whose pushes make baseline runs (besides the default branch)."
@@ -110,6 +133,15 @@ class ServerSettings(BaseModel):
         from evalward.server.tokens import check_hash
 
         return {repo: [check_hash(v) for v in hashes] for repo, hashes in value.items()}
+
+    @model_validator(mode="after")
+    def _clone_url_is_safe(self) -> ServerSettings:
+        check_clone_url(
+            self.clone_url_template.format(repo="owner/name"),
+            api_url=self.github_api_url,
+            allow_file=self.allow_file_clone_urls,
+        )
+        return self
 
     def private_key_pem(self) -> str | None:
         """The App's PEM key from the setting or the file it names."""

@@ -11,10 +11,11 @@ What each event becomes (dispatch on `X-GitHub-Event` + `action`; anything else 
 | `pull_request` opened, synchronize, reopened, ready_for_review | `evaluate` job keyed `evaluate:{repo}:{head_sha}:{suite}`, which the worker runs only once the author's write access is confirmed; other open jobs of the PR with another head are cancelled. Drafts wait for ready_for_review. |
 | … from a fork | the same job `held`, plus a `notice` job that posts a check run saying a maintainer must approve |
 | `pull_request` labeled with the run label | the job, approved by the label (releases a held one); the worker confirms the labeller's write access |
+| … synchronize / reopened while the run label is on the PR | the label approved an older head: not an approval. A fork PR is held again (the `notice` job removes the label and says so); another PR runs once the author's write access is confirmed, else the label is removed the same way |
 | `pull_request` closed | the PR's open jobs are cancelled |
 | `push` to the default branch (or a configured base branch) | `evaluate` job in baseline mode keyed `baseline:{repo}:{sha}:{suite}` |
-| `check_run` / `check_suite` rerequested | held jobs at the head are released; if none, a `rerun` job keyed by delivery |
-| `installation`, `installation_repositories` | an `installation` record (a job born `done`) keyed by delivery |
+| `check_run` / `check_suite` rerequested | held jobs at the head are released; if none, a `rerun` job keyed by the body's SHA-256 |
+| `installation`, `installation_repositories` | an `installation` record (a job born `done`) keyed by the body's SHA-256 |
 | `ping` | nothing (200) |
 
 **Write access** is never read from `author_association` (it says nothing about the permission: a
@@ -24,6 +25,11 @@ must answer within 10 s, so the job carries `verify_write_access` — the login 
 must confirm before it runs anything (`evaluate.py`); `None` means approved already (a re-run, which only
 users with write access can request), `""` a login the payload did not give (held). A fork PR is held
 here without a call: its code is not in the repository, whoever wrote it.
+
+**Replays.** The signature covers the body, not the headers: `X-GitHub-Delivery` can be changed on a
+captured delivery without breaking it. So the jobs that have no natural key (re-runs, installation
+records) are keyed by the SHA-256 of the signed body, never by the delivery id: replaying one signed body
+makes at most one job, while a genuine new re-run is a new body (another check run id, new timestamps).
 """
 
 from __future__ import annotations
@@ -45,6 +51,8 @@ from evalward.server.queue import JobSpec
 
 SIGNATURE_PREFIX = "sha256="
 PR_ACTIONS = frozenset({"opened", "synchronize", "reopened", "ready_for_review"})
+HEAD_MOVING_ACTIONS = frozenset({"synchronize", "reopened"})
+"""Actions after which the head may be a commit no maintainer has seen: a run label approves no such head."""
 DEFAULT_SUITE = "default"
 _NULL_SHA = "0" * 40
 
@@ -94,7 +102,10 @@ def _pull_request(pr: PullRequestEvent, payload: Mapping[str, Any], delivery: st
         return WebhookPlan(note=f"ignored: pull_request action {pr.action!r}")
     if pr.draft and not labeled:
         return WebhookPlan(note=f"ignored: #{pr.number} is a draft (runs when marked ready for review)")
-    approval = "label" if labeled or run_label in pr.labels else None
+    # Approval is per head SHA: the run label approves the head it was added at. After a push (or a
+    # reopen, which may bring pushes made while closed) a label still on the PR approved an older head.
+    stale_label = run_label in pr.labels and not labeled and pr.action in HEAD_MOVING_ACTIONS
+    approval = "label" if labeled or (run_label in pr.labels and not stale_label) else None
     trusted = approval is not None or not pr.is_fork
     # Whose write access the worker confirms first: the labeller's for this label, nobody's when the label
     # was already on the PR (added by someone earlier), else the author's.
@@ -118,6 +129,8 @@ def _pull_request(pr: PullRequestEvent, payload: Mapping[str, Any], delivery: st
         "suite": DEFAULT_SUITE,
         "approval": approval,
         "verify_write_access": verify,
+        # When set, a worker that does not run this head takes the label off and says why (evaluate.py).
+        "stale_run_label": run_label if stale_label else None,
     }
     evaluate = JobSpec(
         kind="evaluate",
@@ -134,6 +147,11 @@ def _pull_request(pr: PullRequestEvent, payload: Mapping[str, Any], delivery: st
         )
     else:
         why = "comes from a fork"
+        if stale_label:
+            why = (
+                f"comes from a fork and has new commits since a maintainer approved it with the label {run_label!r} "
+                "(an approval holds for the commit it was given on)"
+            )
         plan.note = f"held #{pr.number} at {pr.head_sha[:12]}: {why}; waiting for label {run_label!r} or a re-run"
         plan.jobs.append(
             JobSpec(
@@ -192,7 +210,7 @@ def _push(push: PushEvent, payload: Mapping[str, Any], delivery: str, *, base_br
 
 
 def _rerequest(
-    check: CheckRerequestEvent, payload: Mapping[str, Any], delivery: str, *, check_name: str
+    check: CheckRerequestEvent, payload: Mapping[str, Any], delivery: str, *, check_name: str, body_digest: str
 ) -> WebhookPlan:
     repo = check.repository
     if not repo:
@@ -223,7 +241,7 @@ def _rerequest(
         jobs=[
             JobSpec(
                 kind="evaluate",
-                dedupe_key=f"rerun:{repo}:{check.head_sha}:{DEFAULT_SUITE}:{delivery}",
+                dedupe_key=f"rerun:{repo}:{check.head_sha}:{DEFAULT_SUITE}:{body_digest}",
                 payload=job_payload,
                 repo=repo,
                 head_sha=check.head_sha,
@@ -232,13 +250,13 @@ def _rerequest(
     )
 
 
-def _installation(event: InstallationEvent, delivery: str) -> WebhookPlan:
+def _installation(event: InstallationEvent, delivery: str, *, body_digest: str) -> WebhookPlan:
     return WebhookPlan(
         note=f"{event.kind} {event.action} (installation {event.installation_id})",
         jobs=[
             JobSpec(
                 kind="installation",
-                dedupe_key=f"installation:{delivery}",
+                dedupe_key=f"installation:{body_digest}",
                 payload={
                     "event": event.kind,
                     "action": event.action,
@@ -263,17 +281,22 @@ def plan_delivery(
     run_label: str = "evalward:run",
     check_name: str = "evalward",
     base_branches: Iterable[str] = (),
+    body_digest: str | None = None,
 ) -> WebhookPlan:
-    """The plan for one verified delivery. Raises `EventPayloadError` when a field we need is missing."""
+    """The plan for one verified delivery. Raises `EventPayloadError` when a field we need is missing.
+
+    `body_digest` (hex SHA-256 of the raw body) keys the jobs that have no natural key (re-runs,
+    installation records); without it the delivery id stands in (tests of the plan alone)."""
     if event == "ping":
         return WebhookPlan(note="pong")
+    digest = body_digest or delivery
     parsed = parse_event(event, payload)
     if isinstance(parsed, PullRequestEvent):
         return _pull_request(parsed, payload, delivery, run_label=run_label)
     if isinstance(parsed, PushEvent):
         return _push(parsed, payload, delivery, base_branches=base_branches)
     if isinstance(parsed, CheckRerequestEvent):
-        return _rerequest(parsed, payload, delivery, check_name=check_name)
+        return _rerequest(parsed, payload, delivery, check_name=check_name, body_digest=digest)
     if isinstance(parsed, InstallationEvent):
-        return _installation(parsed, delivery)
+        return _installation(parsed, delivery, body_digest=digest)
     return WebhookPlan(note=f"ignored: event {event!r}")

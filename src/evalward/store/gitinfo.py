@@ -85,7 +85,7 @@ def git_output(repo_dir: str | Path, *args: str) -> str | None:
 def git_merge_base(repo_dir: str | Path, a: str, b: str) -> str | None:
     """`git merge-base a b`: the best common ancestor's full SHA; None when there is none or a ref is unknown
     (e.g. a shallow clone that lacks the base branch's history)."""
-    completed = git(repo_dir, "merge-base", a, b)
+    completed = git(repo_dir, "merge-base", "--end-of-options", a, b)
     sha = completed.stdout.strip()
     return sha if completed.returncode == 0 and sha else None
 
@@ -96,7 +96,9 @@ def git_first_parent_ancestors(repo_dir: str | Path, commit: str, limit: int = 5
     Empty when `commit` is unknown (shallow clone) or a root commit."""
     if limit <= 0:
         return []
-    completed = git(repo_dir, "rev-list", "--first-parent", f"--max-count={limit + 1}", commit, "--")
+    completed = git(
+        repo_dir, "rev-list", "--first-parent", f"--max-count={limit + 1}", "--end-of-options", commit, "--"
+    )
     if completed.returncode != 0:
         return []
     shas = completed.stdout.split()
@@ -126,7 +128,7 @@ def resolve_merge_base(
 
 
 def _has_commit(repo_dir: Path, sha: str) -> bool:
-    return git(repo_dir, "cat-file", "-e", f"{sha}^{{commit}}").returncode == 0
+    return git(repo_dir, "cat-file", "-e", "--end-of-options", f"{sha}^{{commit}}").returncode == 0
 
 
 def explain_missing_merge_base(repo_dir: Path, head: str | None, base_sha: str | None, base_branch: str | None) -> str:

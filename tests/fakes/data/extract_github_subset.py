@@ -29,6 +29,7 @@ OPERATION_IDS = (
     "issues/create-comment",
     "issues/update-comment",
     "issues/delete-comment",
+    "issues/remove-label",
     "repos/create-commit-status",
     "checks/create",
     "checks/update",
