@@ -96,7 +96,7 @@ def main() -> None:
     ideal = args.cases * args.latency / args.concurrency
     with tempfile.TemporaryDirectory() as tmp:
         path = write_eval_set(Path(tmp), args.cases)
-        measure(path, latency=0.0, concurrency=args.concurrency, store=None)  # warm imports (nltk, rouge)
+        measure(path, latency=0.0, concurrency=args.concurrency, store=None)  # warm imports (metrics, gate)
         plain = [
             measure(path, latency=args.latency, concurrency=args.concurrency, store=None) for _ in range(args.rounds)
         ]

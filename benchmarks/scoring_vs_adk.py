@@ -5,8 +5,9 @@ call) and a ROUGE sentence pair, are scored with `tool_trajectory_avg_score` (IN
 `response_match_score`: by evalward (`ToolTrajectoryAvgScore`, `ResponseMatchScore`, one `score_turn`
 per case and metric) and by ADK (`TrajectoryEvaluator`, `RougeEvaluator`, one `evaluate_invocations`
 per case and metric, as ADK's eval service calls them). Inputs are built before timing on both sides;
-evaluators are built once per side; nltk and ADK are imported before timing; evalward's stem cache
-starts empty. Every case's scores must agree, so the speed is measured on identical work.
+evaluators are built once per side; ADK (and the nltk it stems with) is imported before timing;
+evalward's stem cache starts empty. Every case's scores must agree, so the speed is measured on
+identical work.
 
 Goal: evalward ≥ 5× faster. Run: `python benchmarks/scoring_vs_adk.py [--cases N] [--repeat R]`.
 """

@@ -1,37 +1,79 @@
-"""CLI start-up: wall time of `evalward --help` beside a bare `python -c pass`, median of several runs.
+"""CLI start-up: wall time of `evalward --help` beside a bare `python -c pass`, and wall time and peak RSS
+of a 1-case `evalward run` of two shipped examples; medians of several runs.
 
-Goal: `evalward --help` ≤ 0.4 s (heavy modules are imported only by the command that needs them).
+Goals: `evalward --help` ≤ 0.4 s (heavy modules are imported only by the command that needs them); a 1-case
+run ≤ 0.4 s and ≤ 80 MB peak (issue #14). The 1-case sets are the first case of `examples/dice_agent`
+(ADK format, scored with ROUGE-1 `response_match_score`) and of `examples/music_store/e2e.json`, written to
+a temporary folder with a temporary history database.
 Run: `python benchmarks/startup.py [--runs N]`.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
-def median_wall(command: list[str], runs: int) -> float:
-    samples = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
-        samples.append(time.perf_counter() - started)
-    return statistics.median(samples)
+def measure(command: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
+    """(wall seconds, peak RSS in MB) of one run of `command`; the RSS is the child's own `ru_maxrss`."""
+    started = time.perf_counter()
+    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - started
+    process.returncode = os.waitstatus_to_exitcode(status)
+    stderr = process.stderr.read().decode() if process.stderr else ""
+    if process.returncode not in (0, 1):
+        sys.exit(f"{' '.join(command)} exited {process.returncode}:\n{stderr}")
+    return wall, usage.ru_maxrss / 1024  # Linux reports kilobytes
+
+
+def median_of(command: list[str], runs: int, env: dict[str, str] | None = None) -> tuple[float, float]:
+    samples = [measure(command, env) for _ in range(runs)]
+    return statistics.median(s[0] for s in samples), statistics.median(s[1] for s in samples)
+
+
+def one_case_sets(folder: Path) -> dict[str, list[str]]:
+    """The `evalward run` arguments of each 1-case example, its eval file written into `folder`."""
+    dice = json.loads((ROOT / "examples/dice_agent/dice.evalset.json").read_text(encoding="utf-8"))
+    dice["eval_cases"] = dice["eval_cases"][:1]
+    (folder / "dice").mkdir()
+    (folder / "dice/one.evalset.json").write_text(json.dumps(dice), encoding="utf-8")
+    shutil.copy(ROOT / "examples/dice_agent/test_config.json", folder / "dice/test_config.json")
+    music = json.loads((ROOT / "examples/music_store/e2e.json").read_text(encoding="utf-8"))
+    (folder / "music.json").write_text(json.dumps(music[:1]), encoding="utf-8")
+    return {
+        "1-case ADK run (dice)": [str(folder / "dice"), "--agent", "examples/dice_agent/agent.py:root_agent"],
+        "1-case run (music store)": [str(folder / "music.json"), "--agent", "examples/music_store/agent.py:run_graph"],
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=9)
     args = parser.parse_args()
-    bare = median_wall([sys.executable, "-c", "pass"], args.runs)
-    help_ = median_wall([sys.executable, "-m", "evalward", "--help"], args.runs)
-    run_help = median_wall([sys.executable, "-m", "evalward", "run", "--help"], args.runs)
-    print(f"python -c pass:         {bare:.3f}s")
-    print(f"evalward --help:        {help_:.3f}s (goal <= 0.4s; {help_ / bare:.1f}x a bare interpreter)")
-    print(f"evalward run --help:    {run_help:.3f}s")
+    evalward = [sys.executable, "-m", "evalward"]
+    bare, _ = median_of([sys.executable, "-c", "pass"], args.runs)
+    help_, _ = median_of([*evalward, "--help"], args.runs)
+    run_help, _ = median_of([*evalward, "run", "--help"], args.runs)
+    print(f"python -c pass:            {bare:.3f}s")
+    print(f"evalward --help:           {help_:.3f}s (goal <= 0.4s; {help_ / bare:.1f}x a bare interpreter)")
+    print(f"evalward run --help:       {run_help:.3f}s")
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        env = {**os.environ, "EVALWARD_DB": f"sqlite:///{folder}/history.db", "MUSIC_STORE_DB": str(folder / "m.db")}
+        for label, run_args in one_case_sets(folder).items():
+            wall, rss = median_of([*evalward, "run", *run_args], args.runs, env)
+            print(f"{label + ':':<26} {wall:.3f}s, peak RSS {rss:.0f} MB (goal <= 0.4s, <= 80 MB)")
 
 
 if __name__ == "__main__":

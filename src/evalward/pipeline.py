@@ -735,8 +735,9 @@ ROUGE_METRICS = frozenset({"response_match_score", "response_rouge1"})
 
 
 def warm_up_metrics(sets: Sequence[EvalSet]) -> None:
-    """Import what scoring needs before agents start: a first-use import of nltk (~0.5 s) on the event loop
-    would stall running turns and inflate their measured latency."""
+    """Import what scoring needs before agents start, so that no first-use import on the event loop stalls
+    running turns and inflates their measured latency (the ROUGE modules are small since evalward stems
+    with its own Porter stemmer instead of nltk's)."""
     names = {spec.name for s in sets for case in s.cases for spec in s.metrics_for(case)}
     if names & ROUGE_METRICS:
         from evalward.metrics.rouge import stem

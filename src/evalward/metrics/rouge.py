@@ -1,7 +1,7 @@
 """ROUGE-1 and the two tokenizers it can run with.
 
-Tokenizers (both lower-case; the stemmer is nltk's Porter stemmer, applied only to tokens longer than
-three characters, as rouge-score does):
+Tokenizers (both lower-case; the stemmer is the Porter stemmer in nltk's extended mode, evalward's own
+`evalward.metrics.porter`, applied only to tokens longer than three characters, as rouge-score does):
 
 - `default`: rouge-score 0.1.2's `DefaultTokenizer(use_stemmer=True)`: lower-case, every run of characters
   outside `[a-z0-9]` separates, so text in non-Latin scripts yields no tokens at all.
@@ -19,7 +19,9 @@ ROUGE-1, for prediction tokens p and reference tokens r:
     P = overlap / max(|p|, 1),  R = overlap / max(|r|, 1),  F = 2·P·R / (P + R), 0 when P + R = 0
 computed with the same float operations as rouge-score, so scores are bit-identical to it.
 
-nltk is imported on first use only (it is slow to import and `evalward --help` must start fast).
+Neither rouge-score nor nltk is imported: they cost about a second and 100 MB at start-up (issue #14).
+tests/metrics/test_porter.py proves the stemmer identical to nltk's and the scores identical to
+rouge-score's `RougeScorer(["rouge1"], use_stemmer=True)`.
 """
 
 from __future__ import annotations
@@ -27,10 +29,11 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
+
+from evalward.metrics import porter
 
 TokenizerName = Literal["default", "unicode"]
 TOKENIZERS: tuple[TokenizerName, ...] = ("default", "unicode")
@@ -38,18 +41,6 @@ TOKENIZERS: tuple[TokenizerName, ...] = ("default", "unicode")
 _ASCII_WORD = re.compile(r"[a-z0-9]+")
 _MIN_STEM_LENGTH = 4
 """rouge-score stems only tokens longer than three characters."""
-
-_stemmer: Callable[[str], str] | None = None
-
-
-def _porter() -> Callable[[str], str]:
-    """nltk's Porter stemmer (NLTK_EXTENSIONS mode, as rouge-score builds it), imported on first use."""
-    global _stemmer
-    if _stemmer is None:
-        from nltk.stem import porter
-
-        _stemmer = porter.PorterStemmer().stem
-    return _stemmer
 
 
 @lru_cache(maxsize=65536)
@@ -60,7 +51,7 @@ def stem(word: str) -> str:
     """
     if len(word) < _MIN_STEM_LENGTH:
         return word
-    return _porter()(word)
+    return porter.stem(word)
 
 
 def _ascii_tokens(lowered: str, out: list[str]) -> None:
