@@ -5,6 +5,7 @@
    "Extra data" and every non-blank line is a JSON value of its own, the file is JSONL after all.
 3. Anything else → YAML, unless the name ends in `.json` (then the JSON syntax error is reported).
 
+The bytes are read by `evalward.reading` (regular files only, size-capped, UTF-8 without NUL characters).
 Syntax errors become `FileProblem`s with the line and column where the parser stopped; a JSONL file
 reports every bad line, not just the first.
 """
@@ -16,8 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from evalward.errors import FileProblem
+from evalward.errors import EvalFileError, FileProblem
 from evalward.loaders.positions import PositionIndex, index_json, index_yaml
+from evalward.reading import read_text_file
 
 DocumentKind = Literal["json", "jsonl", "yaml"]
 
@@ -43,15 +45,9 @@ class DocumentError(Exception):
 def read_document(path: Path, shown: str) -> Document:
     """Parse `path` (reported as `shown`); raise DocumentError with every syntax problem found."""
     try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise DocumentError([FileProblem(path=shown, message=f"cannot read the file: {exc.strerror or exc}")]) from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise DocumentError(
-            [FileProblem(path=shown, message=f"not UTF-8 text (bad byte at offset {exc.start})", expected="UTF-8")]
-        ) from None
+        text = read_text_file(path, shown)
+    except EvalFileError as exc:
+        raise DocumentError(exc.problems) from None
     if not text.strip():
         raise DocumentError([FileProblem(path=shown, message="the file is empty", expected="an eval file")])
     try:
