@@ -151,12 +151,14 @@ def main(argv: list[str] | None = None) -> Any:
     exception to exit 3 with one line (`errors.crash_line`)."""
     from evalward.errors import EXIT_INTERRUPTED, EvalwardError, InternalError, debug_enabled
     from evalward.redact import redact
+    from evalward.report.escape import workflow_command_safe
 
     args = sys.argv[1:] if argv is None else argv
     try:
         return cli.main(args=argv, prog_name="evalward", standalone_mode=False)
     except EvalwardError as exc:
-        click.echo(redact(f"error: {exc}"), err=True)
+        # A message may quote a file name or id from outside: no workflow command may survive in it (redacted too).
+        click.echo(workflow_command_safe(f"error: {exc}"), err=True)
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
         click.echo("interrupted", err=True)

@@ -109,8 +109,9 @@ def _load_json(text: str, *, prefix: PathKey = (), first_line: int = 1) -> Any:
     """`json.loads` with integers bounded; an over-long integer is reported where the scan finds it."""
     try:
         return json.loads(text, parse_int=_bounded_int)
-    except _IntegerTooLong:
-        index_json(text, prefix=prefix, first_line=first_line)  # raises StructureError at the integer
+    except (_IntegerTooLong, RecursionError):
+        # The scan stops at the same integer, or at the depth limit long before recursion runs out.
+        index_json(text, prefix=prefix, first_line=first_line)
         raise
 
 
