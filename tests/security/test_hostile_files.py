@@ -2,14 +2,15 @@
 
 Every file is generated here, at test time. Each runs through `python -m evalward validate FILE` and
 `python -m evalward run FILE --agent …` as a subprocess, which must end within 15 s with exit 2, name the
-file in stderr, print no traceback and peak below 600 MB of resident memory (the child's own `ru_maxrss`,
-from `os.wait4`). Before the hardening: a FIFO hung, a link to /dev/zero or an alias bomb grew until the
+file in stderr, print no traceback and peak below 600 MB of resident memory (`ru_maxrss` from `os.wait4`,
+taken by a small launcher; see LAUNCHER). Before the hardening: a FIFO hung, a link to /dev/zero or an alias bomb grew until the
 machine ran out of memory, and a huge integer, a NUL or a link loop printed a traceback.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -122,34 +123,43 @@ class Outcome:
     stderr: str
 
 
+# Linux counts the memory a process had before `exec` in its peak, so a CLI started straight from a pytest
+# worker of several hundred MB would "peak" at the worker's size. A small launcher starts it instead and
+# prints the peak `os.wait4` reports for it (in KiB; the launcher's own ~10 MB is all that is added).
+LAUNCHER = """
+import os, subprocess, sys
+child = subprocess.Popen(sys.argv[1:])
+_, status, usage = os.wait4(child.pid, 0)
+child.returncode = os.waitstatus_to_exitcode(status)
+print(usage.ru_maxrss)
+sys.exit(child.returncode)
+"""
+
+
 def run_cli(args: list[str], cwd: Path, variables: dict[str, str] | None = None) -> Outcome:
-    """Run `python -m evalward ARGS`, killed after TIME_LIMIT_S; its peak memory comes from `os.wait4`."""
-    err_path = cwd / f"stderr-{time.monotonic_ns()}.txt"
+    """Run `python -m evalward ARGS` through LAUNCHER; killed (with the launcher) after TIME_LIMIT_S."""
     env = {**os.environ, "EVALWARD_NO_HISTORY": "1"}
     env.pop("EVALWARD_MAX_FILE_SIZE", None)
     env.update(variables or {})
     started = time.monotonic()
-    with err_path.open("wb") as err:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "evalward", *args],
-            cwd=cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-            env=env,
-        )
-        while True:
-            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.monotonic() - started > TIME_LIMIT_S:
-                process.kill()
-                _, status, usage = os.wait4(process.pid, 0)
-                break
-            time.sleep(0.01)
+    process = subprocess.Popen(
+        [sys.executable, "-c", LAUNCHER, sys.executable, "-m", "evalward", *args],
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        stdout, stderr = process.communicate(timeout=TIME_LIMIT_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        stdout, stderr = process.communicate()
     seconds = time.monotonic() - started
-    process.returncode = os.waitstatus_to_exitcode(status)  # reaped here, so Popen must not wait again
-    return Outcome(process.returncode, seconds, usage.ru_maxrss / 1024, err_path.read_text(errors="replace"))
+    peak_kib = int(stdout.strip().splitlines()[-1]) if stdout.strip() else 0
+    return Outcome(process.returncode, seconds, peak_kib / 1024, stderr)
 
 
 @pytest.fixture(scope="module")
