@@ -96,6 +96,15 @@ def crash_line(exc: BaseException) -> str:
     )
 
 
+_CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def printable(text: str) -> str:
+    """`text` with each control character written as its escape (`\\n`, `\\x00`): a file name or id from
+    outside stays on one line when printed, so it can neither forge a log line nor a workflow command."""
+    return _CONTROL_CHARACTER.sub(lambda found: found.group().encode("unicode_escape").decode("ascii"), text)
+
+
 @dataclass(frozen=True)
 class FileProblem:
     """One problem in one file: where it is, what was expected and what was found."""
@@ -110,7 +119,7 @@ class FileProblem:
     found: str | None = None
 
     def render(self) -> str:
-        where = self.path
+        where = printable(self.path)
         if self.line is not None:
             where += f":{self.line}"
             if self.column is not None:

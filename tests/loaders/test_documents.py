@@ -79,5 +79,37 @@ def test_read_document_accepts_a_utf8_bom_and_rejects_empty_and_binary_files(tmp
 def test_absurdly_deep_nesting_is_a_problem_not_a_crash(tmp_path: Path) -> None:
     path = tmp_path / "deep.eval.json"
     path.write_text("[" * 100_000 + "]" * 100_000)
-    with pytest.raises(DocumentError, match="nested too deeply"):
+    with pytest.raises(DocumentError, match=r"1:101: values are nested more than 100 levels deep"):
         read_document(path, "deep.eval.json")
+
+
+def only_problem_of(text: str, suffix: str) -> str:
+    with pytest.raises(DocumentError) as caught:
+        parse_text(text, "f" + suffix, suffix=suffix)
+    assert len(caught.value.problems) == 1
+    return caught.value.problems[0].render()
+
+
+def test_limits_and_repeated_keys_are_located_problems() -> None:
+    assert only_problem_of('{"a": 1,\n "a": 2}', ".json") == (
+        "f.json:2:2: duplicate key 'a' (first at line 1, column 2); at $.a; expected each key once per object; "
+        "found 'a' twice"
+    )
+    # Python refuses to convert integers over 4,300 digits; this used to be a traceback.
+    assert only_problem_of('{"n": ' + "7" * 5000 + "}", ".json").startswith("f.json:1:7: an integer with 5,000 digits")
+    assert only_problem_of('{"x": 1}\n[' + "1," * 3 + "1" * 1001 + "]\n", ".jsonl").startswith(
+        "f.jsonl:2:8: an integer with 1,001 digits; at $[1][3]"
+    )
+    aliases = "a: &a 1\nb: [" + ", ".join(["*a"] * 101) + "]\n"
+    assert only_problem_of(aliases, ".yaml") == "f.yaml:2:405: more than 100 aliases (*name) in one document"
+    assert only_problem_of("a: " + "[" * 101 + "]" * 101, ".yaml") == (
+        "f.yaml:1:103: values are nested more than 100 levels deep"
+    )
+    assert only_problem_of("when: 2024-13-45\n", ".yaml") == (
+        "f.yaml: invalid YAML value: month must be in 1..12; expected valid YAML"
+    )
+
+
+def test_a_yaml_merge_key_may_repeat_the_keys_it_merges() -> None:
+    document = parse_text("base: &b {x: 1, y: 1}\nm:\n  <<: *b\n  x: 2\n", "f.yaml", suffix=".yaml")
+    assert document.data["m"] == {"x": 2, "y": 1}

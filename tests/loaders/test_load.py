@@ -194,3 +194,25 @@ def test_format_defaults_are_metrics_the_registry_accepts(fixtures: Path) -> Non
         assert check_specs(eval_set.criteria.metrics) == [], eval_set.path
         for case in eval_set.cases:
             assert check_specs(case.metrics) == [], case.case_id
+
+
+def test_control_characters_in_ids_are_located_problems(tmp_path: Path) -> None:
+    native = tmp_path / "cases.eval.json"
+    native.write_text(
+        json.dumps({"evalward": 1, "cases": [{"id": "ok", "query": "a"}, {"id": "a\u0000b", "query": "b"}]})
+    )
+    adk = tmp_path / "set.evalset.json"
+    adk.write_text(json.dumps({"eval_set_id": "x\ny", "eval_cases": []}))
+    named = tmp_path / "evil\u001b[31m.eval.json"
+    named.write_text(json.dumps({"evalward": 1, "cases": []}))
+    with pytest.raises(EvalFileError) as caught:
+        load_paths([native, adk, named])
+    rendered = [problem.render().replace(str(tmp_path), "DIR") for problem in caught.value.problems]
+    assert rendered == [
+        "DIR/cases.eval.json:1:55: the case id contains a control character; at $.cases[1]; expected printable "
+        "text; found '\\x00' at character 2",
+        "DIR/set.evalset.json:1:17: the eval set id contains a control character; at $.eval_set_id; expected "
+        "printable text; found '\\n' at character 2",
+        "DIR/evil\\x1b[31m.eval.json:1:1: the eval set id, taken from the file name, contains a control "
+        "character: rename the file or set eval_set_id; at $; expected printable text; found '\\x1b' at character 5",
+    ]

@@ -1,9 +1,18 @@
 import json
+import tracemalloc
 
 import pytest
 import yaml
 
-from evalward.loaders.positions import Position, PositionIndex, format_json_path, index_json, index_yaml
+from evalward.loaders.positions import (
+    Position,
+    PositionIndex,
+    StructureError,
+    StructureLimits,
+    format_json_path,
+    index_json,
+    index_yaml,
+)
 
 
 def test_index_json_records_values_and_keys_by_path() -> None:
@@ -64,3 +73,58 @@ def test_index_yaml_uses_node_marks() -> None:
 )
 def test_format_json_path(path: tuple[str | int, ...], expected: str) -> None:
     assert format_json_path(path) == expected
+
+
+def structure_problems(text: str, **limits: int) -> list[tuple[str, Position]]:
+    with pytest.raises(StructureError) as caught:
+        index_json(text, limits=StructureLimits(**limits))
+    return [(p.message, p.position) for p in caught.value.problems]
+
+
+def test_index_json_reports_every_repeated_key_with_both_places() -> None:
+    text = '{"a": 1,\n "b": {"x": 1, "x": 2},\n "a": 3}'
+    assert structure_problems(text) == [
+        ("duplicate key 'x' (first at line 2, column 8)", Position(2, 16)),
+        ("duplicate key 'a' (first at line 1, column 2)", Position(3, 2)),
+    ]
+
+
+def test_index_json_stops_at_the_first_limit_exceeded() -> None:
+    assert structure_problems("[[[1]]]", max_depth=2) == [("values are nested more than 2 levels deep", Position(1, 3))]
+    assert structure_problems("[1, 2, 3]", max_values=3) == [("more than 3 values in one document", Position(1, 8))]
+    long_integer = '{"n": -' + "9" * 12 + "}"
+    assert structure_problems(long_integer, max_integer_digits=11) == [("an integer with 12 digits", Position(1, 7))]
+    # Floats are not integers: their conversion is linear.
+    index_json('{"n": ' + "9" * 12 + ".5}", limits=StructureLimits(max_integer_digits=11))
+
+
+def test_index_json_is_linear_in_a_long_string_of_escapes() -> None:
+    # The former regular expression needed ~125 bytes per character here (2.5 GB for 20 MB).
+    text = '{"q": "' + '\\"' * 2_000_000 + '", "n": 1}'
+    tracemalloc.start()
+    try:
+        index = index_json(text)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert index.value_at(("n",)) == Position(1, len(text) - 1)
+    assert peak < 3 * len(text)
+
+
+def yaml_problems(text: str, **limits: int) -> list[tuple[str, Position, str | None]]:
+    with pytest.raises(StructureError) as caught:
+        index_yaml(yaml.compose(text, Loader=yaml.SafeLoader), limits=StructureLimits(**limits))
+    return [(p.message, p.position, p.path and format_json_path(p.path)) for p in caught.value.problems]
+
+
+def test_index_yaml_refuses_repeated_keys_but_not_merge_keys() -> None:
+    text = "base: &b {x: 1}\nm:\n  <<: *b\n  x: 2\n  y: 1\n  y: 2\n"
+    assert yaml_problems(text) == [("duplicate key 'y' (first at line 5, column 3)", Position(6, 3), "$.m.y")]
+
+
+def test_index_yaml_counts_values_with_aliases_expanded_and_integer_digits() -> None:
+    bomb = "a: &a [1, 1, 1]\nb: &b [*a, *a, *a]\nc: [*b, *b, *b]\n"
+    assert yaml_problems(bomb, max_values=30) == [
+        ("this value expands to 40 values through its aliases (*name)", Position(3, 4), None)
+    ]
+    assert yaml_problems("n: 123456", max_integer_digits=5) == [("an integer with 6 digits", Position(1, 4), "$.n")]

@@ -141,11 +141,12 @@ def export_command(run_ids: tuple[str, ...], out_path: str | None, db_url: str |
 def import_command(files: tuple[str, ...], db_url: str | None) -> None:
     """Import runs from JSON files written by `run --json` or `export` (importing twice changes nothing)."""
     from evalward.cli.run_cmd import open_history
+    from evalward.reading import read_text_file
     from evalward.report.json_report import load_run_json
 
     store = open_history(db_url)
     for file in files:
-        text = Path(file).read_text(encoding="utf-8")
+        text = read_text_file(file)
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:

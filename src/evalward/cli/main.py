@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from evalward import __version__
+from evalward.cli.options import file_size_value
 
 # name -> (module, attribute, one-line help). The help is here so `--help` needs no imports.
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -97,8 +98,17 @@ class LazyGroup(click.Group):
     envvar="EVALWARD_DEBUG",
     help="Print the full traceback when evalward crashes [env: EVALWARD_DEBUG]",
 )
+@click.option(
+    "--max-file-size",
+    envvar="EVALWARD_MAX_FILE_SIZE",
+    callback=file_size_value,
+    default=None,
+    metavar="SIZE",
+    help="Refuse eval, config, session and recording files larger than this (e.g. 200MB) [default: 50MB; "
+    "env: EVALWARD_MAX_FILE_SIZE]",
+)
 @click.pass_context
-def cli(ctx: click.Context, config_file: str | None, debug: bool) -> None:
+def cli(ctx: click.Context, config_file: str | None, debug: bool, max_file_size: int | None) -> None:
     """evalward: run agent eval sets, score trajectories and responses, gate pull requests on regressions.
 
     Every option can also be set through an EVALWARD_* environment variable (shown in each command's help)
@@ -106,6 +116,10 @@ def cli(ctx: click.Context, config_file: str | None, debug: bool) -> None:
     """
     if ctx.resilient_parsing:
         return
+    from evalward.reading import DEFAULT_MAX_FILE_SIZE, set_max_file_size
+
+    # Set on every invocation, so an in-process caller's earlier value never leaks into the next command.
+    set_max_file_size(max_file_size or DEFAULT_MAX_FILE_SIZE)
     from evalward.redact import refresh_from_environment
 
     # Each invocation reads the environment's secrets afresh (the process may have changed it since).
@@ -137,12 +151,14 @@ def main(argv: list[str] | None = None) -> Any:
     exception to exit 3 with one line (`errors.crash_line`)."""
     from evalward.errors import EXIT_INTERRUPTED, EvalwardError, InternalError, debug_enabled
     from evalward.redact import redact
+    from evalward.report.escape import workflow_command_safe
 
     args = sys.argv[1:] if argv is None else argv
     try:
         return cli.main(args=argv, prog_name="evalward", standalone_mode=False)
     except EvalwardError as exc:
-        click.echo(redact(f"error: {exc}"), err=True)
+        # A message may quote a file name or id from outside: no workflow command may survive in it (redacted too).
+        click.echo(workflow_command_safe(f"error: {exc}"), err=True)
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
         click.echo("interrupted", err=True)

@@ -24,6 +24,21 @@ def _apply(func: F, decorators: Sequence[Callable[[Any], Any]]) -> F:
     return func
 
 
+def file_size_value(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    """A `--max-file-size` style value as bytes: `52428800`, `50MB`, `512KB`, `1GB` (powers of 1024)."""
+    if value is None:
+        return None
+    from evalward.reading import parse_size
+
+    try:
+        size = parse_size(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), ctx, param) from None
+    if size < 1:
+        raise click.BadParameter("the size must be at least 1 byte", ctx, param)
+    return size
+
+
 def paths_argument(func: F) -> F:
     """`PATHS…` (EVALWARD_PATHS): eval files or directories."""
     return click.argument("paths", nargs=-1, envvar="EVALWARD_PATHS", type=click.Path())(func)

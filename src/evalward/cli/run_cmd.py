@@ -108,8 +108,12 @@ def execute_run(
         ),
     )
     prepared = prepare(options)
+    from evalward.errors import printable
+    from evalward.report.escape import workflow_command_safe
+
     for warning in prepared.warnings:
-        click.echo(f"warning: {warning}", err=True)
+        # Warnings quote file names from outside: one line each, no workflow command.
+        click.echo(workflow_command_safe(f"warning: {printable(warning)}"), err=True)
     return run_and_report(
         prepared,
         db_url=None if no_history else db_url,

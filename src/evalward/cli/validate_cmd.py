@@ -21,16 +21,21 @@ def validate_command(paths: tuple[str, ...], test_config: str | None) -> None:
 
     Exit 0 when valid, 2 with the list of problems otherwise.
     """
+    from evalward.errors import printable
     from evalward.pipeline import RunOptions, describe_sets, prepare
+    from evalward.report.escape import workflow_command_safe
 
     if not paths:
         raise UsageError("no eval files given: pass files or directories")
     prepared = prepare(RunOptions(paths=list(paths), agent="-", config_path=test_config))
     for warning in prepared.warnings:
-        click.echo(f"warning: {warning}", err=True)
+        click.echo(workflow_command_safe(f"warning: {printable(warning)}"), err=True)
     for info in describe_sets(prepared.sets):
+        # File names come from outside: one line each, and no workflow command (`::error …`) in a CI log.
         click.echo(
-            f"ok  {info['path']}  [{info['format']}]  set {info['eval_set_id']!r}: "
-            f"{info['cases']} cases, {info['turns']} turns; criteria ({info['criteria_origin']}): "
-            + (", ".join(info["criteria"]) or "none")
+            workflow_command_safe(
+                f"ok  {printable(info['path'])}  [{info['format']}]  set {info['eval_set_id']!r}: "
+                f"{info['cases']} cases, {info['turns']} turns; criteria ({info['criteria_origin']}): "
+                + (", ".join(info["criteria"]) or "none")
+            )
         )

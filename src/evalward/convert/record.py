@@ -35,6 +35,7 @@ from evalward.model import (
     SessionInput,
     ToolCall,
 )
+from evalward.reading import read_text_file
 
 RecordFormat = Literal["adk", "native"]
 
@@ -107,7 +108,7 @@ def read_inputs(path: str | Path, *, eval_set_id: str) -> EvalSet:
         loaded = load_paths([file]).sets
         cases = [_without_expectations(c) for s in loaded for c in s.cases]
         return EvalSet(eval_set_id=eval_set_id, format="native", cases=cases)
-    text = file.read_text(encoding="utf-8")
+    text = read_text_file(file, shown)
     cases = []
     lines = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
     as_json = file.suffix == ".jsonl" or all(line.lstrip().startswith(("{", '"')) for _, line in lines[:1])

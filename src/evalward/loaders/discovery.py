@@ -3,7 +3,7 @@
 In directories only eval-file names are taken: `*.test.json`, `*.evalset.json`, `*.eval.json`,
 `*.eval.jsonl`, `*.eval.yaml`, `*.eval.yml` (never `test_config.json`); hidden directories,
 `node_modules`, `.venv`/`venv` and `__pycache__` are skipped. A file named explicitly is read whatever its
-name. Order is stable: paths as given, and within a directory sorted by relative path. A file reached
+name (the reader refuses what is not a regular file, saying what it is). Order is stable: paths as given, and within a directory sorted by relative path. A file reached
 twice is read once.
 """
 
@@ -55,16 +55,17 @@ def discover(paths: Sequence[str | Path]) -> Discovered:
     seen: set[Path] = set()
 
     def take(path: Path, shown: str) -> None:
-        key = path.resolve()
+        try:
+            key = path.resolve()
+        except (OSError, RuntimeError):  # a symbolic-link loop: the reader reports it
+            key = path.absolute()
         if key not in seen:
             seen.add(key)
             found.files.append((path, shown))
 
     for given in paths:
         path = Path(given)
-        if path.is_file():
-            take(path, str(given))
-        elif path.is_dir():
+        if path.is_dir():
             before = len(found.files)
             for file in _walk(path):
                 take(file, str(file))
@@ -72,6 +73,10 @@ def discover(paths: Sequence[str | Path]) -> Discovered:
                 found.warnings.append(
                     f"{given}: no eval files found (looked for {', '.join('*' + s for s in EVAL_FILE_SUFFIXES)})"
                 )
+        elif os.path.lexists(path):
+            # Named explicitly and present: a FIFO, a device or a broken link too, which the reader refuses
+            # with the reason (`evalward.reading`).
+            take(path, str(given))
         else:
             found.problems.append(
                 FileProblem(

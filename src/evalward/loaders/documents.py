@@ -5,19 +5,34 @@
    "Extra data" and every non-blank line is a JSON value of its own, the file is JSONL after all.
 3. Anything else → YAML, unless the name ends in `.json` (then the JSON syntax error is reported).
 
+The bytes are read by `evalward.reading` (regular files only, size-capped, UTF-8 without NUL characters).
 Syntax errors become `FileProblem`s with the line and column where the parser stopped; a JSONL file
 reports every bad line, not just the first.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from evalward.errors import FileProblem
-from evalward.loaders.positions import PositionIndex, index_json, index_yaml
+import yaml
+
+from evalward.errors import EvalFileError, FileProblem
+from evalward.loaders.positions import (
+    DEFAULT_LIMITS,
+    PathKey,
+    PositionIndex,
+    StructureError,
+    StructureLimits,
+    StructureProblem,
+    format_json_path,
+    index_json,
+    index_yaml,
+)
+from evalward.reading import read_text_file
 
 DocumentKind = Literal["json", "jsonl", "yaml"]
 
@@ -43,15 +58,9 @@ class DocumentError(Exception):
 def read_document(path: Path, shown: str) -> Document:
     """Parse `path` (reported as `shown`); raise DocumentError with every syntax problem found."""
     try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise DocumentError([FileProblem(path=shown, message=f"cannot read the file: {exc.strerror or exc}")]) from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise DocumentError(
-            [FileProblem(path=shown, message=f"not UTF-8 text (bad byte at offset {exc.start})", expected="UTF-8")]
-        ) from None
+        text = read_text_file(path, shown)
+    except EvalFileError as exc:
+        raise DocumentError(exc.problems) from None
     if not text.strip():
         raise DocumentError([FileProblem(path=shown, message="the file is empty", expected="an eval file")])
     try:
@@ -63,14 +72,57 @@ def read_document(path: Path, shown: str) -> Document:
 
 
 def parse_text(text: str, shown: str, *, suffix: str = "") -> Document:
-    """Parse already-decoded text; `suffix` (e.g. `.yaml`) picks the syntax as `read_document` does."""
+    """Parse already-decoded text; `suffix` (e.g. `.yaml`) picks the syntax as `read_document` does.
+
+    Values must stay within `positions.StructureLimits` (nesting, count, integer digits, YAML aliases) and
+    no object may repeat a key; each breach is a problem at its line and column."""
+    try:
+        return _parse_text(text, shown, suffix)
+    except StructureError as exc:
+        raise DocumentError([_structure_problem(shown, problem) for problem in exc.problems]) from None
+
+
+def _structure_problem(shown: str, problem: StructureProblem) -> FileProblem:
+    return FileProblem(
+        path=shown,
+        message=problem.message,
+        line=problem.position.line,
+        column=problem.position.column,
+        json_path=format_json_path(problem.path) if problem.path is not None else None,
+        expected=problem.expected,
+        found=problem.found,
+    )
+
+
+class _IntegerTooLong(ValueError):
+    """Raised from inside `json.loads`; the scan of the same text then says where the integer is."""
+
+
+def _bounded_int(digits: str) -> int:
+    # Before `int()`: converting a huge integer is quadratic, and beyond 4,300 digits a ValueError.
+    if len(digits) > DEFAULT_LIMITS.max_integer_digits:
+        raise _IntegerTooLong(digits[:20])
+    return int(digits)
+
+
+def _load_json(text: str, *, prefix: PathKey = (), first_line: int = 1) -> Any:
+    """`json.loads` with integers bounded; an over-long integer is reported where the scan finds it."""
+    try:
+        return json.loads(text, parse_int=_bounded_int)
+    except (_IntegerTooLong, RecursionError):
+        # The scan stops at the same integer, or at the depth limit long before recursion runs out.
+        index_json(text, prefix=prefix, first_line=first_line)
+        raise
+
+
+def _parse_text(text: str, shown: str, suffix: str) -> Document:
     if suffix in (".yaml", ".yml"):
         return _parse_yaml(text, shown)
     if suffix == ".jsonl":
         return _parse_jsonl(text, shown)
     if text.lstrip()[:1] in ("{", "["):
         try:
-            data = json.loads(text)
+            data = _load_json(text)
         except json.JSONDecodeError as exc:
             if exc.msg == "Extra data":
                 try:
@@ -81,7 +133,7 @@ def parse_text(text: str, shown: str, *, suffix: str = "") -> Document:
         return Document(path=shown, data=data, index=index_json(text), kind="json")
     if suffix == ".json":
         try:
-            json.loads(text)
+            _load_json(text)
         except json.JSONDecodeError as exc:
             raise DocumentError([_json_problem(shown, exc)]) from None
     return _parse_yaml(text, shown)
@@ -108,12 +160,15 @@ def _parse_jsonl(text: str, shown: str) -> Document:
     for line_number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
+        prefix: PathKey = (len(records),)
         try:
-            value = json.loads(line)
+            value = _load_json(line, prefix=prefix, first_line=line_number)
         except json.JSONDecodeError as exc:
             problems.append(_json_problem(shown, exc, line_offset=line_number - 1))
             continue
-        line_index = index_json(line, prefix=(len(records),), first_line=line_number)
+        # The value budget is for the whole file, not each line.
+        remaining = dataclasses.replace(DEFAULT_LIMITS, max_values=DEFAULT_LIMITS.max_values - len(index.values))
+        line_index = index_json(line, prefix=prefix, first_line=line_number, limits=remaining)
         # Each line's offsets belong to that line's own line map: store them as positions.
         index.values.update((path, line_index.value_at(path)) for path in line_index.values)  # type: ignore[misc]
         index.keys.update((path, line_index.key_at(path)) for path in line_index.keys)  # type: ignore[misc]
@@ -123,15 +178,66 @@ def _parse_jsonl(text: str, shown: str) -> Document:
     return Document(path=shown, data=records, index=index, kind="jsonl")
 
 
-def _parse_yaml(text: str, shown: str) -> Document:
-    import yaml
+class _LimitExceeded(yaml.MarkedYAMLError):
+    """A `StructureLimits` limit broken while composing YAML: reported as itself, not as a syntax error."""
 
-    loader = yaml.SafeLoader(text)
+
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, stopped while composing once the document is too deep, has too many nodes or
+    uses too many aliases: composition is where an alias bomb or a huge document would otherwise cost time
+    and memory (every later stage sees the aliased node again, and again)."""
+
+    def __init__(self, text: str, limits: StructureLimits = DEFAULT_LIMITS) -> None:
+        super().__init__(text)
+        self.limits = limits
+        self.depth = 0
+        self.nodes = 0
+        self.aliases = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        limits = self.limits
+        mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
+        if self.check_event(yaml.AliasEvent):
+            self.aliases += 1
+            if self.aliases > limits.max_aliases:
+                raise _LimitExceeded(
+                    problem=f"more than {limits.max_aliases} aliases (*name) in one document", problem_mark=mark
+                )
+        self.nodes += 1
+        if self.nodes > limits.max_yaml_nodes:
+            raise _LimitExceeded(problem=f"more than {limits.max_yaml_nodes:,} YAML values", problem_mark=mark)
+        self.depth += 1
+        try:
+            if self.depth > limits.max_depth:
+                raise _LimitExceeded(
+                    problem=f"values are nested more than {limits.max_depth} levels deep", problem_mark=mark
+                )
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+
+def _parse_yaml(text: str, shown: str) -> Document:
+    loader = _BoundedLoader(text)
     try:
         node = loader.get_single_node()
         if node is None:
             raise DocumentError([FileProblem(path=shown, message="the file is empty", expected="an eval file")])
+        # Checked (and positions recorded) before construction: it refuses alias bombs and huge integers.
+        index = index_yaml(node)
         data = loader.construct_document(node)
+    except _LimitExceeded as exc:
+        mark = exc.problem_mark
+        raise DocumentError(
+            [
+                FileProblem(
+                    path=shown,
+                    message=exc.problem or "the document is too large",
+                    line=mark.line + 1 if mark else None,
+                    column=mark.column + 1 if mark else None,
+                )
+            ]
+        ) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         raise DocumentError(
@@ -147,6 +253,13 @@ def _parse_yaml(text: str, shown: str) -> Document:
         ) from None
     except yaml.YAMLError as exc:
         raise DocumentError([FileProblem(path=shown, message=f"invalid YAML: {exc}", expected="valid YAML")]) from None
+    except StructureError:
+        raise  # located by `parse_text`
+    except (ValueError, OverflowError) as exc:
+        # A scalar the resolver typed but cannot convert (`2024-13-45` as a date).
+        raise DocumentError(
+            [FileProblem(path=shown, message=f"invalid YAML value: {exc}", expected="valid YAML")]
+        ) from None
     finally:
         loader.dispose()
-    return Document(path=shown, data=data, index=index_yaml(node), kind="yaml")
+    return Document(path=shown, data=data, index=index, kind="yaml")

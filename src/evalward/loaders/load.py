@@ -11,12 +11,14 @@ Initial session: an `initial.session.json` beside an ADK legacy test file (forma
 `session_input` (ADK's `initial_session_file`); beside a file of another ADK format it is ignored with a
 warning, since those carry their own sessions.
 
-Case ids must be unique within a set. Two sets with the same id are allowed, with a warning, since results
+Case and eval set ids must be printable (no C0 control characters or DEL: they reach logs, workflow
+commands and PostgreSQL, which refuses NUL). Case ids must be unique within a set. Two sets with the same id are allowed, with a warning, since results
 are keyed by set and case id.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -157,6 +159,7 @@ def load_file_result(file: Path, shown: str, *, known_metrics: Collection[str] =
             eval_set = _LOADERS[fmt](collected, default_id)
     if eval_set is not None:
         eval_set.path = shown
+        _check_id_characters(eval_set, collected)
         _check_case_ids(eval_set, collected)
         if collected.items:
             eval_set = None
@@ -186,6 +189,52 @@ def _session_beside(file: Path, shown: str, problems: list[FileProblem], warning
     problems.extend(collected.items)
     warnings.extend(collected.warnings)
     return session
+
+
+_CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _control_character_found(identifier: str) -> str | None:
+    """`'\\n' at character 5` for the first control character in `identifier`, else None."""
+    found = _CONTROL_CHARACTER.search(identifier)
+    if found is None:
+        return None
+    return f"{found.group()!r} at character {found.start() + 1}"
+
+
+def _check_id_characters(eval_set: EvalSet, collected: Problems) -> None:
+    """Ids are keys in reports, logs and the database (PostgreSQL refuses NUL): no control characters."""
+    found = _control_character_found(eval_set.eval_set_id)
+    if found is not None:
+        data = collected.document.data
+        key = next((k for k in ("eval_set_id", "evalSetId") if isinstance(data, dict) and k in data), None)
+        if key is not None:
+            collected.add(
+                "the eval set id contains a control character", (key,), expected="printable text", found=found
+            )
+        else:
+            collected.add(
+                "the eval set id, taken from the file name, contains a control character: rename the file or "
+                "set eval_set_id",
+                expected="printable text",
+                found=found,
+            )
+    for case in eval_set.cases:
+        found = _control_character_found(case.case_id)
+        if found is None:
+            continue
+        source = case.source
+        collected.items.append(
+            FileProblem(
+                path=collected.path,
+                message="the case id contains a control character",
+                line=source.line if source else None,
+                column=source.column if source else None,
+                json_path=source.json_path if source else None,
+                expected="printable text",
+                found=found,
+            )
+        )
 
 
 def _check_case_ids(eval_set: EvalSet, collected: Problems) -> None:

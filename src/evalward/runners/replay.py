@@ -23,6 +23,7 @@ from pathlib import Path
 
 from evalward.errors import EvalwardError
 from evalward.model import AgentOutput, AgentRequest, AgentTarget, ErrorKind, canonical_hash
+from evalward.reading import read_file_bytes
 from evalward.runners.base import AgentFailure, AgentStartError
 from evalward.traces.genai import TraceOptions
 from evalward.traces.recordings import RecordedError, Recordings, load_recordings
@@ -82,8 +83,8 @@ class ReplayAgent:
     def target(self) -> AgentTarget:
         # The recorded outputs are "the agent": two replays compare only if they replay the same bytes.
         try:
-            digest = hashlib.sha256(self.path.read_bytes()).hexdigest()
-        except OSError:
+            digest = hashlib.sha256(read_file_bytes(self.path)).hexdigest()
+        except EvalwardError:  # `start` reports the unreadable file
             digest = ""
         return AgentTarget(
             kind="replay",

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evalward.errors import EvalFileError, FileProblem
 from evalward.model import AgentOutput, CaseError, RunResult
+from evalward.reading import read_text_file
 from evalward.traces.genai import TracedTurn, TraceOptions, turns_from_spans
 from evalward.traces.otlp import is_jaeger_document, is_otlp_document, read_spans
 
@@ -219,7 +220,7 @@ def load_recordings(path: str | Path, *, options: TraceOptions | None = None) ->
     file = Path(path)
     if not file.is_file():
         raise EvalFileError([FileProblem(shown, "recording file not found", expected="an existing file")])
-    text = file.read_text(encoding="utf-8")
+    text = read_text_file(file, shown)
     kind = detect_kind(text)
     if kind == "run_json":
         return recordings_from_run(load_run_json(text, source=shown), source=shown)
