@@ -7,8 +7,7 @@ from datetime import UTC, datetime
 
 import jwt
 import pytest
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
+from tests.server.daemon import app_keys
 
 from evalward.github import GitHubClient, GitHubError, InstallationTokenCache, app_jwt
 from evalward.github.sticky import upsert_sticky_comment
@@ -21,16 +20,7 @@ NOW = 1_700_000_000
 
 @pytest.fixture(scope="module")
 def keys() -> tuple[str, str]:
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    private = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    ).decode()
-    public = (
-        key.public_key()
-        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
-        .decode()
-    )
-    return private, public
+    return app_keys()
 
 
 class Clock:

@@ -6,8 +6,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
+from tests.server.daemon import app_keys
 
 from evalward.github import WRITE_PERMISSIONS, GitHubClient, GitHubError, app_jwt
 from evalward.server.redeliver import RedeliveryReport, failed_deliveries, redeliver_failed
@@ -20,16 +19,7 @@ REPO = "octo/agent"
 
 @pytest.fixture(scope="module")
 def keys() -> tuple[str, str]:
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    private = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    ).decode()
-    public = (
-        key.public_key()
-        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
-        .decode()
-    )
-    return private, public
+    return app_keys()
 
 
 @pytest.mark.parametrize(
