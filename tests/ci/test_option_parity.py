@@ -205,7 +205,12 @@ def test_the_pytest_api_takes_every_run_value(tmp_path: Path, monkeypatch: pytes
     )
     assert (options.judge.concurrency, options.judge.cache, list(options.judge.prices)) == (2, False, ["judge-model"])
     assert (options.step, options.stepwise) == (False, "off")
-    assert options.agent_options == {"system_prompt": "prompt.md", "tools": "tools.json", "max_steps": 3}
+    assert options.agent_options == {
+        "system_prompt": "prompt.md",
+        "tools": "tools.json",
+        "max_steps": 3,
+        "max_retries": options.max_retries,
+    }
 
 
 def test_the_pytest_api_names_unknown_options() -> None:
