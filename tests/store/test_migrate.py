@@ -95,3 +95,21 @@ def test_a_database_from_a_newer_evalward_is_reported(db_url: str) -> None:
     engine.dispose()
     with pytest.raises(InfrastructureError, match="revision '0099', which this evalward does not know"):
         open_store(db_url)
+
+
+def test_opening_a_database_at_head_does_not_import_alembic(db_url: str) -> None:
+    """alembic costs ~0.1 s of start-up; a database already at head is read without it."""
+    import subprocess
+    import sys
+
+    upgrade_database(db_url)
+    probe = (
+        "import sys\n"
+        "from evalward.store import open_store\n"
+        f"store = open_store({db_url!r})\n"
+        "store.close()\n"
+        "print('alembic' in sys.modules)\n"
+    )
+    completed = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
+    assert completed.stdout.strip() == "False", completed.stderr[-2000:]
+    assert current_revision(db_url) == HEAD_REVISION
