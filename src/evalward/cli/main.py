@@ -149,14 +149,15 @@ def cli(ctx: click.Context, config_file: str | None, debug: bool, max_file_size:
 def main(argv: list[str] | None = None) -> Any:
     """Console-script entry point: maps evalward errors to exit codes without tracebacks, and any other
     exception to exit 3 with one line (`errors.crash_line`)."""
+    # The report and redaction modules are imported only when there is an error to print: `--help` stays fast.
     from evalward.errors import EXIT_INTERRUPTED, EvalwardError, InternalError, debug_enabled
-    from evalward.redact import redact
-    from evalward.report.escape import workflow_command_safe
 
     args = sys.argv[1:] if argv is None else argv
     try:
         return cli.main(args=argv, prog_name="evalward", standalone_mode=False)
     except EvalwardError as exc:
+        from evalward.report.escape import workflow_command_safe
+
         # A message may quote a file name or id from outside: no workflow command may survive in it (redacted too).
         click.echo(workflow_command_safe(f"error: {exc}"), err=True)
         sys.exit(exc.exit_code)
@@ -172,6 +173,8 @@ def main(argv: list[str] | None = None) -> Any:
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except Exception as exc:
+        from evalward.redact import redact
+
         if debug_enabled(args):
             import traceback
 
