@@ -96,13 +96,14 @@ def crash_line(exc: BaseException) -> str:
     )
 
 
-_CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f]")
+CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f]")
+"""C0 controls and DEL: never valid in a file name, an id or a request value that evalward prints or stores."""
 
 
 def printable(text: str) -> str:
     """`text` with each control character written as its escape (`\\n`, `\\x00`): a file name or id from
     outside stays on one line when printed, so it can neither forge a log line nor a workflow command."""
-    return _CONTROL_CHARACTER.sub(lambda found: found.group().encode("unicode_escape").decode("ascii"), text)
+    return CONTROL_CHARACTER.sub(lambda found: found.group().encode("unicode_escape").decode("ascii"), text)
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 import click
@@ -26,3 +26,13 @@ def db_option(func: F) -> F:
 
 def stderr_is_terminal() -> bool:
     return sys.stderr.isatty()
+
+
+def echo_warnings(warnings: Iterable[str]) -> None:
+    """Print `warning: …` lines to stderr. Warnings quote file names and ids from outside: each stays on one
+    line (control characters escaped) and cannot start a workflow command in a CI log."""
+    from evalward.errors import printable
+    from evalward.report.escape import workflow_command_safe
+
+    for warning in warnings:
+        click.echo(workflow_command_safe(f"warning: {printable(warning)}"), err=True)

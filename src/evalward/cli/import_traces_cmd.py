@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from evalward.cli.common import db_option
+from evalward.cli.common import db_option, echo_warnings
 from evalward.errors import UsageError
 
 
@@ -108,8 +108,7 @@ def execute_import(
                 + f"; set --case-attribute to the span attribute that names the case (now {case_attribute!r})"
             )
     known = {case.case_id for eval_set in prepared.sets for case in eval_set.cases}
-    for warning in prepared.warnings:
-        click.echo(f"warning: {warning}", err=True)
+    echo_warnings(prepared.warnings)
     for note in recordings.notes:
         click.echo(f"note: {note}", err=True)
     unmatched = sorted(recorded_cases - known)

@@ -108,12 +108,9 @@ def execute_run(
         ),
     )
     prepared = prepare(options)
-    from evalward.errors import printable
-    from evalward.report.escape import workflow_command_safe
+    from evalward.cli.common import echo_warnings
 
-    for warning in prepared.warnings:
-        # Warnings quote file names from outside: one line each, no workflow command.
-        click.echo(workflow_command_safe(f"warning: {printable(warning)}"), err=True)
+    echo_warnings(prepared.warnings)
     return run_and_report(
         prepared,
         db_url=None if no_history else db_url,

@@ -21,6 +21,7 @@ def validate_command(paths: tuple[str, ...], test_config: str | None) -> None:
 
     Exit 0 when valid, 2 with the list of problems otherwise.
     """
+    from evalward.cli.common import echo_warnings
     from evalward.errors import printable
     from evalward.pipeline import RunOptions, describe_sets, prepare
     from evalward.report.escape import workflow_command_safe
@@ -28,8 +29,7 @@ def validate_command(paths: tuple[str, ...], test_config: str | None) -> None:
     if not paths:
         raise UsageError("no eval files given: pass files or directories")
     prepared = prepare(RunOptions(paths=list(paths), agent="-", config_path=test_config))
-    for warning in prepared.warnings:
-        click.echo(workflow_command_safe(f"warning: {printable(warning)}"), err=True)
+    echo_warnings(prepared.warnings)
     for info in describe_sets(prepared.sets):
         # File names come from outside: one line each, and no workflow command (`::error …`) in a CI log.
         click.echo(

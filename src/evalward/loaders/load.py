@@ -18,12 +18,11 @@ are keyed by set and case id.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evalward.errors import EvalFileError, FileProblem
+from evalward.errors import CONTROL_CHARACTER, EvalFileError, FileProblem
 from evalward.loaders.adk import load_adk_evalset
 from evalward.loaders.adk_legacy import (
     INITIAL_SESSION_FILE_NAME,
@@ -191,12 +190,9 @@ def _session_beside(file: Path, shown: str, problems: list[FileProblem], warning
     return session
 
 
-_CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f]")
-
-
 def _control_character_found(identifier: str) -> str | None:
     """`'\\n' at character 5` for the first control character in `identifier`, else None."""
-    found = _CONTROL_CHARACTER.search(identifier)
+    found = CONTROL_CHARACTER.search(identifier)
     if found is None:
         return None
     return f"{found.group()!r} at character {found.start() + 1}"

@@ -24,6 +24,8 @@ from urllib.parse import parse_qsl
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from evalward.errors import CONTROL_CHARACTER
+
 MAX_JSON_DEPTH = 100
 """Nesting of arrays and objects a request body may have."""
 
@@ -106,7 +108,7 @@ def check_text(value: str, *, where: str, max_chars: int) -> str:
     """A path segment or query value: no NUL or other control characters, at most `max_chars`."""
     if len(value) > max_chars:
         raise BadRequest(f"{where}: longer than {max_chars} characters")
-    if any(ord(char) < 0x20 or ord(char) == 0x7F for char in value):
+    if CONTROL_CHARACTER.search(value):
         raise BadRequest(f"{where}: control characters (NUL included) are not accepted")
     return value
 
