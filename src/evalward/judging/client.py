@@ -198,7 +198,6 @@ class JudgeClient:
                             **kwargs,
                         )
                     except openai.APIStatusError as exc:
-                        self._count(attempts.requests)
                         if exc.status_code == 400 and mode in _DOWNGRADE and _mentions_format(exc):
                             self.mode = _DOWNGRADE[mode]
                             logger.info(
@@ -211,11 +210,11 @@ class JudgeClient:
                             status=exc.status_code,
                         ) from exc
                     except openai.APIConnectionError as exc:
-                        self._count(attempts.requests)
                         raise JudgeCallError(
                             f"cannot reach {self.where}: {_cause(exc)}{_after(attempts.retries)}"
                         ) from exc
-                    self._count(attempts.requests)
+                    finally:
+                        self._count(attempts.requests)
                     return self._completion(model, response)
 
     def _count(self, requests: int) -> None:
