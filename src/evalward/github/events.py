@@ -300,8 +300,24 @@ def parse_installation(
     )
 
 
+HANDLED_EVENTS = frozenset(
+    {
+        "pull_request",
+        "pull_request_target",
+        "push",
+        "check_run",
+        "check_suite",
+        "installation",
+        "installation_repositories",
+    }
+)
+"""The `X-GitHub-Event` values `parse_event` reads; every other event is ignored."""
+
+
 def parse_event(event: str, payload: Mapping[str, Any]) -> Event | None:
-    """The typed view of a payload for an event evalward handles; None for any other event (ignored)."""
+    """The typed view of a payload for an event evalward handles (`HANDLED_EVENTS`); None for any other."""
+    if event not in HANDLED_EVENTS:
+        return None
     if event in ("pull_request", "pull_request_target"):
         return parse_pull_request(payload, event)
     if event == "push":

@@ -9,23 +9,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 
+from evalward.github.events import HANDLED_EVENTS
+
 LATENCY_BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 JOB_BUCKETS_S = (1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0)
 
 LabelSet = tuple[tuple[str, str], ...]
 
-KNOWN_WEBHOOK_EVENTS = frozenset(
-    {
-        "ping",
-        "pull_request",
-        "pull_request_target",
-        "push",
-        "check_run",
-        "check_suite",
-        "installation",
-        "installation_repositories",
-    }
-)
+KNOWN_WEBHOOK_EVENTS = HANDLED_EVENTS | {"ping"}
 """The `X-GitHub-Event` values evalward handles; each is its own `event` label value."""
 
 
