@@ -113,3 +113,76 @@ def test_opening_a_database_at_head_does_not_import_alembic(db_url: str) -> None
     completed = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
     assert completed.stdout.strip() == "False", completed.stderr[-2000:]
     assert current_revision(db_url) == HEAD_REVISION
+
+
+def _structure(url: str) -> dict[str, object]:
+    """Every table's columns (type, nullability), primary key, foreign keys, indexes and unique constraints,
+    with their names: what a later migration's ALTERs depend on."""
+    from sqlalchemy import inspect
+
+    engine = create_db_engine(url)
+    try:
+        inspector = inspect(engine)
+        found: dict[str, object] = {}
+        for table in sorted(inspector.get_table_names()):
+            found[table] = {
+                "columns": [(c["name"], str(c["type"]), c["nullable"]) for c in inspector.get_columns(table)],
+                "primary_key": inspector.get_pk_constraint(table),
+                "foreign_keys": sorted(
+                    (fk["name"] or "", fk["referred_table"], tuple(fk["constrained_columns"]), str(fk["options"]))
+                    for fk in inspector.get_foreign_keys(table)
+                ),
+                "indexes": sorted(
+                    (i["name"] or "", tuple(str(c) for c in i["column_names"]), bool(i["unique"]))
+                    for i in inspector.get_indexes(table)
+                ),
+                "unique": sorted(
+                    (u["name"] or "", tuple(u["column_names"])) for u in inspector.get_unique_constraints(table)
+                ),
+            }
+        return found
+    finally:
+        engine.dispose()
+
+
+def test_an_empty_database_created_at_head_equals_one_built_by_every_migration(
+    db_url: str, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> None:
+    """The fast path for an empty database (create the tables, stamp head) must leave exactly what alembic's
+    migrations leave, or a later migration would meet a different schema."""
+    from alembic import command
+
+    from evalward.store.migrate import alembic_config
+
+    if db_url.startswith("sqlite"):
+        migrated_url = f"sqlite:///{tmp_path_factory.mktemp('migrated') / 'history.db'}"
+    else:
+        from tests.fakes.postgres import fresh_schema
+
+        migrated_url = fresh_schema(request.getfixturevalue("postgres_database"))
+    engine = create_db_engine(migrated_url)
+    try:
+        with engine.begin() as connection:
+            command.upgrade(alembic_config(connection), "head")
+    finally:
+        engine.dispose()
+
+    assert upgrade_database(db_url) == HEAD_REVISION  # empty: created at head without alembic
+    assert current_revision(db_url) == current_revision(migrated_url) == HEAD_REVISION
+    assert _structure(db_url) == _structure(migrated_url)
+
+
+def test_first_use_of_an_empty_database_does_not_import_alembic(db_url: str) -> None:
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "from evalward.store import open_store\n"
+        f"store = open_store({db_url!r})\n"
+        "store.close()\n"
+        "print('alembic' in sys.modules)\n"
+    )
+    completed = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
+    assert completed.stdout.strip() == "False", completed.stderr[-2000:]
+    assert current_revision(db_url) == HEAD_REVISION
