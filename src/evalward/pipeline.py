@@ -135,9 +135,7 @@ def apply_metric_overrides(sets: list[EvalSet], overrides: Sequence[MetricSpec],
 def validate_criteria(sets: Sequence[EvalSet], judge: JudgeConfig | None = None) -> list[ResolvedJudge]:
     """Unknown metrics, bad options and unreadable reference trajectories are bad input (2); judge metrics
     with no judge model configured are infrastructure (3). Returns the judged criteria, resolved."""
-    from evalward.judging.config import JudgeConfig
-    from evalward.judging.scoring import Judging, judged_specs
-    from evalward.metrics.registry import check_specs
+    from evalward.metrics.registry import check_specs, requires_judge
     from evalward.metrics.stepwise import ReferenceError, parse_reference
 
     problems: list[FileProblem] = []
@@ -175,8 +173,13 @@ def validate_criteria(sets: Sequence[EvalSet], judge: JudgeConfig | None = None)
                     )
     if problems:
         raise EvalFileError(problems)
-    specs = judged_specs([s.metrics_for(c) for s in sets for c in s.cases])
-    return Judging(judge or JudgeConfig()).resolve_all(specs)
+    specs_per_case = [s.metrics_for(c) for s in sets for c in s.cases]
+    if not any(requires_judge(spec.name) for specs in specs_per_case for spec in specs):
+        return []  # no judge involved: the judging machinery (and its openai client) is never imported
+    from evalward.judging.config import JudgeConfig
+    from evalward.judging.scoring import Judging, judged_specs
+
+    return Judging(judge or JudgeConfig()).resolve_all(judged_specs(specs_per_case))
 
 
 def apply_step_mode(sets: list[EvalSet], overrides: Sequence[MetricSpec]) -> None:
@@ -631,7 +634,6 @@ async def score_outside(
     Without an `agent` (re-scoring a baseline's recorded outputs), step metrics cannot be recomputed; those of
     `recorded`, the original result, are kept."""
     from evalward.judging.merge import merge_metric_results
-    from evalward.judging.scoring import apply_judges
     from evalward.metrics.custom import is_custom, score_custom
 
     if agent is not None:
@@ -648,6 +650,8 @@ async def score_outside(
             )
             result = merge_metric_results(result, [case_level], {t: [r] for t, r in turn_level.items()})
     if judging is not None:
+        from evalward.judging.scoring import apply_judges
+
         specs = item.eval_set.metrics_for(item.case)
         result = await apply_judges(result, item.case, specs, case_run.outputs, judging)
     return result

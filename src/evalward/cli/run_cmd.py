@@ -224,15 +224,25 @@ def write_reports(
     run: Any, *, json_path: str | None, junit_path: str | None, markdown_path: str | None, extra_markdown: str = ""
 ) -> None:
     """Write the report files asked for; `extra_markdown` (e.g. a confusion table) ends the markdown report."""
-    from evalward.report.json_report import render_json
-    from evalward.report.junit import render_junit
-    from evalward.report.markdown import render_run_markdown
+
+    def json_text(value: Any) -> str:
+        from evalward.report.json_report import render_json
+
+        return render_json(value)
+
+    def junit_text(value: Any) -> str:
+        from evalward.report.junit import render_junit
+
+        return render_junit(value)
 
     def markdown(value: Any) -> str:
+        from evalward.report.markdown import render_run_markdown
+
         text = render_run_markdown(value)
         return f"{text.rstrip()}\n\n{extra_markdown}" if extra_markdown else text
 
-    for path, render in ((json_path, render_json), (junit_path, render_junit), (markdown_path, markdown)):
+    # Each renderer is imported only when its file is asked for.
+    for path, render in ((json_path, json_text), (junit_path, junit_text), (markdown_path, markdown)):
         if path:
             target = Path(path)
             target.parent.mkdir(parents=True, exist_ok=True)

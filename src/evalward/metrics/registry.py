@@ -115,7 +115,6 @@ def check_specs(specs: Sequence[MetricSpec]) -> list[str]:
     Judge metrics have their options checked here; whether a judge is available is the caller's question.
     """
     from evalward.metrics.custom import check_custom_spec
-    from evalward.metrics.judge import check_judge_options
 
     problems: list[str] = []
     for spec in specs:
@@ -123,6 +122,8 @@ def check_specs(specs: Sequence[MetricSpec]) -> list[str]:
             problems.extend(check_custom_spec(spec))
             continue
         if requires_judge(spec.name):
+            from evalward.metrics.judge import check_judge_options
+
             problems.extend(check_judge_options(spec))
             continue
         if is_stepwise(spec.name):

@@ -1,22 +1,40 @@
 """Render one run for people and tools: terminal, JSON, JUnit XML and markdown (PR comment, job summary).
 
-All escaping of untrusted text lives in `evalward.report.escape`, and nowhere else. `print_run` is
-loaded on first use so importing this package does not import rich.
+All escaping of untrusted text lives in `evalward.report.escape`, and nowhere else. Every name is
+loaded on first use, so importing one renderer does not import the others (or rich).
 """
 
 from __future__ import annotations
 
+from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from evalward.report.comparison import print_verdict, render_verdict_markdown
-from evalward.report.diff import ArgDiff, DiffLine, TrajectoryDiff, steps_diff, trajectory_diff
-from evalward.report.html import render_html
-from evalward.report.json_report import load_run_json, render_json
-from evalward.report.junit import render_junit
-from evalward.report.markdown import render_run_markdown
-
 if TYPE_CHECKING:
+    from evalward.report.comparison import print_verdict, render_verdict_markdown
+    from evalward.report.diff import ArgDiff, DiffLine, TrajectoryDiff, steps_diff, trajectory_diff
+    from evalward.report.html import render_html
+    from evalward.report.json_report import load_run_json, render_json
+    from evalward.report.junit import render_junit
+    from evalward.report.markdown import render_run_markdown
     from evalward.report.terminal import print_run
+
+# Each name is loaded from its module on first use: a run imports `report.escape` or `report.terminal` without
+# paying for the comparison, HTML and JUnit renderers it may never write.
+_HOME = {
+    "ArgDiff": "diff",
+    "DiffLine": "diff",
+    "TrajectoryDiff": "diff",
+    "steps_diff": "diff",
+    "trajectory_diff": "diff",
+    "load_run_json": "json_report",
+    "render_json": "json_report",
+    "print_run": "terminal",
+    "print_verdict": "comparison",
+    "render_verdict_markdown": "comparison",
+    "render_html": "html",
+    "render_junit": "junit",
+    "render_run_markdown": "markdown",
+}
 
 __all__ = [
     "ArgDiff",
@@ -36,8 +54,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name == "print_run":
-        from evalward.report.terminal import print_run
-
-        return print_run
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f"{__name__}.{home}"), name)
