@@ -37,7 +37,7 @@ CONFIG_FILE_NAMES = ("evalward.toml", ".evalward.toml")
 class RunSettings(BaseModel):
     """Defaults for `evalward run` (and `evalward ci`)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     paths: list[str] = Field(default_factory=list, description="Eval files or directories.")
     agent: str | None = Field(default=None, description="The agent target, as for --agent.")

@@ -43,7 +43,7 @@ MAX_ANCESTORS = 500
 class BaselineQuery(BaseModel):
     """What the checkout knows and the server does not: the body of `POST /api/v1/runs/{run_id}/baseline`."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     spec: str = Field("auto", description="auto, none, RUN_ID, commit:SHA or branch:NAME (as `--baseline`).")
     base_branch: str | None = Field(None, description="The branch the pull request merges into.")

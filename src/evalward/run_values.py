@@ -36,7 +36,7 @@ class RunValues(BaseModel):
 
     Defaults are the CLI's. Bad values raise `UsageError` (exit 2) naming the option (`from_values`)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     paths: tuple[str, ...] = Field(default=(), description="Eval files or directories (`PATHS`).")
     agent: str | None = Field(default=None, description="The agent target (`--agent`).")

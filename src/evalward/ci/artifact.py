@@ -38,7 +38,7 @@ _REPO_OK = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 class ArtifactMeta(BaseModel):
     """`meta.json` of the results artifact: where the results belong, so a `workflow_run` job can post them."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     schema_version: int = ARTIFACT_SCHEMA_VERSION
     repository: str = Field(description="owner/name the run evaluated.")

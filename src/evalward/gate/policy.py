@@ -24,7 +24,7 @@ ERROR_RATE_METRIC = "error_rate"
 class MetricOverride(BaseModel):
     """Per-metric margins that replace the policy-wide ones."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     delta_block: float | None = Field(default=None, gt=0, description="δ_block for this metric.")
     delta_ni: float | None = Field(default=None, gt=0, description="δ_ni for this metric.")
@@ -34,7 +34,7 @@ class MetricOverride(BaseModel):
 class QuarantineEntry(BaseModel):
     """A known-flaky case: reported but not gated until `until` (inclusive)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     case_id: str
     eval_set_id: str | None = Field(default=None, description="Restrict to one eval set; None = any set.")
@@ -48,7 +48,7 @@ class QuarantineEntry(BaseModel):
 class RatioGate(BaseModel):
     """The log-ratio rule for cost or latency (GATE.md §7)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     gate: bool = Field(default=False, description="True: a regression blocks; False: informational (warning).")
     tau: float = Field(default=0.10, ge=0, description="Tolerated increase: regressed when exp(L) > 1 + τ.")
@@ -57,7 +57,7 @@ class RatioGate(BaseModel):
 class GatePolicy(BaseModel):
     """How `gate.decide` judges a run against its baseline."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     alpha: float = Field(default=0.05, gt=0, lt=0.5, description="Significance level of the one-sided tests.")
     power: float = Field(default=0.8, gt=0, lt=1, description="Power used for the MDE and sample-size advice.")

@@ -27,7 +27,7 @@ class EventPayloadError(UsageError):
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
 
 class RepoRef(_Frozen):

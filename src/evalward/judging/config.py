@@ -32,7 +32,7 @@ FALLBACK_CACHE_URL = "sqlite:///.evalward/judge_cache.db"
 class ModelPrice(BaseModel):
     """USD per million tokens."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     input_per_million: float = Field(ge=0)
     output_per_million: float = Field(ge=0)
@@ -44,7 +44,7 @@ class ModelPrice(BaseModel):
 class JudgeConfig(BaseModel):
     """Run-wide judge settings (every field has an `evalward run` flag and an `EVALWARD_*` variable)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     model: str | None = Field(default=None, description="Default judge model (criteria may name their own).")
     base_url: str | None = Field(default=None, description="OpenAI-compatible endpoint; None = $OPENAI_BASE_URL.")

@@ -48,7 +48,7 @@ class _LegacyResponse(BaseModel):
 
 
 class _LegacyTurn(BaseModel):
-    model_config = ConfigDict(extra="allow", loc_by_alias=False)
+    model_config = ConfigDict(defer_build=True, extra="allow", loc_by_alias=False)
 
     query: str
     expected_tool_use: list[_LegacyToolUse] = []
@@ -57,7 +57,7 @@ class _LegacyTurn(BaseModel):
 
 
 class _LegacySession(BaseModel):
-    model_config = ConfigDict(extra="allow", loc_by_alias=False)
+    model_config = ConfigDict(defer_build=True, extra="allow", loc_by_alias=False)
 
     state: dict[str, Any] = {}
     app_name: str | None = None
@@ -65,7 +65,7 @@ class _LegacySession(BaseModel):
 
 
 class _InitialSession(BaseModel):
-    model_config = ConfigDict(extra="allow", loc_by_alias=False)
+    model_config = ConfigDict(defer_build=True, extra="allow", loc_by_alias=False)
 
     state: dict[str, Any] = {}
     app_name: str = ""
@@ -96,7 +96,7 @@ def parse_initial_session(problems: Problems) -> SessionInput | None:
 
 
 class _LegacyCase(BaseModel):
-    model_config = ConfigDict(extra="allow", loc_by_alias=False)
+    model_config = ConfigDict(defer_build=True, extra="allow", loc_by_alias=False)
 
     name: str
     data: list[Any]

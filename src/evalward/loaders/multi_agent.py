@@ -16,14 +16,14 @@ from evalward.model import Criteria, EvalCase, EvalSet, Invocation, MetricSpec
 
 
 class _Expected(BaseModel):
-    model_config = ConfigDict(extra="forbid", loc_by_alias=False)
+    model_config = ConfigDict(defer_build=True, extra="forbid", loc_by_alias=False)
 
     agents: list[str] | None = None
     tools: dict[str, list[str]] | None = None
 
 
 class _AgentCase(BaseModel):
-    model_config = ConfigDict(extra="ignore", loc_by_alias=False)
+    model_config = ConfigDict(defer_build=True, extra="ignore", loc_by_alias=False)
 
     id: str | int | None = None
     description: str | None = None

@@ -117,7 +117,7 @@ class NativeMessage(BaseModel):
 class NativeMetric(BaseModel):
     """A metric with a threshold (default 1.0; null = informational); extra keys are its options."""
 
-    model_config = ConfigDict(extra="allow", loc_by_alias=False)
+    model_config = ConfigDict(defer_build=True, extra="allow", loc_by_alias=False)
 
     name: str
     threshold: float | None = Field(default=1.0, allow_inf_nan=False)
@@ -191,7 +191,7 @@ class NativeCase(BaseModel):
 class NativeFile(BaseModel):
     """An evalward eval file."""
 
-    model_config = ConfigDict(extra="forbid", loc_by_alias=False, title="evalward eval file")
+    model_config = ConfigDict(defer_build=True, extra="forbid", loc_by_alias=False, title="evalward eval file")
 
     evalward: Literal[1] = Field(description="Format version.")
     eval_set_id: str | None = Field(default=None, description="Default: the file name without eval suffixes.")
@@ -204,7 +204,7 @@ class NativeFile(BaseModel):
 class _NativeHeader(BaseModel):
     """`NativeFile` with cases left unparsed, so each case is validated with its id attached to problems."""
 
-    model_config = ConfigDict(extra="forbid", loc_by_alias=False)
+    model_config = ConfigDict(defer_build=True, extra="forbid", loc_by_alias=False)
 
     evalward: Literal[1]
     eval_set_id: str | None = None

@@ -101,7 +101,9 @@ def normalise_match_type(value: Any) -> str | None:
 
 
 class _JudgeModelOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True, loc_by_alias=False)
+    model_config = ConfigDict(
+        defer_build=True, extra="forbid", alias_generator=to_camel, populate_by_name=True, loc_by_alias=False
+    )
 
     judge_model: str | None = None
     judge_model_config: dict[str, Any] | None = None
@@ -110,7 +112,9 @@ class _JudgeModelOptions(BaseModel):
 
 
 class _CodeConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True, loc_by_alias=False)
+    model_config = ConfigDict(
+        defer_build=True, extra="forbid", alias_generator=to_camel, populate_by_name=True, loc_by_alias=False
+    )
 
     name: str
 
@@ -118,7 +122,9 @@ class _CodeConfig(BaseModel):
 class _CustomMetricConfig(BaseModel):
     """ADK's `CustomMetricConfig`: where the function is, and what it measures."""
 
-    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True, loc_by_alias=False)
+    model_config = ConfigDict(
+        defer_build=True, extra="forbid", alias_generator=to_camel, populate_by_name=True, loc_by_alias=False
+    )
 
     code_config: _CodeConfig
     metric_info: dict[str, Any] | None = None
@@ -128,7 +134,9 @@ class _CustomMetricConfig(BaseModel):
 class _CriterionOptions(BaseModel):
     """The option keys ADK knows the type of; others pass through as given."""
 
-    model_config = ConfigDict(extra="allow", alias_generator=to_camel, populate_by_name=True, loc_by_alias=False)
+    model_config = ConfigDict(
+        defer_build=True, extra="allow", alias_generator=to_camel, populate_by_name=True, loc_by_alias=False
+    )
 
     ignore_args: StrictBool | None = None
     include_intermediate_responses_in_final: StrictBool | None = None

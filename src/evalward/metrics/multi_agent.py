@@ -158,7 +158,7 @@ _HANDOFF_ENGINES: dict[str, type[TrajectoryMetric]] = {
 
 
 class HandoffOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     mode: HandoffMode = Field(default="exact", description="Any METRICS.md §2 mode.")
     both_empty_score: float = Field(default=1.0, ge=0.0, le=1.0)

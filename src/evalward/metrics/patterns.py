@@ -9,8 +9,10 @@ goes on. `regex`'s default syntax (VERSION0) is the `re` syntax, so patterns mea
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-import regex
+if TYPE_CHECKING:
+    import regex
 
 MATCH_TIMEOUT_S = 1.0
 """Longest one match may take. Sane patterns match in microseconds even on megabytes of text."""
@@ -27,6 +29,8 @@ class PatternTimeout(TimeoutError):
 @lru_cache(maxsize=512)
 def compile_pattern(pattern: str) -> regex.Pattern[str]:
     """`pattern` compiled (cached); `PatternError` when it is not a valid regular expression."""
+    import regex  # only runs that match patterns pay for its import
+
     try:
         return regex.compile(pattern)
     except regex.error as exc:

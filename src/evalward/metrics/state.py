@@ -27,7 +27,7 @@ from evalward.model import MetricSpec
 
 
 class StateOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     ignore_paths: list[str] = Field(default_factory=list)
     list_policy: Literal["ordered", "unordered", "exact", "contains"] | None = None

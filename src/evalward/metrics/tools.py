@@ -47,7 +47,7 @@ def _in_bounds(count: int, lo: int | None, hi: int | None) -> bool:
 
 
 class _Options(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
 
 class ToolCalledOptions(_Options):

@@ -82,7 +82,7 @@ AlignmentKind = Literal["tool_calls", "steps", "handoffs"]
 class ToolArgsOverride(BaseModel):
     """Per-tool argument rule, replacing the metric-wide `args_mode` / `keys` for that tool."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     args_mode: ArgsMode | None = None
     keys: list[str] | None = None
@@ -91,7 +91,7 @@ class ToolArgsOverride(BaseModel):
 class TrajectoryOptions(BaseModel):
     """Options shared by every trajectory metric."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     over: Over | None = Field(
         default=None,

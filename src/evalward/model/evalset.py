@@ -19,7 +19,7 @@ from evalward.model.trajectory import IntermediateResponse, Message, ToolCall
 class SourceLocation(BaseModel):
     """Where something was read from, so errors and PR annotations can point at it."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     path: str = Field(description="File path as given by the user (relative paths stay relative).")
     line: int | None = Field(default=None, description="1-based line of the item's start, when known.")
@@ -32,7 +32,7 @@ class SourceLocation(BaseModel):
 class MetricSpec(BaseModel):
     """One criterion: a registered metric name, its pass threshold and its options."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     name: str = Field(description="Registered metric name, e.g. `tool_trajectory_avg_score` or `trajectory_f1`.")
     threshold: float | None = Field(
@@ -59,7 +59,7 @@ CriteriaOrigin = Literal["test_config", "adk_defaults", "format_defaults", "nati
 class Criteria(BaseModel):
     """The metrics an eval set is scored with, and where that choice came from."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     metrics: list[MetricSpec] = Field(default_factory=list, description="Metrics applied to every case.")
     origin: CriteriaOrigin = Field(
@@ -75,7 +75,7 @@ class Criteria(BaseModel):
 class SessionInput(BaseModel):
     """Initial session for a case (ADK `session_input` / legacy `initial_session`)."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(defer_build=True, extra="allow")
 
     app_name: str | None = None
     user_id: str | None = None
@@ -89,7 +89,7 @@ class Invocation(BaseModel):
     `None` for an expectation means "not specified, don't score it"; an empty list means "expect none".
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     invocation_id: str = Field(default="", description="Stable id of the turn (ADK `invocation_id`), may be empty.")
     query: str = Field(default="", description="The user's message for this turn.")
@@ -128,7 +128,7 @@ class Invocation(BaseModel):
 class EvalCase(BaseModel):
     """One conversation to run and score."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     case_id: str = Field(description="Stable id, unique within its eval set; pairs cases across runs.")
     description: str | None = None
@@ -191,7 +191,7 @@ EvalFormat = Literal[
 class EvalSet(BaseModel):
     """A named collection of cases read from one file, with the criteria that apply to it."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     eval_set_id: str = Field(description="Stable id (ADK `eval_set_id`, native `eval_set_id`, or the file stem).")
     name: str | None = None

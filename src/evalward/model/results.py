@@ -37,7 +37,7 @@ ErrorKind = Literal[
 class MetricResult(BaseModel):
     """One metric's score for one turn or one case, with the arithmetic behind it."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(defer_build=True, extra="ignore")
 
     name: str
     score: float | None = Field(
@@ -58,7 +58,7 @@ class MetricResult(BaseModel):
 class InvocationResult(BaseModel):
     """One turn: what was asked, expected and done, and the per-turn scores."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(defer_build=True, extra="ignore")
 
     turn: int
     invocation_id: str = ""
@@ -81,7 +81,7 @@ class InvocationResult(BaseModel):
 class CaseError(BaseModel):
     """Why a case (or one of its turns) could not be scored normally."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(defer_build=True, extra="ignore")
 
     kind: ErrorKind
     message: str
@@ -92,7 +92,7 @@ class CaseError(BaseModel):
 class CaseResult(BaseModel):
     """One case × repetition: status, case-level scores, the turns and what it cost."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(defer_build=True, extra="ignore")
 
     eval_set_id: str
     case_id: str
@@ -133,7 +133,7 @@ class CaseResult(BaseModel):
 class MetricSummary(BaseModel):
     """A metric over the whole run: mean over case results with a 95% interval, and whether it passed."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(defer_build=True, extra="ignore")
 
     mean: float | None
     threshold: float | None = None
@@ -148,7 +148,7 @@ class MetricSummary(BaseModel):
 class CaseSummary(BaseModel):
     """One case over its repetitions (a reducer's view)."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(defer_build=True, extra="ignore")
 
     eval_set_id: str
     case_id: str
@@ -165,7 +165,7 @@ class CaseSummary(BaseModel):
 class EvalSetInfo(BaseModel):
     """What a run read: enough to tell whether two runs are comparable and to re-render reports."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(defer_build=True, extra="ignore")
 
     eval_set_id: str
     format: EvalFormat
@@ -188,7 +188,7 @@ class EvalSetInfo(BaseModel):
 class AgentTarget(BaseModel):
     """The agent under test, as given on the command line, with a hash of its configuration."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(defer_build=True, extra="ignore")
 
     kind: str = Field(description="`python`, `subprocess`, `http`, `replay`, `openai`, `adk`, `langgraph`.")
     target: str = Field(description="The target string, with secrets removed.")
@@ -198,7 +198,7 @@ class AgentTarget(BaseModel):
 class RunContext(BaseModel):
     """Where and for what the run happened (git and CI metadata)."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(defer_build=True, extra="ignore")
 
     repository: str | None = None
     commit: str | None = None
@@ -220,7 +220,7 @@ class RunContext(BaseModel):
 class RunResult(BaseModel):
     """One run of one or more eval sets against one agent."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(defer_build=True, extra="ignore")
 
     schema_version: int = SCHEMA_VERSION
     run_id: str

@@ -16,7 +16,7 @@ CallStatus = Literal["ok", "error", "deferred"]
 class ToolCall(BaseModel):
     """One call of a tool (or of an agent, for hand-offs)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     name: str = Field(description="Tool or agent name; case-sensitive.")
     args: dict[str, Any] | None = Field(
@@ -38,7 +38,7 @@ class ToolCall(BaseModel):
 class IntermediateResponse(BaseModel):
     """A natural-language response produced on the way to the final one (ADK sub-agents)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     author: str = Field(description="The agent that produced it.")
     text: str
@@ -53,7 +53,7 @@ class IntermediateResponse(BaseModel):
 class Message(BaseModel):
     """A chat message in OpenAI shape: history handed to agents and recorded reference trajectories."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     role: Literal["system", "user", "assistant", "tool"]
     content: str | None = None
@@ -65,7 +65,7 @@ class Message(BaseModel):
 class Usage(BaseModel):
     """Resources one turn used, as reported by the agent."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     input_tokens: int | None = None
     output_tokens: int | None = None
@@ -113,7 +113,7 @@ class AgentOutput(BaseModel):
     An agent may report a failure with `error` (and `retryable: true` to ask for a retry).
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     response: str | None = Field(default=None, description="The final response text.")
     tool_calls: list[ToolCall] = Field(default_factory=list, description="Tool calls made during the turn, in order.")
@@ -163,7 +163,7 @@ class AgentOutput(BaseModel):
 class AgentRequest(BaseModel):
     """What the agent receives for one turn (the agent protocol's request)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     case_id: str
     turn: int = Field(description="0-based index of the turn within the case.")
@@ -186,7 +186,7 @@ class AgentRequest(BaseModel):
 class Trajectory(BaseModel):
     """The normalised view of what an agent did in one turn, as the trajectory metrics read it."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     tool_calls: list[ToolCall] = Field(default_factory=list, description="Calls in order.")
     steps: list[str] = Field(default_factory=list, description="Step names: reported ones, else the call names.")

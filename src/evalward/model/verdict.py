@@ -59,7 +59,7 @@ CaseLabel = Literal["regressed", "improved", "flaky", "stable_pass", "stable_fai
 class Finding(BaseModel):
     """One thing the gate noticed: which case and metric, old and new values, and why it is or isn't noise."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(defer_build=True, extra="ignore")
 
     kind: FindingKind = Field(description="What was noticed (see `FindingKind`).")
     severity: Severity = Field(description="`blocking` fails the gate; `warning` and `info` are shown only.")
@@ -89,7 +89,7 @@ class MetricComparison(BaseModel):
     Values are in the metric's own units; for lower-is-better metrics the rules are applied to −Δ.
     """
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(defer_build=True, extra="ignore")
 
     metric: str = Field(description="Metric name (`case_pass` is the case status as a 0/1 score).")
     gated: bool = Field(description="True: may block; False: reported only (another metric is primary).")
@@ -137,7 +137,7 @@ class MetricComparison(BaseModel):
 class CaseDiagnostic(BaseModel):
     """One case across both runs: how often it passed on each side and its mean score per gated metric."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(defer_build=True, extra="ignore")
 
     eval_set_id: str
     case_id: str
@@ -183,7 +183,7 @@ class PerCaseTests(BaseModel):
     significance on one case: with k = 3 even 3/3 → 0/3 gives p = 1/C(6,3) = 0.05.
     """
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(defer_build=True, extra="ignore")
 
     min_runs: int = Field(description="Repetitions a case needs on both sides to be tested (k ≥ 5).")
     q_threshold: float = Field(description="BH q below this flags a case (0.1).")
@@ -197,7 +197,7 @@ class PerCaseTests(BaseModel):
 class BaselineInfo(BaseModel):
     """Which run the current one was compared with, and how it was chosen (filled by the caller)."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(defer_build=True, extra="ignore")
 
     run_id: str
     commit: str | None = None
@@ -221,7 +221,7 @@ class BaselineInfo(BaseModel):
 class NoBaseline(BaseModel):
     """Why a verdict has no baseline, as the caller that looked for one knows it (`gate.decide` is pure)."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(defer_build=True, extra="ignore")
 
     kind: Literal["no_base", "unavailable"] = Field(
         description="`no_base`: there is no base side at all (no merge-base, or a first-ever run whose base could "
@@ -235,7 +235,7 @@ class NewlyBroken(BaseModel):
     """The newly-broken test (`gate.stratified.newly_broken_test`): cases that passed every repetition at the
     baseline and fail every one now, against what chance alone gives."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(defer_build=True, extra="ignore")
 
     cases: list[str] = Field(default_factory=list, description="`eval_set/case` of each newly broken case.")
     eligible: int = Field(description="Units with ≥ 3 repetitions per side whose passes could all have moved.")
@@ -254,7 +254,7 @@ class NewlyBroken(BaseModel):
 class VerdictCounts(BaseModel):
     """How many cases went where."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(defer_build=True, extra="ignore")
 
     compared: int = Field(default=0, description="Cases paired by id and content hash and compared.")
     added: int = Field(default=0, description="Cases only in the current run.")
@@ -271,7 +271,7 @@ class VerdictCounts(BaseModel):
 class Verdict(BaseModel):
     """The gate's decision with its findings, per-metric comparisons and per-case diagnostics."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(defer_build=True, extra="ignore")
 
     schema_version: int = VERDICT_SCHEMA_VERSION
     outcome: Outcome = Field(description="`pass`, `fail`, `inconclusive` or `error` (no comparison possible).")

@@ -55,7 +55,7 @@ DEFAULT_MAX_STEPS = 10
 
 
 class ToolMockRow(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     args: dict[str, Any] = Field(description="Arguments this row answers (JSON equality).")
     result: Any = Field(description="What the tool returns for them.")
@@ -64,7 +64,7 @@ class ToolMockRow(BaseModel):
 class ToolSpec(BaseModel):
     """One declared tool and its mocked result."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_-]{1,64}$")
     description: str = ""
@@ -90,7 +90,7 @@ class ToolSpec(BaseModel):
 
 
 class ToolsFile(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     tools: list[ToolSpec]
 
@@ -128,7 +128,7 @@ def load_tools(path: str | Path) -> list[ToolSpec]:
 class OpenAIAgentOptions(BaseModel):
     """How the `openai:` runner is configured (flags: --system-prompt, --tools, --max-steps)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     system_prompt: str | None = Field(default=None, description="Path of the system prompt file.")
     tools: str | None = Field(default=None, description="Path of the tools file.")

@@ -57,7 +57,7 @@ __all__ = [
 class Refusal(BaseModel):
     """A stored run that was considered as the baseline and passed over, and why."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     run_id: str
     commit: str | None
@@ -67,7 +67,7 @@ class Refusal(BaseModel):
 class BaselineChoice(BaseModel):
     """The chosen baseline, how it was chosen, and what differs from the current run."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     run: RunResult
     how: str = Field(description="E.g. `merge-base 1a2b3c4 on main`, `ancestor 3 commits back …`, `explicit run id`.")
@@ -82,7 +82,7 @@ class BaselineChoice(BaseModel):
 class BaselineSearch(BaseModel):
     """The outcome of a search: the choice (or None) and everything refused or not found on the way."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     choice: BaselineChoice | None
     refused: list[Refusal] = Field(default_factory=list)

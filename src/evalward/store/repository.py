@@ -41,7 +41,7 @@ RunStatus = Literal["running", "complete", "cancelled", "failed"]
 class RunRow(BaseModel):
     """One line of `evalward runs`: a run's identity, context and counts, without its cases."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     run_id: str
     status: str
@@ -69,7 +69,7 @@ class HistoryPoint(BaseModel):
     """One metric in one run: the mean score over the matching case results (one case's repetitions with
     `--case`, every case of the run without it)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     run_id: str
     commit: str | None
@@ -91,7 +91,7 @@ class HistoryPoint(BaseModel):
 class ScoreRow(BaseModel):
     """One case-level metric score as stored (what the gate reads for a baseline)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     eval_set_id: str
     case_id: str
@@ -186,7 +186,7 @@ def _unique_keys(keys: Iterable[ItemKey]) -> list[ItemKey]:
 class RecordedVerdict(BaseModel):
     """A verdict as it was reached and reported for a run, with who reached it and when."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     source: str
     recorded_at: datetime

@@ -89,7 +89,7 @@ class Recordings:
 class _ResponseLine(BaseModel):
     """One line of a responses JSONL file."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     case_id: str
     eval_set_id: str | None = None
