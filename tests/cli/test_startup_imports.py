@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+from pathlib import Path
 
 HEAVY = ("evalward.report", "evalward.redact", "evalward.store", "sqlalchemy", "alembic", "openai", "numpy", "rich")
 
@@ -21,3 +23,64 @@ def test_help_imports_none_of_the_heavy_modules() -> None:
     completed = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
     assert "Usage: evalward" in completed.stdout
     assert completed.stderr.strip().splitlines()[-1] == "[]", completed.stderr[-2000:]
+
+
+# What a 1-case run of a JSON eval set with deterministic metrics never needs: the ORM, migrations, the judge and
+# its client, the renderers of files nobody asked for, YAML, the pattern engine, the gate's statistics.
+NOT_FOR_A_PLAIN_RUN = (
+    "sqlalchemy.orm",
+    "alembic",
+    "openai",
+    "httpx",
+    "numpy",
+    "yaml",
+    "regex",
+    "jinja2",
+    "evalward.judging.scoring",
+    "evalward.metrics.judge",
+    "evalward.report.html",
+    "evalward.report.junit",
+    "evalward.report.comparison",
+    "evalward.gate",
+)
+
+
+def test_a_plain_run_imports_only_what_it_uses(tmp_path: Path) -> None:
+    eval_set = {
+        "eval_set_id": "one",
+        "eval_cases": [
+            {
+                "eval_id": "roll",
+                "conversation": [
+                    {
+                        "invocation_id": "i1",
+                        "user_content": {"role": "user", "parts": [{"text": "roll a die"}]},
+                        "final_response": {"role": "model", "parts": [{"text": "You rolled a 4"}]},
+                        "intermediate_data": {"tool_uses": [{"name": "roll_die", "args": {"sides": 6}}]},
+                    }
+                ],
+            }
+        ],
+    }
+    (tmp_path / "one.evalset.json").write_text(json.dumps(eval_set), encoding="utf-8")
+    (tmp_path / "agent.py").write_text(
+        "def agent(request):\n"
+        "    return {'response': 'You rolled a 4', 'tool_calls': [{'name': 'roll_die', 'args': {'sides': 6}}]}\n",
+        encoding="utf-8",
+    )
+    probe = (
+        "import sys\n"
+        "from evalward.cli.main import main\n"
+        "try:\n"
+        f"    main(['run', {str(tmp_path / 'one.evalset.json')!r}, '--agent', {str(tmp_path / 'agent.py')!r} + ':agent',"
+        f" '--db', 'sqlite:///{tmp_path / 'history.db'}'])\n"
+        "except SystemExit as exc:\n"
+        "    print('exit', exc.code, file=sys.stderr)\n"
+        f"print(sorted(m for m in {NOT_FOR_A_PLAIN_RUN!r} if m in sys.modules), file=sys.stderr)\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True, cwd=tmp_path
+    )
+    lines = completed.stderr.strip().splitlines()
+    assert lines[-2] == "exit 0", completed.stdout[-2000:] + completed.stderr[-2000:]
+    assert lines[-1] == "[]", completed.stderr[-2000:]
