@@ -23,7 +23,6 @@ from evalward.model import (
     CaseError,
     CaseResult,
     CaseSummary,
-    Criteria,
     EvalSet,
     EvalSetInfo,
     InvocationResult,
@@ -120,16 +119,16 @@ def apply_metric_overrides(sets: list[EvalSet], overrides: Sequence[MetricSpec],
         return
     for eval_set in sets:
         if mode == "replace":
-            eval_set.criteria = Criteria(metrics=list(overrides), origin="cli")
+            eval_set.criteria = eval_set.criteria.model_copy(
+                update={"metrics": list(overrides), "origin": "cli", "config_path": None}
+            )
             for case in eval_set.cases:
                 case.metrics = []
             continue
         by_name = {m.name: m for m in overrides}
         merged = [by_name.pop(m.name, m) for m in eval_set.criteria.metrics]
         merged.extend(by_name.values())
-        eval_set.criteria = Criteria(
-            metrics=merged, origin=eval_set.criteria.origin, config_path=eval_set.criteria.config_path
-        )
+        eval_set.criteria = eval_set.criteria.model_copy(update={"metrics": merged})
 
 
 def validate_criteria(sets: Sequence[EvalSet], judge: JudgeConfig | None = None) -> list[ResolvedJudge]:
@@ -187,7 +186,9 @@ def apply_step_mode(sets: list[EvalSet], overrides: Sequence[MetricSpec]) -> Non
         keys = sorted({key for case in eval_set.cases for turn in case.turns for key in turn.expected_outputs})
         keys_found = keys_found or bool(keys)
         metrics = [MetricSpec(name="output_match", threshold=1.0, options={"key": key}) for key in keys]
-        eval_set.criteria = Criteria(metrics=[*metrics, *overrides], origin="cli")
+        eval_set.criteria = eval_set.criteria.model_copy(
+            update={"metrics": [*metrics, *overrides], "origin": "cli", "config_path": None}
+        )
     if not keys_found:
         raise UsageError(
             "--step evaluates one component against expected outputs, and no case has any "
