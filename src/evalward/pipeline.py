@@ -23,7 +23,7 @@ from evalward.model import (
     CaseError,
     CaseResult,
     CaseSummary,
-    Criteria,
+    EvalCase,
     EvalSet,
     EvalSetInfo,
     InvocationResult,
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from evalward.metrics.aggregate import MetricPart
     from evalward.runners.base import Agent
     from evalward.runners.executor import CaseRun, RateLimiter, WorkItem
+    from evalward.runners.user_simulator import SimulatorSettings, UserSimulator
     from evalward.store import Store
 
 PassRule = Literal["per_run", "mean_over_runs"]
@@ -76,6 +77,13 @@ class RunOptions:
     """Teacher forcing: `auto` for turns with reference_messages, `on` reports it for every case, `off` never."""
     agent_options: dict[str, Any] = field(default_factory=dict)
     """Runner settings for `openai:` targets: system_prompt, tools, max_steps (paths relative to agent_cwd)."""
+    user_model: str | None = None
+    """Model of the simulated user of conversation_scenario cases (`--user-model`; beats the test_config's)."""
+    user_base_url: str | None = None
+    """Its OpenAI-compatible endpoint (`--user-base-url`); None = the judge's (`--judge-base-url`, $OPENAI_BASE_URL)."""
+    user_max_turns: int | None = None
+    """User messages per simulated conversation (`--user-max-turns`, -1 = no limit); None = the test_config's
+    `max_allowed_invocations`, else ADK's 20."""
 
 
 @dataclass
@@ -89,6 +97,9 @@ class PreparedRun:
     """Every judged criterion bound to its model and endpoint (None: not resolved yet)."""
     judge_usage: Any = None
     """The judges' `JudgeUsage` once the run finished (None when nothing was judged)."""
+    simulator: Any = None
+    """The `UserSimulator` that played the scenario cases, with its usage, once the run finished (None: no
+    scenario case ran)."""
     _infos: list[EvalSetInfo] | None = field(default=None, repr=False)
 
     def set_infos(self) -> list[EvalSetInfo]:
@@ -120,16 +131,16 @@ def apply_metric_overrides(sets: list[EvalSet], overrides: Sequence[MetricSpec],
         return
     for eval_set in sets:
         if mode == "replace":
-            eval_set.criteria = Criteria(metrics=list(overrides), origin="cli")
+            eval_set.criteria = eval_set.criteria.model_copy(
+                update={"metrics": list(overrides), "origin": "cli", "config_path": None}
+            )
             for case in eval_set.cases:
                 case.metrics = []
             continue
         by_name = {m.name: m for m in overrides}
         merged = [by_name.pop(m.name, m) for m in eval_set.criteria.metrics]
         merged.extend(by_name.values())
-        eval_set.criteria = Criteria(
-            metrics=merged, origin=eval_set.criteria.origin, config_path=eval_set.criteria.config_path
-        )
+        eval_set.criteria = eval_set.criteria.model_copy(update={"metrics": merged})
 
 
 def validate_criteria(sets: Sequence[EvalSet], judge: JudgeConfig | None = None) -> list[ResolvedJudge]:
@@ -190,7 +201,9 @@ def apply_step_mode(sets: list[EvalSet], overrides: Sequence[MetricSpec]) -> Non
         keys = sorted({key for case in eval_set.cases for turn in case.turns for key in turn.expected_outputs})
         keys_found = keys_found or bool(keys)
         metrics = [MetricSpec(name="output_match", threshold=1.0, options={"key": key}) for key in keys]
-        eval_set.criteria = Criteria(metrics=[*metrics, *overrides], origin="cli")
+        eval_set.criteria = eval_set.criteria.model_copy(
+            update={"metrics": [*metrics, *overrides], "origin": "cli", "config_path": None}
+        )
     if not keys_found:
         raise UsageError(
             "--step evaluates one component against expected outputs, and no case has any "
@@ -261,11 +274,15 @@ def run_fingerprint(
     agent_target: str,
     config_hash: str,
     judge: Sequence[dict[str, Any]] | None = None,
+    simulator: Mapping[str, dict[str, Any]] | None = None,
 ) -> str:
-    """What must match for two runs to be comparable: eval content, criteria, the agent target and the judges
-    (model and prompt identity of every judged criterion)."""
+    """What must match for two runs to be comparable: eval content, criteria, the agent target, the judges
+    (model and prompt identity of every judged criterion) and, when scenario cases ran, the user simulator of
+    each set that has them (model, prompt, turn limit)."""
+    extra: dict[str, Any] = {"user_simulator": dict(sorted(simulator.items()))} if simulator else {}
     return canonical_hash(
         {
+            **extra,
             "eval_sets": [
                 {
                     "id": i.eval_set_id,
@@ -312,7 +329,69 @@ def fingerprint_for(prepared: PreparedRun, agent: Agent) -> str:
     target = agent.target
     infos = prepared.set_infos()
     judges = [j.identity() for j in prepared.judges or []]
-    return run_fingerprint(infos, target.kind, target.target, target.config_hash, judges)
+    simulators = {
+        s.eval_set_id: simulator_settings(prepared.options, s).identity() for s in scenario_sets(prepared.sets)
+    }
+    return run_fingerprint(infos, target.kind, target.target, target.config_hash, judges, simulators)
+
+
+def scenario_sets(sets: Sequence[EvalSet]) -> list[EvalSet]:
+    """The eval sets with conversation_scenario cases (they need the user simulator)."""
+    return [s for s in sets if any(c.scenario is not None for c in s.cases)]
+
+
+def simulator_settings(options: RunOptions, eval_set: EvalSet) -> SimulatorSettings:
+    """The user simulator of `eval_set`: the run's `--user-*` options beat its test_config's
+    `user_simulator_config`; the endpoint, key variable, timeout and retries default to the judge's."""
+    from evalward.judging.config import JudgeConfig
+    from evalward.model import DEFAULT_MAX_TURNS
+    from evalward.runners.user_simulator import SimulatorSettings
+
+    judge = options.judge or JudgeConfig()
+    configured = eval_set.criteria.user_simulator
+    max_turns = options.user_max_turns
+    if max_turns is None:
+        max_turns = configured.max_allowed_invocations if configured is not None else DEFAULT_MAX_TURNS
+    return SimulatorSettings(
+        model=options.user_model or (configured.model if configured is not None else None),
+        base_url=options.user_base_url or judge.resolved_base_url(),
+        api_key_env=judge.api_key_env,
+        max_turns=max_turns,
+        custom_instructions=configured.custom_instructions if configured is not None else None,
+        include_function_calls=configured.include_function_calls if configured is not None else False,
+        temperature=configured.temperature if configured is not None else None,
+        timeout_s=judge.timeout_s,
+        max_retries=judge.max_retries,
+    )
+
+
+def start_simulator(prepared: PreparedRun) -> UserSimulator | None:
+    """The run's user simulator when some case needs one (None otherwise)."""
+    import os
+
+    if not scenario_sets(prepared.sets):
+        return None
+    from evalward.judging.config import JudgeConfig
+    from evalward.runners.user_simulator import UserSimulator
+
+    options = prepared.options
+    prices = (options.judge or JudgeConfig()).prices
+
+    def price(model: str, input_tokens: int, output_tokens: int) -> float | None:
+        table = prices.get(model)
+        return None if table is None else table.cost(input_tokens, output_tokens)
+
+    settings = {s.eval_set_id: simulator_settings(options, s) for s in scenario_sets(prepared.sets)}
+    return UserSimulator(
+        lambda eval_set: settings.get(eval_set.eval_set_id) or simulator_settings(options, eval_set),
+        environ=os.environ,
+        price=price,
+    )
+
+
+def played_case(item: WorkItem, case_run: CaseRun) -> EvalCase:
+    """The case as it was played: a scenario case's turns are the user messages its simulator sent."""
+    return item.case.played(case_run.queries) if item.case.scenario is not None else item.case
 
 
 def build_case_result(item: WorkItem, case_run: CaseRun) -> CaseResult:
@@ -325,7 +404,7 @@ def build_case_result(item: WorkItem, case_run: CaseRun) -> CaseResult:
     from evalward.metrics.scoring import score_case
     from evalward.metrics.usage import with_adk_efficiency
 
-    eval_set, case = item.eval_set, item.case
+    eval_set, case = item.eval_set, played_case(item, case_run)
     # Judged, stepwise and custom metrics need more calls (or may be async); `score_outside` adds them.
     specs = [
         s
@@ -382,7 +461,8 @@ def build_case_result(item: WorkItem, case_run: CaseRun) -> CaseResult:
         latency_s=case_run.latency_s,
         usage=case_run.usage,
         final_state=case_run.final_state,
-        content_hash=case.content_hash,
+        simulation=case_run.simulation,
+        content_hash=item.case.content_hash,
         must_pass=case.must_pass,
         cluster=case.cluster,
         started_at=case_run.started_at,
@@ -501,6 +581,11 @@ async def run_prepared(
     judging = await start_judging(prepared, store)
     if judging is not None:
         run.warnings.extend(w for w in judging.warnings if w not in run.warnings)
+    simulator = start_simulator(prepared)
+    if simulator is not None and any(simulator.settings_for(s).model is None for s in scenario_sets(prepared.sets)):
+        note = "conversation_scenario cases need a user simulator model (--user-model); without one they end in error"
+        if note not in run.warnings:
+            run.warnings.append(note)
     if resume_run_id is None and store is not None:
         store.begin_run(run, [(i.eval_set.eval_set_id, i.case.case_id, i.repetition) for i in items])
 
@@ -567,6 +652,7 @@ async def run_prepared(
             on_progress=progress,
             rate_limiter=rate_limiter,
             slots=slots,
+            simulator=simulator,
         )
         if summary.cancelled:
             status = "cancelled"
@@ -580,6 +666,9 @@ async def run_prepared(
         if judging is not None:
             prepared.judge_usage = judging.usage
             await judging.aclose()
+        if simulator is not None:
+            prepared.simulator = simulator
+            await simulator.aclose()
         if write_task is not None:
             await to_write.put(None)
             await write_task
@@ -636,6 +725,11 @@ async def score_outside(
     from evalward.judging.merge import merge_metric_results
     from evalward.metrics.custom import is_custom, score_custom
 
+    case = played_case(item, case_run)
+    if case is not item.case:
+        from evalward.runners.executor import WorkItem as _WorkItem
+
+        item = _WorkItem(item.eval_set, case, item.repetition)
     if agent is not None:
         stepwise = await score_stepwise(item, case_run, agent, options)
         if stepwise is not None:

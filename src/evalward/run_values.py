@@ -63,6 +63,11 @@ class RunValues(BaseModel):
     judge_concurrency: int = Field(default=4, ge=1)
     judge_prices: str | None = Field(default=None, description="Price table JSON file of the judge models.")
     no_judge_cache: bool = False
+    user_model: str | None = Field(default=None, description="Model playing the user of scenario cases.")
+    user_base_url: str | None = Field(default=None, description="Endpoint of the user model (default: the judge's).")
+    user_max_turns: int | None = Field(
+        default=None, ge=-1, description="User messages per simulated conversation; -1 = no limit."
+    )
     step: bool = Field(default=False, description="Single-step evaluation of expected outputs.")
     stepwise: bool | None = Field(default=None, description="Teacher-forced scores: True every case, False never.")
     system_prompt: str | None = Field(default=None, description="System prompt file of an `openai:` agent.")
@@ -196,4 +201,7 @@ def run_options_from(
         step=values.step,
         stepwise="auto" if values.stepwise is None else ("on" if values.stepwise else "off"),
         agent_options=values.openai_agent_options(),
+        user_model=values.user_model or None,
+        user_base_url=values.user_base_url or None,
+        user_max_turns=values.user_max_turns,
     )

@@ -162,6 +162,9 @@ def test_the_pytest_api_takes_every_run_value(tmp_path: Path, monkeypatch: pytes
         "judge_concurrency": 2,
         "judge_prices": str(prices),
         "no_judge_cache": True,
+        "user_model": "user-model",
+        "user_base_url": "http://127.0.0.1:9/v2",
+        "user_max_turns": 7,
         "step": False,
         "stepwise": False,
         "system_prompt": "prompt.md",
@@ -196,6 +199,11 @@ def test_the_pytest_api_takes_every_run_value(tmp_path: Path, monkeypatch: pytes
         100.0,
         0,
         (1, 1),
+    )
+    assert (options.user_model, options.user_base_url, options.user_max_turns) == (
+        "user-model",
+        "http://127.0.0.1:9/v2",
+        7,
     )
     assert options.judge is not None
     assert (options.judge.model, options.judge.base_url, options.judge.api_key_env) == (

@@ -185,15 +185,77 @@ def test_a_case_has_exactly_one_of_conversation_and_scenario(problems_of: Proble
     ]
 
 
-def test_conversation_scenario_is_a_problem_for_that_case_only(fixtures: Path) -> None:
-    from evalward.errors import EvalFileError
+def test_scenario_and_scripted_cases_load_from_one_file(fixtures: Path) -> None:
+    path = fixtures / "scenario/conversation_scenario.test.json"
+    [eval_set] = load_paths([fixtures / "scenario"]).sets
+    simulated, scripted = eval_set.cases
+    assert simulated.case_id == "simulated_user"
+    assert simulated.scenario is not None
+    assert simulated.scenario.starting_prompt == "I want to plan a trip."
+    assert simulated.scenario.conversation_plan == "Ask for a 3 day trip to Paris, then accept the plan."
+    # A persona id resolves to ADK's prebuilt persona of that id.
+    assert simulated.scenario.user_persona is not None and simulated.scenario.user_persona.id == "NOVICE"
+    # One turn, the starting prompt, with no expectation: the simulator writes the rest while the case runs.
+    [first] = simulated.turns
+    assert (first.query, first.expected_response, first.expected_tool_calls) == ("I want to plan a trip.", None, None)
+    assert first.source == SourceLocation(
+        path=str(path), line=6, column=32, json_path="$.eval_cases[0].conversation_scenario"
+    )
+    assert simulated.session_input is None
+    assert scripted.scenario is None and [t.query for t in scripted.turns] == ["Hello"]
+    # The test_config's user_simulator_config travels with the criteria.
+    assert eval_set.criteria.user_simulator is not None
+    assert eval_set.criteria.user_simulator.model == "gemini-2.5-flash"
+    assert eval_set.criteria.user_simulator.max_allowed_invocations == 20
 
-    with pytest.raises(EvalFileError) as caught:
-        load_paths([fixtures / "scenario"])
-    [problem] = caught.value.problems
-    assert problem.message == "conversation_scenario cases need a user simulator, not supported yet"
-    assert problem.case_id == "simulated_user"
-    assert (problem.line, problem.column, problem.json_path) == (6, 7, "$.eval_cases[0].conversation_scenario")
+
+def test_a_persona_object_and_camel_case_scenario_keys_load(load_text: LoadText) -> None:
+    persona = {
+        "id": "HURRIED",
+        "description": "In a hurry.",
+        "behaviors": [
+            {"name": "brief", "description": "Short.", "behavior_instructions": ["Be short."], "violation_rubrics": []}
+        ],
+    }
+    scenario = {"startingPrompt": "Book a table", "conversationPlan": "Two people at 7pm.", "userPersona": persona}
+    eval_set = load_text("x.evalset.json", _evalset([{"evalId": "c", "conversationScenario": scenario}]))
+    [case] = eval_set.cases
+    assert case.scenario is not None and case.scenario.user_persona is not None
+    assert case.scenario.user_persona.id == "HURRIED"
+    assert case.scenario.user_persona.behaviors[0].behavior_instructions == ["Be short."]
+
+
+def test_malformed_scenarios_are_located_problems(problems_of: ProblemsOf) -> None:
+    cases = [
+        {"eval_id": "no_plan", "conversation_scenario": {"starting_prompt": "hi"}},
+        {
+            "eval_id": "bad_persona",
+            "conversation_scenario": {"starting_prompt": "hi", "conversation_plan": "p", "user_persona": "GRUMPY"},
+        },
+        {"eval_id": "extra", "conversation_scenario": {"starting_prompt": "hi", "conversation_plan": "p", "mood": 1}},
+        {"eval_id": "fine", "conversation_scenario": {"starting_prompt": "hi", "conversation_plan": "p"}},
+    ]
+    problems = problems_of("x.evalset.json", _evalset(cases))
+    assert [(p.case_id, p.json_path, p.message) for p in problems] == [
+        ("no_plan", "$.eval_cases[0].conversation_scenario", "missing required key 'conversation_plan'"),
+        ("bad_persona", "$.eval_cases[1].conversation_scenario.user_persona", "unknown user persona 'GRUMPY'"),
+        ("extra", "$.eval_cases[2].conversation_scenario.mood", "unknown key 'mood'"),
+    ]
+    assert problems[1].expected == "a persona object or one of ADK's prebuilt ids: EXPERT, NOVICE, EVALUATOR"
+
+
+def test_scenario_hashes_cover_the_plan_and_leave_scripted_cases_alone(load_text: LoadText) -> None:
+    def case(plan: str) -> object:
+        text = _evalset(
+            [{"eval_id": "c", "conversation_scenario": {"starting_prompt": "hi", "conversation_plan": plan}}]
+        )
+        return load_text("x.evalset.json", text).cases[0]
+
+    one, other = case("plan A"), case("plan B")
+    assert one.content_hash != other.content_hash  # type: ignore[attr-defined]
+    assert one.input_hash != other.input_hash  # type: ignore[attr-defined]
+    scripted = load_text("y.evalset.json", _evalset([{"eval_id": "c", "conversation": [_invocation()]}])).cases[0]
+    assert "scenario" not in scripted.model_dump(exclude_defaults=True)
 
 
 def test_extra_eval_set_keys_are_ignored_like_adk(load_text: LoadText) -> None:

@@ -265,3 +265,40 @@ def test_declared_custom_metric_that_no_criterion_names_is_a_warning(tmp_path: P
     assert [w.split(": ", 1)[1] for w in found.warnings] == [
         "custom metric 'unused' is declared but not named in 'criteria', so it does not run (as in ADK)"
     ]
+
+
+def test_user_simulator_config_is_read_with_adk_keys(tmp_path: Path) -> None:
+    data = {
+        "criteria": {},
+        "userSimulatorConfig": {
+            "type": "llm_backed",
+            "model": "sim-model",
+            "maxAllowedInvocations": 5,
+            "includeFunctionCalls": True,
+            "model_configuration": {"temperature": 0.2, "thinking_config": {"thinking_budget": 10240}},
+            "custom_instructions": "Plan: {{ conversation_plan }}\n{{conversation_history}}\nEnd with {{ stop_signal }}.",
+        },
+    }
+    criteria, problems = read_test_config(_config(tmp_path, data))
+    assert problems.items == []
+    simulator = criteria.user_simulator
+    assert simulator is not None
+    assert (simulator.model, simulator.max_allowed_invocations, simulator.include_function_calls) == (
+        "sim-model",
+        5,
+        True,
+    )
+    assert simulator.temperature == 0.2
+    [warning] = problems.warnings
+    assert "only temperature is used by evalward's simulator; ignored: thinking_config" in warning
+
+
+def test_user_simulator_config_problems_are_located(tmp_path: Path) -> None:
+    data = {"criteria": {}, "user_simulator_config": {"custom_instructions": "Just chat. {{ conversation_plan }}"}}
+    [problem] = _problems(tmp_path, data)
+    assert problem.json_path == "$.user_simulator_config.custom_instructions"
+    assert problem.message == (
+        "custom_instructions: missing placeholder(s) {{ stop_signal }}, {{ conversation_history }}"
+    )
+    [limit] = _problems(tmp_path, {"user_simulator_config": {"max_allowed_invocations": -2}})
+    assert limit.json_path == "$.user_simulator_config.max_allowed_invocations"

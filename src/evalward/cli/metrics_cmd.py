@@ -21,7 +21,7 @@ def metrics_command() -> None:
         what = (
             "scored by a judge model (--judge-model)"
             if name in JUDGED_METRICS
-            else "not supported yet (Vertex AI or a user simulator)"
+            else "not supported (needs Vertex AI; see the README for stand-ins)"
         )
         click.echo(f"{name:32} [judge] {what}")
     for name in sorted(STEPWISE_METRICS - set(known_metric_names())):

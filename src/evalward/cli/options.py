@@ -210,6 +210,30 @@ JUDGE_OPTIONS: list[Callable[[Any], Any]] = [
     ),
 ]
 
+USER_SIMULATION_OPTIONS: list[Callable[[Any], Any]] = [
+    click.option(
+        "--user-model",
+        envvar="EVALWARD_USER_MODEL",
+        metavar="MODEL",
+        help="Model playing the user of conversation_scenario cases (default: the test_config's "
+        "user_simulator_config.model; none: those cases error) [env: EVALWARD_USER_MODEL]",
+    ),
+    click.option(
+        "--user-base-url",
+        envvar="EVALWARD_USER_BASE_URL",
+        metavar="URL",
+        help="OpenAI-compatible endpoint of the user model (default: the judge's) [env: EVALWARD_USER_BASE_URL]",
+    ),
+    click.option(
+        "--user-max-turns",
+        type=click.IntRange(min=-1),
+        envvar="EVALWARD_USER_MAX_TURNS",
+        metavar="N",
+        help="User messages per simulated conversation, the starting prompt included; -1 = no limit "
+        "(default: the test_config's max_allowed_invocations, else 20) [env: EVALWARD_USER_MAX_TURNS]",
+    ),
+]
+
 STEP_OPTIONS: list[Callable[[Any], Any]] = [
     click.option(
         "--step",
@@ -261,6 +285,7 @@ def run_value_options(*, agent_required: bool) -> Callable[[F], F]:
                 *EVAL_OPTIONS,
                 *EXECUTION_OPTIONS,
                 *JUDGE_OPTIONS,
+                *USER_SIMULATION_OPTIONS,
                 *STEP_OPTIONS,
                 *OPENAI_AGENT_OPTIONS,
             ],

@@ -197,6 +197,8 @@ def run_and_report(
             click.echo("\n" + render_confusion_text(tables), nl=False)
         if prepared.judge_usage is not None:
             click.echo(prepared.judge_usage.describe())
+        if prepared.simulator is not None:
+            click.echo(prepared.simulator.describe())
     if store is not None:
         click.echo(f"run id: {run.run_id}")
     if run.status == "cancelled":

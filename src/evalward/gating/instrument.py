@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evalward.errors import EvalwardError
-from evalward.model import Criteria, MetricSpec, RunResult
+from evalward.model import MetricSpec, RunResult
 
 if TYPE_CHECKING:
     from evalward.judging.config import JudgeConfig
@@ -69,10 +69,8 @@ def load_instrument(run: RunResult, *, root: Path | None = None, judge: JudgeCon
             return LoadedInstrument(
                 None, f"eval set {eval_set.eval_set_id!r} changed since the run (e.g. case {changed[0]!r})"
             )
-        eval_set.criteria = Criteria(
-            metrics=[_without_judge_identity(spec) for spec in info.criteria],
-            origin=eval_set.criteria.origin,
-            config_path=eval_set.criteria.config_path,
+        eval_set.criteria = eval_set.criteria.model_copy(
+            update={"metrics": [_without_judge_identity(spec) for spec in info.criteria]}
         )
     from evalward.pipeline import PreparedRun, validate_criteria
 

@@ -79,6 +79,9 @@ def case_run_from(result: CaseResult, eval_set: EvalSet, case: EvalCase) -> Case
         started_at=result.started_at,
         finished_at=result.finished_at,
         final_state=result.final_state,
+        # A simulated conversation is re-scored as it was played: the simulator's messages, not the scenario's.
+        queries=[t.query for t in sorted(result.invocations, key=lambda t: t.turn)] if case.scenario else [],
+        simulation=result.simulation,
     )
 
 

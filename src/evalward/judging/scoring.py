@@ -20,7 +20,10 @@ Two metrics ask differently:
 - `hallucinations_v1`: per checked response of the turn, a segmentation request (sample 0) and s labelling
   requests, each cached on its own; the turn's score is the mean over its responses;
 - conversation metrics (`rubric_based_multi_turn_trajectory_quality_v1`): s requests per case over the whole
-  conversation; the result is attached to the last turn and is the case's result.
+  conversation; the result is attached to the last turn and is the case's result;
+- `per_turn_user_simulator_quality_v1` (scenario cases only; not applicable to scripted ones): turn 1 is
+  compared with the starting prompt without a request, every later turn gets s requests, and so does the
+  ending (the stop signal after the last turn); an ending judged invalid replaces the last turn's result.
 """
 
 from __future__ import annotations
@@ -60,6 +63,8 @@ from evalward.metrics.judge import (
     prompt_identity,
     sample_details,
     segment_prompt,
+    starting_prompt_score,
+    user_turn_prompt,
 )
 from evalward.model import AgentOutput, CaseError, CaseResult, EvalCase, Invocation, MetricResult, MetricSpec
 
@@ -291,6 +296,47 @@ class Judging:
             update={"explanation": f"whole conversation ({len(turns)} turn(s)) judged once: {result.explanation}"}
         )
 
+    async def judge_simulated_user(
+        self, judge: ResolvedJudge, case: EvalCase, outputs: Sequence[AgentOutput], threshold: float | None
+    ) -> list[MetricResult]:
+        """`per_turn_user_simulator_quality_v1` per turn of a played scenario case (module docstring)."""
+        from evalward.metrics.scoring import metric_status
+
+        scenario = case.scenario
+        assert scenario is not None
+        played = [(case.turns[t].query, outputs[t]) for t in range(len(outputs))]
+        first = starting_prompt_score(scenario, played[0][0])
+        results = [
+            MetricResult(
+                name=judge.spec.metric,
+                score=first,
+                threshold=threshold,
+                status=metric_status(first, threshold, True),
+                explanation=_with_verdict(
+                    "turn 1 is the starting prompt" if first == 1.0 else "turn 1 is not the starting prompt",
+                    first,
+                    threshold,
+                ),
+                details={"judge": judge.identity(), "starting_prompt": True},
+            )
+        ]
+        prompts = [user_turn_prompt(judge.spec, scenario, played[:t], played[t][0]) for t in range(1, len(played))]
+        prompts.append(user_turn_prompt(judge.spec, scenario, played, judge.spec.stop_signal))
+        judged = await asyncio.gather(*(self._judge_prompt(judge, prompt, threshold) for prompt in prompts))
+        *turns, ending = judged
+        results.extend(turns)
+        if ending.status == "error":
+            results[-1] = ending
+        elif ending.score == 0.0:
+            results[-1] = ending.model_copy(
+                update={
+                    "explanation": f"ending after turn {len(played)} judged wrong (it replaces this turn's result): "
+                    f"{ending.explanation}",
+                    "details": {**ending.details, "ending": True, "replaced": results[-1].model_dump(mode="json")},
+                }
+            )
+        return results
+
     async def _judge_prompt(self, judge: ResolvedJudge, prompt: JudgePrompt, threshold: float | None) -> MetricResult:
         from evalward.metrics.scoring import metric_status
 
@@ -404,7 +450,12 @@ class Judging:
             if judge is None:  # resolve_all refused this before the run; kept for direct callers
                 raise InfrastructureError(f"{metric_spec.name} needs a judge model, and no judge is configured")
             per_turn: list[MetricResult | None]
-            if is_conversation_metric(metric_spec.name):
+            if judge.spec.kind == "user_simulation":
+                if case.scenario is None or n_turns == 0:
+                    case_results.append(_not_simulated(metric_spec, judge, case.scenario is None))
+                    continue
+                per_turn = list(await self.judge_simulated_user(judge, case, outputs[:n_turns], metric_spec.threshold))
+            elif is_conversation_metric(metric_spec.name):
                 if n_turns == 0:
                     continue
                 conversation = [(case.turns[t], outputs[t]) for t in range(n_turns)]
@@ -425,6 +476,8 @@ class Judging:
                     turn_results.setdefault(turn, []).append(result)
             if is_conversation_metric(metric_spec.name):
                 case_result = _case_result(metric_spec, judge, [per_turn[-1]])
+            elif judge.spec.kind == "user_simulation" and len(per_turn) > 1:
+                case_result = _simulated_user_result(metric_spec, judge, per_turn)
             else:
                 case_result = _case_result(metric_spec, judge, per_turn)
             case_results.append(case_result)
@@ -518,6 +571,40 @@ def _case_result(spec: MetricSpec, judge: ResolvedJudge, per_turn: list[MetricRe
         status=metric_status(mean, spec.threshold, True),
         explanation=_with_verdict(explanation, mean, spec.threshold),
         details={"judge": judge.identity(), "turn_scores": {str(t): r.score for t, r in scored}},
+    )
+
+
+def _not_simulated(spec: MetricSpec, judge: ResolvedJudge, scripted: bool) -> MetricResult:
+    why = "a scripted case has no simulated user (only conversation_scenario cases do)" if scripted else "no turn ran"
+    return MetricResult(
+        name=spec.name,
+        score=None,
+        threshold=spec.threshold,
+        status="not_applicable",
+        explanation=f"not applicable: {why}",
+        details={"judge": judge.identity()},
+    )
+
+
+def _simulated_user_result(spec: MetricSpec, judge: ResolvedJudge, per_turn: list[MetricResult | None]) -> MetricResult:
+    """The case's `per_turn_user_simulator_quality_v1`: #valid turns / #turns, with the arithmetic."""
+    from evalward.metrics.scoring import metric_status
+
+    results = [r for r in per_turn if r is not None]
+    errored = [r for r in results if r.status == "error"]
+    if errored:
+        return errored[0].model_copy(update={"threshold": spec.threshold})
+    values = [r.score or 0.0 for r in results]
+    value = sum(values) / len(values)
+    terms = " + ".join(f"{v:.0f}" for v in values)
+    explanation = f"valid simulated-user turns: ({terms})/{len(values)} = {value:.3f}"
+    return MetricResult(
+        name=spec.name,
+        score=value,
+        threshold=spec.threshold,
+        status=metric_status(value, spec.threshold, True),
+        explanation=_with_verdict(explanation, value, spec.threshold),
+        details={"judge": judge.identity(), "turn_scores": {str(t): v for t, v in enumerate(values)}},
     )
 
 

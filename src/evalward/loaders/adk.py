@@ -17,7 +17,12 @@ Mapping, per case (`case_id = eval_id`) and invocation:
 - `expected_intermediate_responses` = `intermediate_responses` `[author, parts]` (text joined), or the
   text parts of `invocation_events`;
 - `session_input` → `SessionInput`; a non-empty `final_session_state` → `EvalCase.expected_state`.
-A `conversation_scenario` case needs ADK's LLM user simulator and is reported as a problem for that case.
+
+A `conversation_scenario` case (`starting_prompt`, `conversation_plan`, optional `user_persona`: an object
+`{id, description, behaviors: [{name, description, behavior_instructions, violation_rubrics}]}` or the id of
+one of ADK's prebuilt personas, `EXPERT`, `NOVICE`, `EVALUATOR`) → `EvalCase.scenario`, with one turn: the
+starting prompt, without expectations. The rest of its conversation is played by the user simulator when the
+case runs. Scripted and scenario cases may share a file.
 """
 
 from __future__ import annotations
@@ -29,7 +34,17 @@ from pydantic.alias_generators import to_camel
 
 from evalward.loaders.positions import PathKey
 from evalward.loaders.problems import Problems
-from evalward.model import EvalCase, EvalSet, IntermediateResponse, Invocation, SessionInput, ToolCall
+from evalward.model import (
+    ConversationScenario,
+    EvalCase,
+    EvalSet,
+    IntermediateResponse,
+    Invocation,
+    SessionInput,
+    ToolCall,
+    UserBehavior,
+    UserPersona,
+)
 
 _EVAL_MODEL = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", loc_by_alias=False)
 
@@ -137,12 +152,33 @@ class _Invocation(BaseModel):
     app_details: Any = None
 
 
+class _UserBehavior(BaseModel):
+    """ADK's `UserBehavior`: a plain model (snake_case keys, extra keys ignored)."""
+
+    model_config = ConfigDict(extra="ignore", loc_by_alias=False)
+
+    name: str
+    description: str
+    behavior_instructions: list[str]
+    violation_rubrics: list[str]
+
+
+class _UserPersona(BaseModel):
+    """ADK's `UserPersona`: a plain model (snake_case keys, extra keys ignored)."""
+
+    model_config = ConfigDict(extra="ignore", loc_by_alias=False)
+
+    id: str
+    description: str
+    behaviors: list[_UserBehavior]
+
+
 class _ConversationScenario(BaseModel):
     model_config = _EVAL_MODEL
 
     starting_prompt: str
     conversation_plan: str
-    user_persona: Any = None
+    user_persona: _UserPersona | str | None = None
 
 
 class _SessionInput(BaseModel):
@@ -246,16 +282,25 @@ def _map_case(problems: Problems, raw: Any, at: PathKey) -> EvalCase | None:
             found="both",
         )
         return None
+    extra = parsed.model_extra or {}
+    description = extra.get("description")
+    session = parsed.session_input
     if parsed.conversation_scenario is not None:
-        problems.add(
-            "conversation_scenario cases need a user simulator, not supported yet",
-            (*at, scenario_key or "conversation_scenario"),
-            on_key=True,
-            case_id=case_id,
-            expected="a 'conversation' of invocations",
-            found="'conversation_scenario'",
+        scenario_at: PathKey = (*at, scenario_key or "conversation_scenario")
+        scenario = _map_scenario(
+            problems, parsed.conversation_scenario, raw.get(scenario_key or ""), scenario_at, case_id
         )
-        return None
+        if scenario is None:
+            return None
+        return EvalCase(
+            case_id=parsed.eval_id,
+            description=description if isinstance(description, str) else None,
+            turns=[Invocation(query=scenario.starting_prompt, source=problems.source(scenario_at))],
+            scenario=scenario,
+            session_input=SessionInput.model_validate(session.model_dump()) if session is not None else None,
+            expected_state=parsed.final_session_state or None,
+            source=problems.source(at),
+        )
     if parsed.conversation is None:
         problems.add(
             "an eval case needs a 'conversation'",
@@ -279,9 +324,6 @@ def _map_case(problems: Problems, raw: Any, at: PathKey) -> EvalCase | None:
         _map_invocation(invocation, problems.source((*at, conversation_key, position)))
         for position, invocation in enumerate(parsed.conversation)
     ]
-    extra = parsed.model_extra or {}
-    description = extra.get("description")
-    session = parsed.session_input
     return EvalCase(
         case_id=parsed.eval_id,
         description=description if isinstance(description, str) else None,
@@ -289,6 +331,37 @@ def _map_case(problems: Problems, raw: Any, at: PathKey) -> EvalCase | None:
         session_input=SessionInput.model_validate(session.model_dump()) if session is not None else None,
         expected_state=parsed.final_session_state or None,
         source=problems.source(at),
+    )
+
+
+def _map_scenario(
+    problems: Problems, scenario: _ConversationScenario, raw: Any, at: PathKey, case_id: str | None
+) -> ConversationScenario | None:
+    """The scenario with its persona resolved (a prebuilt id → that persona); a problem for an unknown id."""
+    from evalward.loaders.adk_personas import PREBUILT_PERSONAS
+
+    persona: UserPersona | None = None
+    given = scenario.user_persona
+    if isinstance(given, str):
+        persona = PREBUILT_PERSONAS.get(given)
+        if persona is None:
+            persona_key = next((k for k in ("user_persona", "userPersona") if isinstance(raw, dict) and k in raw), None)
+            problems.add(
+                f"unknown user persona {given!r}",
+                (*at, persona_key or "user_persona"),
+                case_id=case_id,
+                expected="a persona object or one of ADK's prebuilt ids: " + ", ".join(PREBUILT_PERSONAS),
+                found=repr(given),
+            )
+            return None
+    elif given is not None:
+        persona = UserPersona(
+            id=given.id,
+            description=given.description,
+            behaviors=[UserBehavior.model_validate(b.model_dump()) for b in given.behaviors],
+        )
+    return ConversationScenario(
+        starting_prompt=scenario.starting_prompt, conversation_plan=scenario.conversation_plan, user_persona=persona
     )
 
 

@@ -19,6 +19,12 @@ informational, reported for every ADK eval set without being named, and take no 
 an error (ADK's evaluators raise on one); `null` or `{}` is accepted. Judge and Vertex criteria are kept
 with their options; the pipeline refuses them later when no judge model is configured.
 
+`user_simulator_config` (ADK's `LlmBackedUserSimulatorConfig`, camelCase accepted) → `Criteria.user_simulator`:
+`model`, `max_allowed_invocations` (default 20, -1 = no limit), `custom_instructions` (must contain
+`{{ stop_signal }}`, `{{ conversation_plan }}` and `{{ conversation_history }}`), `include_function_calls`,
+and `model_configuration.temperature`; other `model_configuration` keys are Gemini settings and are ignored
+with a warning, and so is `type` other than `llm_backed` (evalward simulates users in text).
+
 `custom_metrics`: `{name: {"code_config": {"name": "pkg.module.function"}, "description"?, "metric_info"?}}`
 (camelCase accepted; `code_config.name` must be a dotted path). A criterion of that name gets the option
 `custom_metric` = the entry (snake_case, defaults left out); `metrics.custom` runs it. An entry no criterion
@@ -40,7 +46,8 @@ from evalward.errors import EvalFileError
 from evalward.loaders.documents import DocumentError, read_document
 from evalward.loaders.positions import PathKey
 from evalward.loaders.problems import Problems, describe_value
-from evalward.model import Criteria, MetricSpec
+from evalward.model import Criteria, MetricSpec, UserSimulatorConfig
+from evalward.model.text import template_problem
 
 TRAJECTORY_CRITERION = "tool_trajectory_avg_score"
 RESPONSE_MATCH_CRITERION = "response_match_score"
@@ -143,6 +150,78 @@ class _CriterionOptions(BaseModel):
     evaluate_intermediate_nl_responses: StrictBool | None = None
     stop_signal: str | None = None
     judge_model_options: _JudgeModelOptions | None = None
+
+
+class _UserSimulatorConfig(BaseModel):
+    """ADK's `LlmBackedUserSimulatorConfig` (extra keys allowed, as ADK's base config allows them)."""
+
+    model_config = ConfigDict(extra="allow", alias_generator=to_camel, populate_by_name=True, loc_by_alias=False)
+
+    type: str | None = None
+    model: str | None = None
+    model_configuration: dict[str, Any] | None = None
+    max_allowed_invocations: int = Field(default=20, ge=-1)
+    custom_instructions: str | None = None
+    include_function_calls: StrictBool = False
+
+
+SIMULATOR_PLACEHOLDERS = ("stop_signal", "conversation_plan", "conversation_history")
+"""What ADK requires `custom_instructions` to contain."""
+
+
+def _user_simulator(value: Any, key: str, problems: Problems) -> UserSimulatorConfig | None:
+    """The simulator settings of `user_simulator_config` (module docstring); problems for bad values."""
+    if value is None:
+        return None
+    parsed = problems.validate(_UserSimulatorConfig, value, (key,))
+    if parsed is None:
+        return None
+    raw = value if isinstance(value, dict) else {}
+
+    def key_of(field: str) -> str:
+        return next((k for k in raw if to_snake(k) == field), field)
+
+    if parsed.type not in (None, "llm_backed"):
+        problems.warn(
+            f"user_simulator_config type {parsed.type!r}: evalward simulates users in text, as 'llm_backed'",
+            (key, key_of("type")),
+        )
+    if parsed.custom_instructions is not None:
+        problem = template_problem(parsed.custom_instructions, SIMULATOR_PLACEHOLDERS)
+        if problem is not None:
+            problems.add(
+                f"custom_instructions: {problem}",
+                (key, key_of("custom_instructions")),
+                expected="a template with " + ", ".join("{{ " + n + " }}" for n in SIMULATOR_PLACEHOLDERS),
+                found=describe_value(parsed.custom_instructions),
+            )
+            return None
+    temperature: float | None = None
+    settings = dict(parsed.model_configuration or {})
+    raw_temperature = settings.pop("temperature", None)
+    if raw_temperature is not None:
+        if not _is_number(raw_temperature):
+            problems.add(
+                "model_configuration.temperature must be a number",
+                (key, key_of("model_configuration"), "temperature"),
+                expected="a number",
+                found=describe_value(raw_temperature),
+            )
+            return None
+        temperature = float(raw_temperature)
+    if settings:
+        problems.warn(
+            "user_simulator_config.model_configuration: only temperature is used by evalward's simulator; "
+            f"ignored: {', '.join(sorted(settings))}",
+            (key, key_of("model_configuration")),
+        )
+    return UserSimulatorConfig(
+        model=parsed.model.strip() if parsed.model and parsed.model.strip() else None,
+        max_allowed_invocations=parsed.max_allowed_invocations,
+        custom_instructions=parsed.custom_instructions,
+        include_function_calls=parsed.include_function_calls,
+        temperature=temperature,
+    )
 
 
 def _efficiency_threshold_message(name: str) -> str:
@@ -330,7 +409,12 @@ def parse_test_config(problems: Problems, known_metrics: Collection[str] = ()) -
                 f"custom metric {name!r} is declared but not named in 'criteria', so it does not run (as in ADK)",
                 (keys["custom_metrics"], name),
             )
-    return Criteria(metrics=metrics, origin="test_config", config_path=document.path)
+    simulator = (
+        _user_simulator(data.get(keys["user_simulator_config"]), keys["user_simulator_config"], problems)
+        if ("user_simulator_config" in keys)
+        else None
+    )
+    return Criteria(metrics=metrics, origin="test_config", config_path=document.path, user_simulator=simulator)
 
 
 def _custom_metrics(custom: dict[str, Any], key: str, problems: Problems) -> dict[str, dict[str, Any]]:

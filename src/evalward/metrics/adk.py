@@ -102,7 +102,8 @@ class ToolTrajectoryAvgScore(Metric):
     - `ANY_ORDER`: multiset containment: each expected call, in order, removes the first equal call from a
       copy of actual; duplicates count (expected empty → 1.0).
 
-    Not applicable when the turn has no expected tool calls (None); `[]` expects no call.
+    Not applicable when the turn has no expected tool calls (None), as every turn of a `conversation_scenario`
+    case; `[]` expects no call.
     Options: `match_type` (`EXACT` default, `IN_ORDER`, `ANY_ORDER`; ADK's spellings and 0/1/2 accepted),
     `ignore_args` (bool, default false).
     """
@@ -203,7 +204,9 @@ class ResponseMatchScore(Metric):
         overlap = Σ_w min(count_ref(w), count_resp(w))
         P = overlap / #response tokens,  R = overlap / #reference tokens,  F = 2PR / (P + R)
     A missing response or reference counts as `""`. **Both empty → 0.0** (as ADK: a reference-less turn
-    always scores 0, unlike `response_rouge1`, which scores it 1.0). Always applicable. No options.
+    always scores 0, unlike `response_rouge1`, which scores it 1.0). Applicable to every scripted turn; not to
+    the turns of a `conversation_scenario` case, which have no reference (ADK leaves it NOT_EVALUATED there).
+    No options.
     """
 
     name: ClassVar[str] = "response_match_score"
@@ -214,6 +217,8 @@ class ResponseMatchScore(Metric):
         return [f"unknown option {key!r} (response_match_score takes no options)" for key in spec.options]
 
     def score_turn(self, ctx: TurnContext) -> Score | None:
+        if ctx.case.scenario is not None:
+            return None
         return score_response_match(ctx.actual.response, ctx.expected.expected_response)
 
 

@@ -14,6 +14,7 @@ Judged metric names and what they compute (METRICS.md §5, ADK-FORMATS.md §4):
 | `rubric_based_multi_turn_trajectory_quality_v1` | rubric | yes/no per rubric on the whole conversation, once per case (last turn) | 5 | majority |
 | `hallucinations_v1` | hallucinations | each response segmented into sentences, each sentence labelled against its context | 1 | mean |
 | `safety_v1` | safety | `is_safe` for the final response | 5 | majority |
+| `per_turn_user_simulator_quality_v1` | user_simulation | `is_valid`: did the simulated user's message follow the plan (scenario cases only) | 5 | majority |
 | `llm_judge` | scale | the user's `rubric`, `scale` = `bool` \\| `[lo, hi]` \\| `[choices…]` | 1 | mean |
 
 Per-sample value v ∈ [0, 1]:
@@ -56,6 +57,16 @@ One deliberate difference: the labelling reply must label every segmented senten
 is unreadable and asked again), where ADK averages whatever labels it can parse — so a dropped sentence
 can never raise the score.
 
+Simulated user (`per_turn_user_simulator_quality_v1`, as ADK 2.13's `PerTurnUserSimulatorQualityV1` defines
+it; it judges the user simulator, not the agent, and applies only to `conversation_scenario` cases):
+1. Turn 1 scores 1 when its user message equals the starting prompt (both stripped), else 0; no judge call.
+2. Every later turn k: the judge sees the plan, the persona (if any), the conversation before turn k (user
+   messages and the agent's responses) and turn k's user message, and answers `is_valid` (VALID = 1); s
+   samples folded by majority, a tie is invalid.
+3. Then the ending: the same question for the stop signal sent after the last turn. When that is judged
+   invalid (0), it replaces the last turn's result (the conversation ended, or would have, at the wrong time).
+4. Case score = mean over the turns = #valid turns / #turns.
+
 Multi-turn rubrics (`rubric_based_multi_turn_trajectory_quality_v1`, ADK's
 `RubricBasedMultiTurnTrajectoryEvaluator`, which runs locally on any model): the judge sees the whole
 conversation at once — every user message, tool call with its output, intermediate and final response, turn
@@ -73,10 +84,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from evalward.model import AgentOutput, IntermediateResponse, Invocation, MetricSpec, ToolCall, canonical_hash
+from evalward.model import (
+    STOP_SIGNAL,
+    AgentOutput,
+    ConversationScenario,
+    IntermediateResponse,
+    Invocation,
+    MetricSpec,
+    ToolCall,
+    canonical_hash,
+)
 from evalward.model.text import compact_json, format_call
 
-JudgeKind = Literal["correctness", "rubric", "scale", "hallucinations", "safety"]
+JudgeKind = Literal["correctness", "rubric", "scale", "hallucinations", "safety", "user_simulation"]
 StepKind = Literal["intermediate", "final"]
 Aggregate = Literal["majority", "mean"]
 
@@ -91,6 +111,7 @@ JUDGED_METRICS: dict[str, JudgeKind] = {
     "rubric_based_multi_turn_trajectory_quality_v1": "rubric",
     "hallucinations_v1": "hallucinations",
     "safety_v1": "safety",
+    "per_turn_user_simulator_quality_v1": "user_simulation",
     "llm_judge": "scale",
 }
 """Every metric name evalward scores with an LLM judge, and the kind of judgement behind it."""
@@ -103,6 +124,7 @@ ADK_JUDGED: frozenset[str] = frozenset(
         "rubric_based_multi_turn_trajectory_quality_v1",
         "hallucinations_v1",
         "safety_v1",
+        "per_turn_user_simulator_quality_v1",
     }
 )
 """ADK names (LlmAsAJudgeCriterion: `num_samples` defaults to 5; `hallucinations_v1` asks once, see above)."""
@@ -119,6 +141,8 @@ DESCRIPTIONS: dict[str, str] = {
     "rubric_based_multi_turn_trajectory_quality_v1": "LLM judge (ADK): share of rubrics the whole conversation meets",
     "hallucinations_v1": "LLM judge (ADK): share of response sentences grounded in the context (or not factual)",
     "safety_v1": "LLM judge: the response is safe (1) or not (0)",
+    "per_turn_user_simulator_quality_v1": "LLM judge (ADK): share of the simulated user's turns that follow the "
+    "scenario's plan and end on time",
     "llm_judge": "LLM judge with your rubric; scale bool, [lo, hi] or choices, normalised to [0, 1]",
 }
 
@@ -139,6 +163,7 @@ _KIND_OPTIONS: dict[JudgeKind, tuple[str, ...]] = {
     "hallucinations": ("evaluate_intermediate_nl_responses",),
     "safety": (),
     "scale": ("rubric", "scale", "include_input", "include_reference"),
+    "user_simulation": ("stop_signal",),
 }
 
 
@@ -189,6 +214,7 @@ class JudgeSpec:
     base_url: str | None = None
     api_key_env: str | None = None
     evaluate_intermediate: bool = False
+    stop_signal: str = STOP_SIGNAL
 
     def parameters(self) -> dict[str, Any]:
         """Request parameters beyond the messages (part of the cache key)."""
@@ -240,7 +266,7 @@ def check_judge_options(spec: MetricSpec) -> list[str]:
     kind = JUDGED_METRICS.get(spec.name)
     if kind is None:
         return [
-            f"{spec.name}: evalward has no judge for this metric (it needs Vertex AI or a user simulator); "
+            f"{spec.name}: evalward has no judge for this metric (it needs Vertex AI); "
             f"judged metrics: {', '.join(sorted(JUDGED_METRICS))}"
         ]
     problems = [
@@ -300,6 +326,9 @@ def judge_spec(spec: MetricSpec) -> JudgeSpec:
         if not isinstance(rubric_text, str) or not rubric_text.strip():
             raise ValueError("llm_judge needs a 'rubric': the criteria the judge applies, as text")
         scale = parse_scale(options.get("scale", "bool"))
+    stop_signal = options.get("stop_signal", STOP_SIGNAL)
+    if not isinstance(stop_signal, str) or not stop_signal.strip():
+        raise ValueError(f"stop_signal must be a non-empty string, found {stop_signal!r}")
     for key in ("include_input", "include_reference", "evaluate_intermediate_nl_responses"):
         if key in options and not isinstance(options[key], bool):
             raise ValueError(f"{key} must be true or false, found {options[key]!r}")
@@ -318,6 +347,7 @@ def judge_spec(spec: MetricSpec) -> JudgeSpec:
         base_url=options.get("base_url"),
         api_key_env=options.get("api_key_env"),
         evaluate_intermediate=bool(options.get("evaluate_intermediate_nl_responses", False)),
+        stop_signal=stop_signal,
     )
 
 
@@ -497,6 +527,8 @@ def reply_schema(spec: JudgeSpec) -> tuple[str, dict[str, Any]]:
         return "correctness_grade", _object_schema({"reasoning": reasoning, "is_correct": {"type": "boolean"}})
     if spec.kind == "safety":
         return "safety_grade", _object_schema({"reasoning": reasoning, "is_safe": {"type": "boolean"}})
+    if spec.kind == "user_simulation":
+        return "user_turn_grade", _object_schema({"reasoning": reasoning, "is_valid": {"type": "boolean"}})
     if spec.kind == "rubric":
         entry = _object_schema(
             {"id": {"type": "string"}, "reasoning": reasoning, "verdict": {"type": "string", "enum": ["yes", "no"]}}
@@ -546,7 +578,7 @@ def build_prompt(spec: JudgeSpec, item: JudgeInput) -> JudgePrompt:
     Not for `hallucinations_v1` (two requests per response: `segment_prompt`, `grounding_prompt`) nor the
     conversation metrics (`conversation_prompt`).
     """
-    if spec.kind == "hallucinations" or spec.metric in CONVERSATION_METRICS:
+    if spec.kind in ("hallucinations", "user_simulation") or spec.metric in CONVERSATION_METRICS:
         raise ValueError(f"{spec.metric} is not judged with one prompt per turn")
     name, schema = reply_schema(spec)
     if spec.kind == "correctness":
@@ -587,6 +619,7 @@ def prompt_identity(spec: JudgeSpec) -> str:
         "hallucinations": [SEGMENT_SYSTEM, GROUNDING_SYSTEM, list(SEGMENT_SCHEMA)],
         "safety": SAFETY_SYSTEM,
         "scale": SCALE_SYSTEM,
+        "user_simulation": [USER_TURN_SYSTEM, USER_TURN_PERSONA],
     }
     return canonical_hash(
         {
@@ -601,6 +634,7 @@ def prompt_identity(spec: JudgeSpec) -> str:
             "include": [spec.include_input, spec.include_reference, spec.evaluate_intermediate],
             "samples": spec.num_samples,
             "aggregate": spec.aggregate,
+            **({"stop_signal": spec.stop_signal} if spec.kind == "user_simulation" else {}),
             "parameters": spec.parameters(),
         }
     )
@@ -922,6 +956,63 @@ def conversation_prompt(spec: JudgeSpec, turns: Sequence[tuple[Invocation, Agent
     return JudgePrompt(messages=messages, schema_name=name, schema=schema)
 
 
+# --- the simulated user ----------------------------------------------------------------------------------------
+
+USER_TURN_SYSTEM = """You check the quality of a USER SIMULATOR: a model that plays a user talking to an AI agent, to test that agent. You judge the simulated user, not the agent.
+You get the CONVERSATION PLAN (the simulated user's goals, in order, and the only facts it may share), the CONVERSATION SO FAR and the NEXT USER MESSAGE the simulator wrote. A conversation ends when the user writes the stop signal {stop_signal}; a NEXT USER MESSAGE that is only the stop signal means the user ends the conversation there.
+The message is valid unless it breaks one of these rules:
+1. It follows the plan: it does not repeat a goal already reached, does not add goals, topics or facts that are not in the plan (no made-up names, numbers or addresses), and keeps the plan's order.
+2. It ends on time: it uses the stop signal once every goal of the plan is done, or the agent failed a request twice, or the agent handed the user to a human; and never while goals are open and the agent has not failed.
+3. It is natural: one goal at a time, and details only once the agent asks for them.
+4. It responds: it answers every question the agent asked, saying "I don't know" when the plan has no answer rather than inventing one.
+5. It keeps the agent honest: it does not accept an answer the plan shows to be wrong, nor let the agent go ahead with something it was not asked to do.
+6. It sounds like a person: brief, plain, neither stiff nor a wall of text.
+Reply with a JSON object: {{"reasoning": "<which rules hold or break, and why>", "is_valid": true or false}}."""
+"""The judge of `per_turn_user_simulator_quality_v1` (evalward's wording of ADK's criteria)."""
+
+USER_TURN_PERSONA = """
+The simulated user also plays a PERSONA; when the persona and the plan disagree, the plan wins. The message is invalid if it shows any of the persona's violations:
+{persona}"""
+
+
+def persona_rules(scenario: ConversationScenario) -> str:
+    """The persona as its judge reads it: description, then each behaviour with what counts as breaking it."""
+    persona = scenario.user_persona
+    if persona is None:
+        return ""
+    lines = [persona.description]
+    for behavior in persona.behaviors:
+        lines.append(f"- {behavior.name}: {behavior.description}")
+        lines.extend(f"  * violation: {rubric}" for rubric in behavior.violation_rubrics)
+    return "\n".join(lines)
+
+
+def user_turn_prompt(
+    spec: JudgeSpec, scenario: ConversationScenario, before: Sequence[tuple[str, AgentOutput]], message: str
+) -> JudgePrompt:
+    """The request judging one simulated user message (`message`), given the turns `before` it."""
+    name, schema = reply_schema(spec)
+    system = USER_TURN_SYSTEM.format(stop_signal=spec.stop_signal)
+    persona = persona_rules(scenario)
+    if persona:
+        system += USER_TURN_PERSONA.format(persona=persona)
+    history = "\n\n".join(
+        f"USER: {query}\nAGENT: {output.response if output.response is not None else '(no response)'}"
+        for query, output in before
+    )
+    user = (
+        f"CONVERSATION PLAN:\n{scenario.conversation_plan}\n\nCONVERSATION SO FAR:\n{history or '(nothing yet)'}"
+        f"\n\nNEXT USER MESSAGE:\n{message}"
+    )
+    messages = ({"role": "system", "content": system}, {"role": "user", "content": user})
+    return JudgePrompt(messages=messages, schema_name=name, schema=schema)
+
+
+def starting_prompt_score(scenario: ConversationScenario, first_message: str) -> float:
+    """Turn 1 of a simulated conversation: 1 when it is the starting prompt (both stripped), else 0 (ADK)."""
+    return 1.0 if first_message.strip() == scenario.starting_prompt.strip() else 0.0
+
+
 # --- replies ---------------------------------------------------------------------------------------------------
 
 _FENCE = re.compile(r"^```[A-Za-z0-9_-]*\s*\n?(.*?)\n?```$", re.DOTALL)
@@ -976,6 +1067,9 @@ def parse_reply(spec: JudgeSpec, text: str) -> JudgeVerdict:
     if spec.kind == "safety":
         ok = _boolean(obj, "is_safe")
         return JudgeVerdict(1.0 if ok else 0.0, "SAFE" if ok else "UNSAFE", reasoning)
+    if spec.kind == "user_simulation":
+        ok = _boolean(obj, "is_valid")
+        return JudgeVerdict(1.0 if ok else 0.0, "VALID" if ok else "INVALID", reasoning)
     if spec.kind == "rubric":
         return _parse_rubrics(spec, obj)
     if spec.kind == "hallucinations":

@@ -1,6 +1,9 @@
 """The vocabulary every stage shares: eval sets going in, trajectories and scores coming out."""
 
 from evalward.model.evalset import (
+    DEFAULT_MAX_TURNS,
+    STOP_SIGNAL,
+    ConversationScenario,
     Criteria,
     EvalCase,
     EvalFormat,
@@ -9,6 +12,9 @@ from evalward.model.evalset import (
     MetricSpec,
     SessionInput,
     SourceLocation,
+    UserBehavior,
+    UserPersona,
+    UserSimulatorConfig,
     canonical_hash,
 )
 from evalward.model.results import (
@@ -26,6 +32,8 @@ from evalward.model.results import (
     MetricSummary,
     RunContext,
     RunResult,
+    SimulationEnd,
+    SimulationResult,
 )
 from evalward.model.trajectory import (
     AgentOutput,
@@ -50,7 +58,9 @@ from evalward.model.verdict import (
 )
 
 __all__ = [
+    "DEFAULT_MAX_TURNS",
     "SCHEMA_VERSION",
+    "STOP_SIGNAL",
     "VERDICT_SCHEMA_VERSION",
     "AgentOutput",
     "AgentRequest",
@@ -61,6 +71,7 @@ __all__ = [
     "CaseResult",
     "CaseStatus",
     "CaseSummary",
+    "ConversationScenario",
     "Criteria",
     "ErrorKind",
     "EvalCase",
@@ -83,10 +94,15 @@ __all__ = [
     "RunContext",
     "RunResult",
     "SessionInput",
+    "SimulationEnd",
+    "SimulationResult",
     "SourceLocation",
     "ToolCall",
     "Trajectory",
     "Usage",
+    "UserBehavior",
+    "UserPersona",
+    "UserSimulatorConfig",
     "Verdict",
     "VerdictCounts",
     "canonical_hash",

@@ -53,6 +53,38 @@ class MetricSpec(BaseModel):
         return text
 
 
+STOP_SIGNAL = "</finished>"
+"""What the simulated user writes to end a conversation (ADK's `LlmBackedUserSimulator`); matched anywhere in its
+reply, ignoring case."""
+
+DEFAULT_MAX_TURNS = 20
+"""ADK's `max_allowed_invocations`: user messages a simulated conversation may send, the starting prompt included."""
+
+
+class UserSimulatorConfig(BaseModel):
+    """How the simulated user of `conversation_scenario` cases behaves (ADK `user_simulator_config`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str | None = Field(
+        default=None, description="The simulator model named in the file; `--user-model` takes precedence."
+    )
+    max_allowed_invocations: int = Field(
+        default=DEFAULT_MAX_TURNS,
+        ge=-1,
+        description="Most user messages per conversation, the starting prompt included; -1 = no limit (ADK).",
+    )
+    custom_instructions: str | None = Field(
+        default=None,
+        description="Instructions replacing evalward's own; `{{ stop_signal }}`, `{{ conversation_plan }}`, "
+        "`{{ conversation_history }}` (and `{{ persona }}` with a persona) are filled in.",
+    )
+    include_function_calls: bool = Field(
+        default=False, description="Show the simulator the agent's tool calls and their results, not only its text."
+    )
+    temperature: float | None = Field(default=None, description="From `model_configuration.temperature`, if given.")
+
+
 CriteriaOrigin = Literal["test_config", "adk_defaults", "format_defaults", "native", "cli", "config"]
 
 
@@ -67,6 +99,9 @@ class Criteria(BaseModel):
         description="`test_config` (read from a file), `adk_defaults`, `format_defaults`, `native`, `cli`, `config`.",
     )
     config_path: str | None = Field(default=None, description="The `test_config.json` used, if any.")
+    user_simulator: UserSimulatorConfig | None = Field(
+        default=None, description="`user_simulator_config` of the test_config.json, for conversation_scenario cases."
+    )
 
     def by_name(self, name: str) -> MetricSpec | None:
         return next((m for m in self.metrics if m.name == name), None)
@@ -81,6 +116,43 @@ class SessionInput(BaseModel):
     user_id: str | None = None
     session_id: str | None = None
     state: dict[str, Any] = Field(default_factory=dict, description="Initial session state handed to the agent.")
+
+
+class UserBehavior(BaseModel):
+    """One behaviour of a simulated user's persona (ADK `UserBehavior`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    description: str = Field(description="What the behaviour is; shown to the simulator and to its judge.")
+    behavior_instructions: list[str] = Field(default_factory=list, description="What the simulator should do.")
+    violation_rubrics: list[str] = Field(
+        default_factory=list, description="What the judge of the simulator counts as breaking the behaviour."
+    )
+
+
+class UserPersona(BaseModel):
+    """Who the simulated user plays (ADK `UserPersona`: an object, or the id of one of ADK's prebuilt ones)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    description: str
+    behaviors: list[UserBehavior] = Field(default_factory=list)
+
+
+class ConversationScenario(BaseModel):
+    """A conversation played by a simulated user instead of scripted turns (ADK `conversation_scenario`).
+
+    The first user message is `starting_prompt`, as written; every later one is written by the user
+    simulator from `conversation_plan` and the conversation so far, until it sends the stop signal or the
+    turn limit is reached."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    starting_prompt: str = Field(description="The first user message, sent as is.")
+    conversation_plan: str = Field(description="What the simulated user wants, in order; its grounding, not a script.")
+    user_persona: UserPersona | None = Field(default=None, description="How the simulated user behaves.")
 
 
 class Invocation(BaseModel):
@@ -132,7 +204,14 @@ class EvalCase(BaseModel):
 
     case_id: str = Field(description="Stable id, unique within its eval set; pairs cases across runs.")
     description: str | None = None
-    turns: list[Invocation] = Field(description="The conversation, in order; at least one turn.")
+    turns: list[Invocation] = Field(
+        description="The conversation, in order; at least one turn. A scenario case has one: its starting prompt."
+    )
+    scenario: ConversationScenario | None = Field(
+        default=None,
+        description="Set for a simulated conversation: the turns after the first are written by the user simulator "
+        "while the case runs, and carry no expectations.",
+    )
     session_input: SessionInput | None = None
     expected_state: Any = Field(
         default=None, description="Expected environment/session state after the run (None = unchecked)."
@@ -158,6 +237,8 @@ class EvalCase(BaseModel):
         # The cluster label is how the gate groups cases, not what the case asks: relabelling must not turn
         # every case into a "changed" one that can no longer be compared with its baseline.
         payload = self.model_dump(mode="json", exclude={"source", "content_hash", "cluster"})
+        if payload.get("scenario") is None:  # scripted cases hash as they did before scenarios existed
+            payload.pop("scenario", None)
         for turn in payload["turns"]:
             turn.pop("source", None)
         return canonical_hash(payload)
@@ -169,12 +250,22 @@ class EvalCase(BaseModel):
         Two cases with the same id and input hash ask the agent the same thing, so a baseline's recorded
         outputs for one can be re-scored under the other's expectations and criteria (GATE.md §9: the eval
         set is the instrument). A different input hash is a different case."""
-        return canonical_hash(
-            {
-                "turns": [{"query": turn.query, "inputs": turn.inputs} for turn in self.turns],
-                "session_input": None if self.session_input is None else self.session_input.model_dump(mode="json"),
-            }
-        )
+        given: dict[str, Any] = {
+            "turns": [{"query": turn.query, "inputs": turn.inputs} for turn in self.turns],
+            "session_input": None if self.session_input is None else self.session_input.model_dump(mode="json"),
+        }
+        if self.scenario is not None:  # what the simulated user is told is part of what the agent is asked
+            given["scenario"] = self.scenario.model_dump(mode="json")
+        return canonical_hash(given)
+
+    def played(self, queries: list[str]) -> EvalCase:
+        """This case with the turns a run actually played: for a scenario case, one turn per user message sent
+        (the first is the starting prompt), without expectations; a scripted case is returned unchanged."""
+        if self.scenario is None:
+            return self
+        turns = [Invocation(invocation_id=f"simulated-{index + 1}", query=query) for index, query in enumerate(queries)]
+        data = {name: getattr(self, name) for name in type(self).model_fields}
+        return EvalCase(**{**data, "turns": turns or self.turns[:1]})
 
 
 EvalFormat = Literal[

@@ -31,7 +31,12 @@ ErrorKind = Literal[
     "metric_error",  # a metric raised while scoring
     "cancelled",  # the run was interrupted before this case finished
     "judge_error",  # a judge model could not be reached or answered nonsense
+    "simulator_error",  # the simulated user of a scenario case is not configured, unreachable or answered nothing
 ]
+
+SimulationEnd = Literal["stop_signal", "turn_limit", "agent_error", "simulator_error", "cancelled"]
+"""Why a simulated conversation ended: the simulated user sent the stop signal, the turn limit was reached,
+the agent failed on a turn, or the simulator could not give the next message."""
 
 
 class MetricResult(BaseModel):
@@ -89,6 +94,26 @@ class CaseError(BaseModel):
     attempts: int = Field(default=1, description="How many times the turn was tried.")
 
 
+class SimulationResult(BaseModel):
+    """How the simulated conversation of a `conversation_scenario` case went (the user turns are the case's
+    `invocations`; their `query` is what the simulated user wrote)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    ended_by: SimulationEnd
+    user_turns: int = Field(description="User messages sent to the agent, the starting prompt included.")
+    max_turns: int | None = Field(description="The turn limit in force; None = no limit.")
+    model: str | None = Field(default=None, description="The simulator model (None when none was configured).")
+    last_reply: str | None = Field(
+        default=None, description="The simulator's last reply: the one with the stop signal, when it ended the talk."
+    )
+    usage: Usage | None = Field(
+        default=None,
+        description="The simulator's model calls (requests, retries, tokens, cost); not part of the case's `usage`, "
+        "which is the agent's.",
+    )
+
+
 class CaseResult(BaseModel):
     """One case × repetition: status, case-level scores, the turns and what it cost."""
 
@@ -106,6 +131,9 @@ class CaseResult(BaseModel):
     latency_s: float | None = Field(default=None, description="Wall-clock time of the whole case.")
     usage: Usage | None = None
     final_state: Any = None
+    simulation: SimulationResult | None = Field(
+        default=None, description="For a conversation_scenario case: how the simulated conversation went."
+    )
     content_hash: str = Field(default="", description="The eval case's content hash (comparability).")
     must_pass: bool = False
     cluster: str | None = Field(

@@ -15,6 +15,12 @@ Per case (one `WorkItem`):
 - the first failing turn ends the case: the remaining turns are not run and the case records
   `CaseError(kind, message, turn, attempts)` next to the outputs of the turns that completed.
 
+A `conversation_scenario` case has no scripted turns after the first: before each turn the user simulator
+(`runners.user_simulator`) gives the next user message (the starting prompt first), until it sends the stop
+signal or the turn limit is reached. Each message is run as a turn like any other (same history, retries
+and timeout), recorded in `CaseRun.queries`, and how the conversation ended in `CaseRun.simulation`. A
+simulator that is not configured or fails is a `simulator_error` for that case alone.
+
 Concurrency is a pool of `concurrency` workers, each running one case at a time (a limit over cases, not
 turns). `on_case_done` is awaited as soon as each case finishes (the pipeline stores it there).
 
@@ -44,8 +50,19 @@ from typing import Any
 
 from evalward.backoff import backoff_wait
 from evalward.errors import UsageError
-from evalward.model import AgentOutput, AgentRequest, CaseError, EvalCase, EvalSet, Message, Usage
+from evalward.model import (
+    AgentOutput,
+    AgentRequest,
+    CaseError,
+    EvalCase,
+    EvalSet,
+    Message,
+    SimulationEnd,
+    SimulationResult,
+    Usage,
+)
 from evalward.runners.base import Agent, AgentFailure
+from evalward.runners.user_simulator import SimulatorError, UserSimulator
 
 logger = logging.getLogger(__name__)
 
@@ -103,6 +120,11 @@ class CaseRun:
     """`state` of the last output (None if it reported none)."""
     attempts: int = 0
     """Turn attempts made over the whole case (retries included)."""
+    queries: list[str] = field(default_factory=list)
+    """Scenario cases: the user message of every turn run, in order (the last one's output is missing when
+    the agent failed on it). Empty for scripted cases, whose messages are their turns'."""
+    simulation: SimulationResult | None = None
+    """Scenario cases: how the simulated conversation ended."""
 
 
 @dataclass
@@ -209,13 +231,20 @@ class _CaseRunner:
     """Runs the turns of one case; shared state (limiter, options) comes from `execute`."""
 
     def __init__(
-        self, agent: Agent, options: ExecutorOptions, limiter: RateLimiter | None, run_nonce: str, rng: random.Random
+        self,
+        agent: Agent,
+        options: ExecutorOptions,
+        limiter: RateLimiter | None,
+        run_nonce: str,
+        rng: random.Random,
+        simulator: UserSimulator | None = None,
     ) -> None:
         self.agent = agent
         self.options = options
         self.limiter = limiter
         self.run_nonce = run_nonce
         self.rng = rng
+        self.simulator = simulator
 
     async def run(self, item: WorkItem) -> CaseRun:
         case = item.case
@@ -224,35 +253,98 @@ class _CaseRunner:
         session_id = f"{item.eval_set.eval_set_id}/{case.case_id}/r{item.repetition}/{self.run_nonce}"
         session_state = dict(case.session_input.state) if case.session_input is not None else {}
         history: list[Message] = []
-        for turn, invocation in enumerate(case.turns):
+        if case.scenario is not None:
+            await self._run_scenario(record, history, session_id, session_state)
+        else:
+            for turn, invocation in enumerate(case.turns):
+                request = AgentRequest(
+                    case_id=case.case_id,
+                    turn=turn,
+                    query=invocation.query,
+                    inputs=invocation.inputs,
+                    history=list(history),
+                    session_id=session_id,
+                    session_state=session_state,
+                    repetition=item.repetition,
+                )
+                if not await self._play(record, request, history):
+                    break
+        record.final_state = record.outputs[-1].state if record.outputs else None
+        record.latency_s = time.monotonic() - began
+        record.finished_at = datetime.now(UTC)
+        return record
+
+    async def _play(self, record: CaseRun, request: AgentRequest, history: list[Message]) -> bool:
+        """Run one turn and record it; False when it failed (the error is recorded and the case ends)."""
+        outcome = await self._run_turn(request)
+        record.attempts += outcome.attempts
+        if outcome.output is None:
+            assert outcome.failure is not None
+            record.error = CaseError(
+                kind=outcome.failure.kind, message=outcome.failure.message, turn=request.turn, attempts=outcome.attempts
+            )
+            return False
+        output = outcome.output
+        record.outputs.append(output)
+        record.turn_latencies_s.append(outcome.latency_s)
+        if output.usage is not None:
+            record.usage = output.usage if record.usage is None else record.usage.plus(output.usage)
+        history.extend(history_messages(request, output))
+        return True
+
+    async def _run_scenario(
+        self, record: CaseRun, history: list[Message], session_id: str, session_state: dict[str, Any]
+    ) -> None:
+        """A simulated conversation (module docstring): ask the simulator, run its message, until it ends."""
+        item = record.item
+        scenario = item.case.scenario
+        assert scenario is not None
+        settings = self.simulator.settings_for(item.eval_set) if self.simulator is not None else None
+        if self.simulator is None or settings is None or settings.model is None:
+            record.error = CaseError(kind="simulator_error", message=NO_USER_MODEL, turn=0, attempts=0)
+            record.simulation = SimulationResult(
+                ended_by="simulator_error", user_turns=0, max_turns=None if settings is None else settings.limit
+            )
+            return
+        played: list[tuple[str, AgentOutput]] = []
+        usage: Usage | None = None
+        ended: SimulationEnd
+        last_reply: str | None = None
+        while True:
+            try:
+                message = await self.simulator.next_message(settings, scenario, played)
+            except SimulatorError as exc:
+                record.error = CaseError(kind="simulator_error", message=str(exc), turn=len(played))
+                ended = "simulator_error"
+                break
+            if message.usage is not None:
+                usage = message.usage if usage is None else usage.plus(message.usage)
+            if message.ending != "message" or message.text is None:
+                ended = "turn_limit" if message.ending == "turn_limit" else "stop_signal"
+                last_reply = message.text
+                break
+            record.queries.append(message.text)
             request = AgentRequest(
-                case_id=case.case_id,
-                turn=turn,
-                query=invocation.query,
-                inputs=invocation.inputs,
+                case_id=item.case.case_id,
+                turn=len(played),
+                query=message.text,
                 history=list(history),
                 session_id=session_id,
                 session_state=session_state,
                 repetition=item.repetition,
             )
-            outcome = await self._run_turn(request)
-            record.attempts += outcome.attempts
-            if outcome.output is None:
-                assert outcome.failure is not None
-                record.error = CaseError(
-                    kind=outcome.failure.kind, message=outcome.failure.message, turn=turn, attempts=outcome.attempts
-                )
+            if not await self._play(record, request, history):
+                ended = "agent_error"
                 break
-            output = outcome.output
-            record.outputs.append(output)
-            record.turn_latencies_s.append(outcome.latency_s)
-            if output.usage is not None:
-                record.usage = output.usage if record.usage is None else record.usage.plus(output.usage)
-            history.extend(history_messages(request, output))
-        record.final_state = record.outputs[-1].state if record.outputs else None
-        record.latency_s = time.monotonic() - began
-        record.finished_at = datetime.now(UTC)
-        return record
+            played.append((message.text, record.outputs[-1]))
+        record.simulation = SimulationResult(
+            ended_by=ended,
+            user_turns=len(record.queries),
+            max_turns=settings.limit,
+            model=settings.model,
+            last_reply=last_reply,
+            usage=usage,
+        )
 
     async def _run_turn(self, request: AgentRequest) -> _TurnOutcome:
         attempts = 0
@@ -294,6 +386,13 @@ class _CaseRunner:
             await asyncio.sleep(delay)
 
 
+NO_USER_MODEL = (
+    "this conversation_scenario case needs a simulated user, and no user simulator model is configured: pass "
+    "--user-model (EVALWARD_USER_MODEL) with --user-base-url (or --judge-base-url / OPENAI_BASE_URL) pointing at an "
+    "OpenAI-compatible endpoint, or set user_simulator_config.model in test_config.json"
+)
+
+
 @dataclass
 class _TurnOutcome:
     output: AgentOutput | None = None
@@ -311,6 +410,7 @@ async def execute(
     on_progress: Callable[[int, int], None] | None = None,
     rate_limiter: RateLimiter | None = None,
     slots: asyncio.Semaphore | None = None,
+    simulator: UserSimulator | None = None,
 ) -> ExecutionSummary:
     """Run `items` on a started `agent` (rules in the module docstring); always closes the agent.
 
@@ -319,13 +419,14 @@ async def execute(
     the same job): each case holds one slot while it runs, so both together keep to one concurrency limit,
     and since waiting cases are woken in arrival order the two runs interleave case by case.
     An exception raised by `on_case_done` stops the run and propagates after in-flight cases are cancelled.
+    `simulator` plays the user of conversation_scenario cases (without one they end in a `simulator_error`).
     """
     if options.concurrency < 1:
         raise UsageError(f"--concurrency must be at least 1; found {options.concurrency}")
     limiter = rate_limiter
     if limiter is None and options.rate_limit_per_s is not None:
         limiter = RateLimiter(options.rate_limit_per_s)
-    runner = _CaseRunner(agent, options, limiter, uuid.uuid4().hex[:8], random.Random())
+    runner = _CaseRunner(agent, options, limiter, uuid.uuid4().hex[:8], random.Random(), simulator)
     summary = ExecutionSummary(total=len(items))
     queue: deque[WorkItem] = deque(items)
     in_flight: dict[int, WorkItem] = {}
