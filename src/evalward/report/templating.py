@@ -41,6 +41,8 @@ def html_text(value: Any) -> Any:
 
     if hasattr(value, "__html__"):
         return value
+    if isinstance(value, int | float):  # a count or a number: nothing to redact, strip or escape
+        return Markup(value)
     return Markup(html.escape(strip_unsafe_chars(str(value)), quote=True))
 
 
