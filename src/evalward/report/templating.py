@@ -1,8 +1,8 @@
 """The one Jinja environment every HTML page is rendered with: the static report (`report.html`) and the
 dashboard of `evalward serve` (through Starlette's `Jinja2Templates` over this same environment).
 
-Templates live in `evalward/report/templates/` (package data); `macros.html` holds the parts both kinds of
-page share (trajectory diffs, SVG shapes).
+Templates live in `evalward/report/templates/` (package data): `report.html`, `dashboard/*.html`, and
+`macros.html` with the trajectory diff both kinds of page draw and the report's SVG plots.
 
 Escaping is the environment's, not a call site's:
 - `autoescape` is on (`select_autoescape`: `.html` templates, and any other name or string template too), so
@@ -10,7 +10,7 @@ Escaping is the environment's, not a call site's:
   untrusted data safe (`|safe` is refused by tests/report/test_templating.py).
 - `finalize` is what an escaped value becomes: secrets redacted, line breaks normalised, control, bidi and
   XML-illegal characters dropped (`escape.strip_unsafe_chars`), then `& < > " '` escaped as Python's
-  `html.escape` writes them (`&quot;`, `&#x27;`), so the pages read byte for byte as before the templates.
+  `html.escape` writes them (`&quot;`, `&#x27;`), so the report reads byte for byte as before the templates.
 - `StrictUndefined`: a misspelt name fails the render instead of printing nothing.
 
 jinja2 is imported on the first render, not with this module, so a run that writes no HTML never loads it.
