@@ -2,12 +2,46 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
 from pathlib import Path
 
-HEAVY = ("evalward.report", "evalward.redact", "evalward.store", "sqlalchemy", "alembic", "openai", "numpy", "rich")
+HEAVY = (
+    "evalward.report",
+    "evalward.redact",
+    "evalward.store",
+    "sqlalchemy",
+    "alembic",
+    "openai",
+    "numpy",
+    "rich",
+    "jinja2",
+    "markupsafe",
+)
+TEMPLATING = ("jinja2", "evalward.report.templating")
+"""Loaded when an HTML page is rendered, and only then. (markupsafe is not watched here: a new history
+database loads it through alembic's mako.)"""
+DICE = Path(__file__).resolve().parents[2] / "examples" / "dice_agent"
+
+
+def loaded_after(args: list[str], watched: tuple[str, ...], cwd: Path) -> list[str]:
+    """The modules of `watched` that `evalward ARGS` (run in a fresh interpreter) has imported when it ends."""
+    probe = (
+        "import sys\n"
+        "from evalward.cli.main import main\n"
+        "try:\n"
+        f"    main({args!r})\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        f"print(sorted(m for m in {watched!r} if m in sys.modules), file=sys.stderr)\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True, cwd=cwd
+    )
+    loaded: list[str] = ast.literal_eval(completed.stderr.strip().splitlines()[-1])
+    return loaded
 
 
 def test_help_imports_none_of_the_heavy_modules() -> None:
@@ -84,3 +118,15 @@ def test_a_plain_run_imports_only_what_it_uses(tmp_path: Path) -> None:
     lines = completed.stderr.strip().splitlines()
     assert lines[-2] == "exit 0", completed.stdout[-2000:] + completed.stderr[-2000:]
     assert lines[-1] == "[]", completed.stderr[-2000:]
+
+
+def test_a_run_without_html_never_imports_jinja2(tmp_path: Path) -> None:
+    args = ["run", str(DICE), "--agent", f"{DICE}/agent.py:root_agent", "--db", f"sqlite:///{tmp_path}/h.db"]
+    markdown = [*args, "--markdown", str(tmp_path / "c.md"), "--json", str(tmp_path / "r.json")]
+    assert loaded_after(markdown, TEMPLATING, tmp_path) == []
+    assert (tmp_path / "c.md").is_file()
+    # The probe sees it when a page is written: `gate --html` renders the report through the templates.
+    run_id = json.loads((tmp_path / "r.json").read_text())["run_id"]
+    html = ["gate", "--run", run_id, "--db", f"sqlite:///{tmp_path}/h.db", "--html", str(tmp_path / "r.html")]
+    assert loaded_after(html, TEMPLATING, tmp_path) == sorted(TEMPLATING)
+    assert (tmp_path / "r.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")

@@ -9,7 +9,6 @@ from evalward.report.escape import (
     ZWSP,
     annotation_message,
     annotation_property,
-    html_escape,
     html_inline,
     md_code_block,
     md_code_span,
@@ -99,8 +98,7 @@ def test_md_code_span():
     assert GFM.render(md_code_span("``x") + "\n") == "<p><code>``x</code></p>\n"
 
 
-def test_html_escape_and_html_inline():
-    assert html_escape("<a href=\"x\">'&'</a>\n\u202e") == "&lt;a href=&quot;x&quot;&gt;&#x27;&amp;&#x27;&lt;/a&gt;\n"
+def test_html_inline():
     assert html_inline("@bob <b>\nhi</b> #7") == f"@{ZWSP}bob &lt;b&gt; hi&lt;/b&gt; #{ZWSP}7"
 
 

@@ -8,9 +8,11 @@ import os
 import shutil
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 import httpx
 import pytest
+from tests.fakes.hostile_html import ESCAPED, HOSTILE, PAYLOADS, assert_neutralised
 from tests.server.conftest import make_settings
 from tests.server.live import LiveServer
 from tests.server.runs import dice_run, t
@@ -95,6 +97,33 @@ async def test_untrusted_ids_are_escaped(tmp_path: Path) -> None:
             page = (await http.get("/runs/evil-2")).text
     assert EVIL not in page
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in page
+
+
+async def test_hostile_case_data_is_escaped_on_every_page_that_shows_it(tmp_path: Path) -> None:
+    """A case id, query, tool-call argument and response carrying script, attribute break-out, template syntax
+    and a `</textarea>`: served over HTTP, each is escaped (never evaluated) wherever it is shown."""
+    url = f"sqlite:///{tmp_path / 'hostile.db'}"
+    with open_store(url) as store:
+        run = dice_run(store, tmp_path, run_id="hostile-run", commit="6" * 40, repository="acme/hostile")
+        case = next(c for c in run.cases if c.invocations[0].actual_tool_calls and c.invocations[0].expected_tool_calls)
+        turn = case.invocations[0]
+        calls = [call.model_copy(update={"args": {"sides": HOSTILE}}) for call in turn.actual_tool_calls]
+        turn = turn.model_copy(update={"query": HOSTILE, "actual_response": HOSTILE, "actual_tool_calls": calls})
+        hostile = case.model_copy(update={"case_id": HOSTILE, "status": "failed", "invocations": [turn]})
+        store.import_run(run.model_copy(update={"run_id": "hostile-2", "cases": [hostile]}))
+        app = create_app(make_settings(url, public_read=True), store)
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as http:
+            page = await http.get("/runs/hostile-2")
+            breakout = PAYLOADS["attribute break-out"]  # no "/": it stays one path segment
+            missing = await http.get("/runs/" + quote(breakout, safe=""), headers={"Accept": "text/html"})
+    assert page.status_code == 200
+    assert page.headers["content-security-policy"] == "default-src 'self'; style-src 'self'"
+    assert_neutralised(page.text)
+    assert f'data-case="{ESCAPED["script"]}' in page.text  # the attribute stays one attribute
+    assert f"sides=&quot;{ESCAPED['script']}" in page.text  # in the trajectory diff
+    assert missing.status_code == 404
+    assert f"run &#x27;{ESCAPED['attribute break-out']}&#x27; is not stored" in missing.text
+    assert "<img" not in missing.text
 
 
 async def test_private_dashboard_redirects_to_login_and_the_cookie_opens_it(history_db: str) -> None:

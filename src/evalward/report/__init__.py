@@ -1,7 +1,9 @@
 """Render one run for people and tools: terminal, JSON, JUnit XML and markdown (PR comment, job summary).
 
-All escaping of untrusted text lives in `evalward.report.escape`, and nowhere else. Every name is
-loaded on first use, so importing one renderer does not import the others (or rich).
+All escaping of untrusted text lives in `evalward.report.escape` and, for HTML pages, in the template
+environment of `evalward.report.templating`; nowhere else. Every name is loaded on
+first use, so importing one renderer does not import the others (nor rich, nor jinja2, which loads when a page
+is rendered).
 """
 
 from __future__ import annotations

@@ -7,10 +7,13 @@ Each function names the context its result is safe in; use the one for the place
 | markdown outside code (table cell, paragraph)  | `md_inline`                       |
 | raw HTML inside markdown (`<summary>`)         | `html_inline`                     |
 | markdown fenced code block / code span         | `md_code_block` / `md_code_span`  |
-| an HTML page                                   | `html_escape`                     |
+| an HTML page (report, dashboard)               | `templating.py`'s environment (automatic)|
 | a CI log (terminal output)                     | `workflow_command_safe`           |
 | a workflow-command annotation                  | `annotation_message` / `_property`|
 | JUnit XML text and attributes                  | `xml_text`                        |
+
+HTML pages are Jinja templates: the shared environment (`templating.py`) escapes every value it prints, after
+`strip_unsafe_chars`, so no template or caller escapes by hand.
 
 Facts these rely on (see docs/reference GITHUB.md §5, §6, §14):
 - GitHub links `@user` and `#123`/`owner/repo#123`/`GH-123` in rendered text outside code; backslash
@@ -131,11 +134,6 @@ def html_inline(text: str, *, max_len: int = 200) -> str:
     links mentions in rendered HTML text as well.
     """
     return neutralise_references(_break_commands(html.escape(_one_line(text, max_len), quote=True)))
-
-
-def html_escape(text: str) -> str:
-    """Untrusted text for an HTML page: unsafe characters stripped, `& < > " '` escaped, newlines kept."""
-    return html.escape(strip_unsafe_chars(text), quote=True)
 
 
 def _longest_backtick_run(text: str) -> int:

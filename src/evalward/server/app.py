@@ -283,7 +283,7 @@ async def _http_error(request: Request, exc: Exception) -> Response:
         return error_response(exc.status_code, str(exc.detail))
     from evalward.server.dashboard import error_page
 
-    return error_page(exc.status_code, str(exc.detail))
+    return error_page(request, exc.status_code, str(exc.detail))
 
 
 async def _database_refused(request: Request, exc: Exception) -> Response:
