@@ -422,6 +422,61 @@ def finalize(
 ProgressCallback = Callable[[int, int], None]
 
 
+MAX_SHOWN_KEYS = 5
+"""How many of an unreadable answer's keys the empty-answer warning names."""
+
+
+@dataclass
+class EmptyAnswers:
+    """Counts the case runs in which the agent answered a turn with nothing evalward can score, for one warning
+    per run (`warning`) instead of one line per case.
+
+    A turn's answer is empty when it has no response, no tool calls and no step names, and nothing else the
+    case expects (none of its `outputs` keys among the turn's expected outputs; no `state` where the case
+    expects one): typically an object in a shape evalward does not know, whose keys all landed in `outputs`."""
+
+    runs: int = 0
+    empty: int = 0
+    first: str | None = None
+    """The first empty answer by (eval set, case id, repetition, turn), whatever order cases finished in."""
+    _first_key: tuple[str, str, int, int] | None = None
+
+    def see(self, item: WorkItem, outputs: Sequence[AgentOutput]) -> None:
+        self.runs += 1
+        for index, output in enumerate(outputs):
+            turn = item.case.turns[index] if index < len(item.case.turns) else None
+            if not _is_empty_answer(output, turn.expected_outputs if turn else {}, item.case.expected_state):
+                continue
+            self.empty += 1
+            key = (*item.key, index)
+            if self._first_key is None or key < self._first_key:
+                names = [repr(name) for name in output.outputs]
+                shown = ", ".join(names[:MAX_SHOWN_KEYS]) + (", …" if len(names) > MAX_SHOWN_KEYS else "")
+                found = f"keys {shown}" if names else "an empty object"
+                self.first = f"case {item.case.case_id!r} turn {index}, {found}"
+                self._first_key = key
+            return
+
+    def warning(self) -> str | None:
+        """One line (short enough for the reports' 300-character warning lines): how many, what evalward reads,
+        then the first such answer and the keys it had."""
+        if not self.empty:
+            return None
+        return (
+            f"agent output: {self.empty} of {self.runs} case runs had an answer with no response, tool calls or steps "
+            "(scored as empty); evalward reads `response`/`tool_calls`, a string, or `output`/`intermediate_steps` "
+            f"(langchain); first: {self.first}"
+        )
+
+
+def _is_empty_answer(output: AgentOutput, expected_outputs: Mapping[str, Any], expected_state: Any) -> bool:
+    if output.response is not None or output.tool_calls or output.trajectory:
+        return False
+    if any(key in expected_outputs for key in output.outputs):
+        return False
+    return output.state is None or expected_state is None
+
+
 async def run_prepared(
     prepared: PreparedRun,
     *,
@@ -517,9 +572,12 @@ async def run_prepared(
     to_write: asyncio.Queue[CaseResult | None] = asyncio.Queue()
     write_task = asyncio.create_task(_write_results(store, run.run_id, to_write, writer)) if store else None
 
+    empty_answers = EmptyAnswers()
+
     async def on_case_done(case_run: CaseRun) -> None:
         item = case_run.item
         planned = by_key[(item.eval_set.eval_set_id, item.case.case_id, item.repetition)]
+        empty_answers.see(planned, case_run.outputs)
         result = build_case_result(planned, case_run)
         result = await score_outside(result, planned, case_run, agent, judging, options)
         # Once, as it is recorded: the database, every report and the gate then see only redacted output.
@@ -581,6 +639,9 @@ async def run_prepared(
             await to_write.put(None)
             await write_task
         writer.shutdown(wait=True)
+        empty_warning = empty_answers.warning()
+        if empty_warning is not None:
+            run.warnings.append(empty_warning)
         run = finalize(
             run, results, status=status, known_case_summaries=case_summaries, known_metric_parts=metric_parts
         )

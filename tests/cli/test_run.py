@@ -105,3 +105,17 @@ def test_bad_shard_is_usage_error(shard: str, tmp_path: Path) -> None:
     code, _, stderr = run_cli(["run", str(DICE), "--agent", f"{DICE}/agent.py:root_agent", "--shard", shard], tmp_path)
     assert code == 2
     assert "expected I/N" in stderr
+
+
+def test_answers_evalward_cannot_read_are_one_warning_in_the_report(tmp_path: Path) -> None:
+    agent = tmp_path / "shapeless_agent.py"
+    agent.write_text("def run(request):\n    return {'answer': '6.2', 'tools_used': ['add']}\n")
+    dataset = ROOT / "tests/loaders/fixtures/benchmarks/multiverse_math.eval.json"
+    code, stdout, stderr = run_cli(["run", str(dataset), "--agent", f"{agent}:run", "--no-history"], tmp_path)
+    assert code == 1, stdout + stderr
+    [line] = [line for line in stdout.splitlines() if line.startswith("warning: agent output")]
+    assert line == (
+        "warning: agent output: 4 of 4 case runs had an answer with no response, tool calls or steps (scored as "
+        "empty); evalward reads `response`/`tool_calls`, a string, or `output`/`intermediate_steps` (langchain); "
+        "first: case '0b3e0f5c-5a1d-4c52-9d0e-2f1c8a7b6e01' turn 0, keys 'answer', 'tools_used'"
+    )
