@@ -63,6 +63,12 @@ class RunOptions:
     rate_limit_per_s: float | None = None
     max_retries: int = 2
     shard: tuple[int, int] | None = None
+    case_patterns: list[str] = field(default_factory=list)
+    """`--case`: run only cases whose id matches one of these globs (`fnmatch`, case-sensitive)."""
+    sample: int | None = None
+    """`--sample N`: run N cases chosen by `runners.executor.sample_cases` (the same N every time)."""
+    initial_session_file: str | None = None
+    """ADK `initial_session_file`: its state is every case's initial state unless the case sets its own."""
     pass_rule: PassRule = "per_run"
     run_id: str | None = None
     context: RunContext = field(default_factory=RunContext)
@@ -87,6 +93,8 @@ class PreparedRun:
     warnings: list[str]
     judges: list[ResolvedJudge] | None = None
     """Every judged criterion bound to its model and endpoint (None: not resolved yet)."""
+    case_selection: str | None = None
+    """How the cases were chosen when not every case of the eval files runs (recorded on the run)."""
     judge_usage: Any = None
     """The judges' `JudgeUsage` once the run finished (None when nothing was judged)."""
     _infos: list[EvalSetInfo] | None = field(default=None, repr=False)
@@ -207,17 +215,49 @@ def prepare(options: RunOptions) -> PreparedRun:
     from evalward.metrics.registry import JUDGE_METRICS, STEPWISE_METRICS
 
     known = [*known_metric_names(), *JUDGE_METRICS, *STEPWISE_METRICS]
-    loaded = load_paths(options.paths, known_metrics=known, config_path=options.config_path)
+    loaded = load_paths(
+        options.paths,
+        known_metrics=known,
+        config_path=options.config_path,
+        initial_session_path=options.initial_session_file,
+    )
     if not loaded.sets:
         raise UsageError(f"no eval files found in {', '.join(options.paths)}")
+    sets, selection = select_run_cases(loaded.sets, options, loaded.selection)
     if options.step:
-        apply_step_mode(loaded.sets, options.metric_overrides)
+        apply_step_mode(sets, options.metric_overrides)
     else:
-        apply_metric_overrides(loaded.sets, options.metric_overrides, options.metrics_mode)
-    judges = validate_criteria(loaded.sets, options.judge)
-    prepared = PreparedRun(options=options, sets=loaded.sets, warnings=list(loaded.warnings), judges=judges)
+        apply_metric_overrides(sets, options.metric_overrides, options.metrics_mode)
+    judges = validate_criteria(sets, options.judge)
+    prepared = PreparedRun(
+        options=options, sets=sets, warnings=list(loaded.warnings), judges=judges, case_selection=selection
+    )
     prepared.set_infos()  # content hashes are part of loading: the fingerprint of what was read
     return prepared
+
+
+def select_run_cases(
+    sets: list[EvalSet], options: RunOptions, chosen: str | None = None
+) -> tuple[list[EvalSet], str | None]:
+    """The sets holding only the cases `--case` and then `--sample` pick (sets left empty are dropped), and how
+    they were chosen — `chosen` (the `FILE:IDS` paths) first — for `RunResult.case_selection`; None when every
+    case runs. UsageError (exit 2) when a pattern matches no case."""
+    from evalward.runners.executor import filter_cases, sample_cases
+
+    described = [chosen] if chosen else []
+    total = sum(len(s.cases) for s in sets)
+    if options.case_patterns:
+        sets = filter_cases(sets, options.case_patterns)
+        described.append(" ".join(f"--case {pattern!r}" for pattern in options.case_patterns))
+    if options.sample is not None:
+        sets = sample_cases(sets, options.sample)
+        described.append(f"--sample {options.sample}")
+    if not described:
+        return sets, None
+    if len(described) == 1 and chosen:
+        return sets, chosen
+    kept = sum(len(s.cases) for s in sets)
+    return sets, f"{' '.join(described)} ({kept} of {total} cases)"
 
 
 def eval_set_info(eval_set: EvalSet) -> EvalSetInfo:
@@ -548,6 +588,7 @@ async def run_prepared(
             evalward_version=__version__,
             fingerprint=fingerprint,
             warnings=list(prepared.warnings),
+            case_selection=prepared.case_selection,
         )
     # Judged criteria: the judge must answer before anything runs or is stored (never a silent pass).
     judging = await start_judging(prepared, store)
