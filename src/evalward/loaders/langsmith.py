@@ -49,8 +49,8 @@ Reference = Any
 
 def reference_text(value: Reference) -> str | None:
     """The expected response for a reference: a string as is; a number or boolean as its JSON text (`42`,
-    `-11.13`, `true`), so the text metrics compare what an agent would write and `response_number` parses it
-    back; an object or list as compact JSON (sorted keys); None stays None."""
+    `-11.13`, `true`), which is what an agent would write, so the response metrics (exact, contains, ROUGE)
+    compare it as text; an object or list as compact JSON (sorted keys); None stays None."""
     if value is None or isinstance(value, str):
         return value
     if isinstance(value, bool | int | float):
