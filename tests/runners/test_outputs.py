@@ -8,7 +8,7 @@ import pytest
 from tests.fakes.cases import make_case, make_set
 from tests.fakes.http_agent import FakeHttpAgent
 
-from evalward.model import AgentOutput, ToolCall
+from evalward.model import AgentOutput, ToolCall, Usage
 from evalward.runners import make_agent
 from evalward.runners.base import AgentFailure
 from evalward.runners.executor import ExecutorOptions, execute, plan_work
@@ -163,6 +163,13 @@ def test_other_spellings_of_steps_and_outputs() -> None:
     # `output` alone is a LangChain answer too; beside the protocol's keys it is just another output.
     assert coerce_output({"output": "hi"}).response == "hi"
     assert coerce_output({"response": "r", "output": "o"}) == AgentOutput(response="r", outputs={"output": "o"})
+    # the protocol's other keys keep their meaning beside the benchmark's
+    with_usage = coerce_output(
+        {"output": "hi", "intermediate_steps": [], "usage": {"input_tokens": 3}, "agents": ["a"]}
+    )
+    assert (with_usage.usage, with_usage.agents, with_usage.outputs) == (Usage(input_tokens=3), ["a"], {"output": "hi"})
+    with pytest.raises(AgentFailure, match="the agent reported an error: quota"):
+        coerce_output({"output": None, "intermediate_steps": [], "error": "quota"})
 
 
 def test_a_step_that_is_no_action_is_named() -> None:

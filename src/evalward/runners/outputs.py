@@ -119,7 +119,8 @@ def benchmark_output(value: Mapping[str, Any]) -> dict[str, Any]:
       arguments; any other `tool_input` (a string, as single-input tools take) → `{"input": value}`; the
       observation → the call's result (its `str()` when it is not JSON); `tool_call_id` → the call's id;
     - `actual_steps` (tool names; the benchmark's alternative to `intermediate_steps`) → `trajectory`;
-    - `state` → `state`; every other key (e.g. the `question` an `AgentExecutor` echoes) → `outputs`.
+    - `state` → `state`; the protocol's `agents`, `intermediate_responses`, `usage`, `error` and `retryable`
+      as they are; every other key (e.g. the `question` an `AgentExecutor` echoes) → `outputs`.
 
     Raises `AgentFailure("malformed_output")` naming the step that is none of these."""
     data = dict(value)
@@ -139,7 +140,7 @@ def benchmark_output(value: Mapping[str, Any]) -> dict[str, Any]:
         converted["trajectory"] = data.pop("actual_steps")
     if "state" in data:
         converted["state"] = data.pop("state")
-    for key in ("usage", "error", "retryable"):
+    for key in ("agents", "intermediate_responses", "usage", "error", "retryable"):  # the protocol's own keys
         if key in data:
             converted[key] = data.pop(key)
     nested = _as_dict(data.pop("outputs", None))
