@@ -6,9 +6,13 @@ import asyncio
 import json
 from pathlib import Path
 
+from tests.fakes.cases import make_case, make_set
+
 from evalward.metrics.aggregate import summarize_run
 from evalward.model import AgentOutput, AgentRequest, AgentTarget
-from evalward.pipeline import RunOptions, prepare, run_blocking
+from evalward.pipeline import EmptyAnswers, RunOptions, prepare, run_blocking
+from evalward.runners.executor import WorkItem
+from evalward.testing import evaluate
 
 
 class AlternatingAgent:
@@ -62,3 +66,61 @@ def test_case_summaries_built_during_the_run_match_a_summary_of_the_stored_resul
     assert run.case_summaries == after.case_summaries
     assert run.summary == after.summary
     assert {c.passes for c in run.case_summaries} - {0, 3}  # some cases are flaky: the summaries carry counts
+
+
+MULTIVERSE = Path(__file__).parent / "loaders" / "fixtures" / "benchmarks" / "multiverse_math.eval.json"
+
+
+def test_a_langchain_benchmarks_agent_is_scored_on_its_steps_and_output() -> None:
+    """The benchmark's agent contract, answered as an AgentExecutor would: steps are (action, observation) pairs."""
+    plans: dict[str, tuple[str, list[str]]] = {
+        "Add 2 and 3": ("6.2", ["add"]),
+        "Multiply the result of (3 + 4) by 2, then negate it": ("-18", ["add", "multiply", "negate"]),
+        "What is the sine of pi over two plus the cosine of zero?": ("1.1", ["cos", "pi", "divide", "sin", "add"]),
+        "ecks": ("0", ["add"]),  # one step too many: its trajectory fails
+    }
+
+    def agent(request: dict[str, object]) -> dict[str, object]:
+        inputs = request["inputs"]
+        assert isinstance(inputs, dict)
+        answer, tools = plans[inputs["question"]]
+        steps = [({"tool": tool, "tool_input": {"x": 1}, "log": ""}, 1.0) for tool in tools]
+        return {"question": inputs["question"], "output": answer, "intermediate_steps": steps}
+
+    run = evaluate(agent, MULTIVERSE, num_runs=1, raise_on_failure=False)
+    statuses = {case.case_id[-2:]: case.status for case in run.cases}
+    assert statuses == {"01": "passed", "02": "passed", "03": "passed", "04": "failed"}
+    rouge = {case.case_id[-2:]: case.metric("response_rouge1") for case in run.cases}
+    assert {key: metric.score for key, metric in rouge.items() if metric is not None} == {
+        "01": 1.0,
+        "02": 1.0,
+        "03": 1.0,
+        "04": 1.0,
+    }
+    assert run.warnings == []
+
+
+def test_answers_in_an_unknown_shape_warn_once_with_a_count(tmp_path: Path) -> None:
+    def agent(request: dict[str, object]) -> dict[str, object]:
+        if request["case_id"].endswith("04"):  # type: ignore[union-attr]
+            return {"response": "0"}
+        return {"answer": "6.2", "steps": ["add"]}
+
+    run = evaluate(agent, MULTIVERSE, num_runs=2, raise_on_failure=False)
+    assert run.warnings == [
+        "agent output: 6 of 8 case runs had an answer with no response, tool calls or steps (scored as empty); "
+        "evalward reads `response`/`tool_calls`, a string, or `output`/`intermediate_steps` (langchain); "
+        "first: case '0b3e0f5c-5a1d-4c52-9d0e-2f1c8a7b6e01' turn 0, keys 'answer', 'steps'"
+    ]
+    assert len(run.warnings[0]) < 300  # the reports' warning lines are cut at 300 characters
+    assert all(case.status != "error" for case in run.cases)  # a warning, not an error
+
+
+def test_an_output_the_case_expects_is_not_an_empty_answer() -> None:
+    case = make_case("route-1")
+    case.turns[0].expected_outputs = {"route": "refunds"}
+    eval_set = make_set(case)
+    seen = EmptyAnswers()
+    seen.see(WorkItem(eval_set, case, 0), [AgentOutput(outputs={"route": "refunds"})])
+    seen.see(WorkItem(eval_set, case, 1), [AgentOutput(outputs={})])
+    assert (seen.runs, seen.empty, seen.first) == (2, 1, "case 'route-1' turn 0, an empty object")

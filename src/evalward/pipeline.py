@@ -64,6 +64,12 @@ class RunOptions:
     rate_limit_per_s: float | None = None
     max_retries: int = 2
     shard: tuple[int, int] | None = None
+    case_patterns: list[str] = field(default_factory=list)
+    """`--case`: run only cases whose id matches one of these globs (`fnmatch`, case-sensitive)."""
+    sample: int | None = None
+    """`--sample N`: run N cases chosen by `runners.executor.sample_cases` (the same N every time)."""
+    initial_session_file: str | None = None
+    """ADK `initial_session_file`: its state is every case's initial state unless the case sets its own."""
     pass_rule: PassRule = "per_run"
     run_id: str | None = None
     context: RunContext = field(default_factory=RunContext)
@@ -95,6 +101,8 @@ class PreparedRun:
     warnings: list[str]
     judges: list[ResolvedJudge] | None = None
     """Every judged criterion bound to its model and endpoint (None: not resolved yet)."""
+    case_selection: str | None = None
+    """How the cases were chosen when not every case of the eval files runs (recorded on the run)."""
     judge_usage: Any = None
     """The judges' `JudgeUsage` once the run finished (None when nothing was judged)."""
     simulator: Any = None
@@ -223,17 +231,49 @@ def prepare(options: RunOptions) -> PreparedRun:
     from evalward.metrics.registry import JUDGE_METRICS, STEPWISE_METRICS
 
     known = [*known_metric_names(), *JUDGE_METRICS, *STEPWISE_METRICS]
-    loaded = load_paths(options.paths, known_metrics=known, config_path=options.config_path)
+    loaded = load_paths(
+        options.paths,
+        known_metrics=known,
+        config_path=options.config_path,
+        initial_session_path=options.initial_session_file,
+    )
     if not loaded.sets:
         raise UsageError(f"no eval files found in {', '.join(options.paths)}")
+    sets, selection = select_run_cases(loaded.sets, options, loaded.selection)
     if options.step:
-        apply_step_mode(loaded.sets, options.metric_overrides)
+        apply_step_mode(sets, options.metric_overrides)
     else:
-        apply_metric_overrides(loaded.sets, options.metric_overrides, options.metrics_mode)
-    judges = validate_criteria(loaded.sets, options.judge)
-    prepared = PreparedRun(options=options, sets=loaded.sets, warnings=list(loaded.warnings), judges=judges)
+        apply_metric_overrides(sets, options.metric_overrides, options.metrics_mode)
+    judges = validate_criteria(sets, options.judge)
+    prepared = PreparedRun(
+        options=options, sets=sets, warnings=list(loaded.warnings), judges=judges, case_selection=selection
+    )
     prepared.set_infos()  # content hashes are part of loading: the fingerprint of what was read
     return prepared
+
+
+def select_run_cases(
+    sets: list[EvalSet], options: RunOptions, chosen: str | None = None
+) -> tuple[list[EvalSet], str | None]:
+    """The sets holding only the cases `--case` and then `--sample` pick (sets left empty are dropped), and how
+    they were chosen — `chosen` (the `FILE:IDS` paths) first — for `RunResult.case_selection`; None when every
+    case runs. UsageError (exit 2) when a pattern matches no case."""
+    from evalward.runners.executor import filter_cases, sample_cases
+
+    described = [chosen] if chosen else []
+    total = sum(len(s.cases) for s in sets)
+    if options.case_patterns:
+        sets = filter_cases(sets, options.case_patterns)
+        described.append(" ".join(f"--case {pattern!r}" for pattern in options.case_patterns))
+    if options.sample is not None:
+        sets = sample_cases(sets, options.sample)
+        described.append(f"--sample {options.sample}")
+    if not described:
+        return sets, None
+    if len(described) == 1 and chosen:
+        return sets, chosen
+    kept = sum(len(s.cases) for s in sets)
+    return sets, f"{' '.join(described)} ({kept} of {total} cases)"
 
 
 def eval_set_info(eval_set: EvalSet) -> EvalSetInfo:
@@ -505,6 +545,61 @@ def finalize(
 ProgressCallback = Callable[[int, int], None]
 
 
+MAX_SHOWN_KEYS = 5
+"""How many of an unreadable answer's keys the empty-answer warning names."""
+
+
+@dataclass
+class EmptyAnswers:
+    """Counts the case runs in which the agent answered a turn with nothing evalward can score, for one warning
+    per run (`warning`) instead of one line per case.
+
+    A turn's answer is empty when it has no response, no tool calls and no step names, and nothing else the
+    case expects (none of its `outputs` keys among the turn's expected outputs; no `state` where the case
+    expects one): typically an object in a shape evalward does not know, whose keys all landed in `outputs`."""
+
+    runs: int = 0
+    empty: int = 0
+    first: str | None = None
+    """The first empty answer by (eval set, case id, repetition, turn), whatever order cases finished in."""
+    _first_key: tuple[str, str, int, int] | None = None
+
+    def see(self, item: WorkItem, outputs: Sequence[AgentOutput]) -> None:
+        self.runs += 1
+        for index, output in enumerate(outputs):
+            turn = item.case.turns[index] if index < len(item.case.turns) else None
+            if not _is_empty_answer(output, turn.expected_outputs if turn else {}, item.case.expected_state):
+                continue
+            self.empty += 1
+            key = (*item.key, index)
+            if self._first_key is None or key < self._first_key:
+                names = [repr(name) for name in output.outputs]
+                shown = ", ".join(names[:MAX_SHOWN_KEYS]) + (", …" if len(names) > MAX_SHOWN_KEYS else "")
+                found = f"keys {shown}" if names else "an empty object"
+                self.first = f"case {item.case.case_id!r} turn {index}, {found}"
+                self._first_key = key
+            return
+
+    def warning(self) -> str | None:
+        """One line (short enough for the reports' 300-character warning lines): how many, what evalward reads,
+        then the first such answer and the keys it had."""
+        if not self.empty:
+            return None
+        return (
+            f"agent output: {self.empty} of {self.runs} case runs had an answer with no response, tool calls or steps "
+            "(scored as empty); evalward reads `response`/`tool_calls`, a string, or `output`/`intermediate_steps` "
+            f"(langchain); first: {self.first}"
+        )
+
+
+def _is_empty_answer(output: AgentOutput, expected_outputs: Mapping[str, Any], expected_state: Any) -> bool:
+    if output.response is not None or output.tool_calls or output.trajectory:
+        return False
+    if any(key in expected_outputs for key in output.outputs):
+        return False
+    return output.state is None or expected_state is None
+
+
 async def run_prepared(
     prepared: PreparedRun,
     *,
@@ -576,6 +671,7 @@ async def run_prepared(
             evalward_version=__version__,
             fingerprint=fingerprint,
             warnings=list(prepared.warnings),
+            case_selection=prepared.case_selection,
         )
     # Judged criteria: the judge must answer before anything runs or is stored (never a silent pass).
     judging = await start_judging(prepared, store)
@@ -605,9 +701,12 @@ async def run_prepared(
     to_write: asyncio.Queue[CaseResult | None] = asyncio.Queue()
     write_task = asyncio.create_task(_write_results(store, run.run_id, to_write, writer)) if store else None
 
+    empty_answers = EmptyAnswers()
+
     async def on_case_done(case_run: CaseRun) -> None:
         item = case_run.item
         planned = by_key[(item.eval_set.eval_set_id, item.case.case_id, item.repetition)]
+        empty_answers.see(planned, case_run.outputs)
         result = build_case_result(planned, case_run)
         result = await score_outside(result, planned, case_run, agent, judging, options)
         # Once, as it is recorded: the database, every report and the gate then see only redacted output.
@@ -673,6 +772,9 @@ async def run_prepared(
             await to_write.put(None)
             await write_task
         writer.shutdown(wait=True)
+        empty_warning = empty_answers.warning()
+        if empty_warning is not None:
+            run.warnings.append(empty_warning)
         run = finalize(
             run, results, status=status, known_case_summaries=case_summaries, known_metric_parts=metric_parts
         )

@@ -53,6 +53,14 @@ class RunValues(BaseModel):
         default=2, ge=0, description="Retries of a turn the agent marks retryable (of a model step, for `openai:`)."
     )
     shard: str | None = Field(default=None, description="`I/N`: run only shard I of N.")
+    cases: tuple[str, ...] = Field(
+        default=(), description="Run only cases whose id matches one of these glob patterns (`--case`)."
+    )
+    sample: int | None = Field(default=None, ge=1, description="Run a fixed, seeded sample of N cases (`--sample`).")
+    initial_session_file: str | None = Field(
+        default=None,
+        description="ADK `initial_session_file`: a session whose state every case starts with unless it sets its own.",
+    )
     pass_rule: PassRuleName = "per-run"
     agent_processes: int = Field(default=1, ge=1, description="Processes for a `cmd:` agent.")
     judge_model: str | None = None
@@ -79,7 +87,7 @@ class RunValues(BaseModel):
     def _pass_rule_spelling(cls, value: Any) -> Any:
         return _PASS_RULES.get(value, value) if isinstance(value, str) else value
 
-    @field_validator("paths", "metrics", mode="before")
+    @field_validator("paths", "metrics", "cases", mode="before")
     @classmethod
     def _sequence(cls, value: Any) -> Any:
         if value is None:
@@ -116,7 +124,13 @@ class RunValues(BaseModel):
 
 def option_label(field_name: str) -> str:
     """The command-line flag of a run value (`judge_model` → `--judge-model`; `paths` → `PATHS`)."""
-    special = {"paths": "PATHS", "timeout_s": "--timeout", "tools_file": "--tools", "metrics": "--metric"}
+    special = {
+        "paths": "PATHS",
+        "timeout_s": "--timeout",
+        "tools_file": "--tools",
+        "metrics": "--metric",
+        "cases": "--case",
+    }
     return special.get(field_name, "--" + field_name.replace("_", "-"))
 
 
@@ -192,6 +206,9 @@ def run_options_from(
         rate_limit_per_s=parse_rate(values.rate_limit),
         max_retries=values.retries,
         shard=parse_shard(values.shard),
+        case_patterns=list(values.cases),
+        sample=values.sample,
+        initial_session_file=values.initial_session_file,
         pass_rule="mean_over_runs" if values.pass_rule == "mean-over-runs" else "per_run",
         run_id=run_id,
         context=context or RunContext(),

@@ -151,6 +151,8 @@ def test_the_pytest_api_takes_every_run_value(tmp_path: Path, monkeypatch: pytes
 
     prices = tmp_path / "prices.json"
     prices.write_text('{"judge-model": {"input_per_million": 1, "output_per_million": 2}}')
+    session = tmp_path / "session.json"
+    session.write_text('{"state": {"tz": "UTC"}}')
     given: dict[str, Any] = {
         "agent_processes": 2,
         "rate_limit": "100/s",
@@ -170,6 +172,9 @@ def test_the_pytest_api_takes_every_run_value(tmp_path: Path, monkeypatch: pytes
         "system_prompt": "prompt.md",
         "tools_file": "tools.json",
         "max_steps": 3,
+        "cases": ("a*",),
+        "sample": 1,
+        "initial_session_file": str(session),
     }
     assert set(given) == set(RunValues.model_fields) - _OWN_ARGUMENTS, "a run value is missing from this test"
     evals = tmp_path / "cases.eval.json"
@@ -205,6 +210,8 @@ def test_the_pytest_api_takes_every_run_value(tmp_path: Path, monkeypatch: pytes
         "http://127.0.0.1:9/v2",
         7,
     )
+    assert (options.case_patterns, options.sample, options.initial_session_file) == (["a*"], 1, str(session))
+    assert run.case_selection == "--case 'a*' --sample 1 (1 of 1 cases)"
     assert options.judge is not None
     assert (options.judge.model, options.judge.base_url, options.judge.api_key_env) == (
         "judge-model",

@@ -105,3 +105,78 @@ def test_bad_shard_is_usage_error(shard: str, tmp_path: Path) -> None:
     code, _, stderr = run_cli(["run", str(DICE), "--agent", f"{DICE}/agent.py:root_agent", "--shard", shard], tmp_path)
     assert code == 2
     assert "expected I/N" in stderr
+
+
+def test_answers_evalward_cannot_read_are_one_warning_in_the_report(tmp_path: Path) -> None:
+    agent = tmp_path / "shapeless_agent.py"
+    agent.write_text("def run(request):\n    return {'answer': '6.2', 'tools_used': ['add']}\n")
+    dataset = ROOT / "tests/loaders/fixtures/benchmarks/multiverse_math.eval.json"
+    code, stdout, stderr = run_cli(["run", str(dataset), "--agent", f"{agent}:run", "--no-history"], tmp_path)
+    assert code == 1, stdout + stderr
+    [line] = [line for line in stdout.splitlines() if line.startswith("warning: agent output")]
+    assert line == (
+        "warning: agent output: 4 of 4 case runs had an answer with no response, tool calls or steps (scored as "
+        "empty); evalward reads `response`/`tool_calls`, a string, or `output`/`intermediate_steps` (langchain); "
+        "first: case '0b3e0f5c-5a1d-4c52-9d0e-2f1c8a7b6e01' turn 0, keys 'answer', 'tools_used'"
+    )
+
+
+# --- run control: FILE:IDS, --case, --sample ---------------------------------------------------------------------
+
+DICE_IDS = ["roll_16_sided_dice_and_then_check_if_6151953_is_prime", "roll_17_sided_dice_twice"]
+
+
+def run_json(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> dict[str, object]:
+    out = tmp_path / "run.json"
+    agent = f"{DICE}/agent.py:root_agent"
+    completed = subprocess.run(
+        [sys.executable, "-m", "evalward", "run", *args, "--agent", agent, "--json", str(out), "--no-history", "-q"],
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    data: dict[str, object] = json.loads(out.read_text())
+    return data
+
+
+def case_ids(run: dict[str, object]) -> list[str]:
+    cases = run["cases"]
+    assert isinstance(cases, list)
+    return [c["case_id"] for c in cases]
+
+
+def test_adk_file_colon_ids_selects_those_cases(tmp_path: Path) -> None:
+    run = run_json(tmp_path, f"{DICE}/dice.evalset.json:{DICE_IDS[1]}")
+    assert case_ids(run) == [DICE_IDS[1]]
+    assert run["case_selection"] == f"{DICE}/dice.evalset.json:{DICE_IDS[1]}"
+
+
+def test_unknown_ids_exit_2_listing_the_ids_the_file_has(tmp_path: Path) -> None:
+    code, _, stderr = run_cli(
+        ["run", f"{DICE}/dice.evalset.json:roll_6_sided", "--agent", f"{DICE}/agent.py:root_agent"], tmp_path
+    )
+    assert code == 2
+    assert f"no case 'roll_6_sided' in this file (selected with {DICE}/dice.evalset.json:IDS)" in stderr
+    assert f"ids of its cases: {DICE_IDS[0]!r}, {DICE_IDS[1]!r}" in stderr
+
+
+def test_case_patterns_and_a_sample_choose_the_same_cases_every_run(tmp_path: Path) -> None:
+    run = run_json(tmp_path, str(DICE), "--case", "roll_1*", "--case", "*prime")
+    assert sorted(case_ids(run)) == DICE_IDS
+    assert run["case_selection"] == "--case 'roll_1*' --case '*prime' (2 of 3 cases)"
+    sampled = [case_ids(run_json(tmp_path, str(DICE), "--sample", "2", "--repeat", "2")) for _ in range(2)]
+    assert sampled[0] == sampled[1] and len(set(sampled[0])) == 2 and len(sampled[0]) == 4  # 2 cases × 2 repetitions
+    # EVALWARD_CASE holds several patterns separated by spaces, as the Action's `case` input passes them
+    from_env = run_json(tmp_path, str(DICE), env={"EVALWARD_CASE": "roll_17* *prime"})
+    assert sorted(case_ids(from_env)) == DICE_IDS
+
+
+def test_a_case_pattern_matching_nothing_exits_2(tmp_path: Path) -> None:
+    code, _, stderr = run_cli(
+        ["run", str(DICE), "--case", "roll_99*", "--agent", f"{DICE}/agent.py:root_agent"], tmp_path
+    )
+    assert code == 2
+    assert "--case 'roll_99*': no case id matches; the case ids are: " in stderr

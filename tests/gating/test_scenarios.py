@@ -250,5 +250,38 @@ def test_a_loosened_threshold_is_compared_after_re_scoring(tmp_path: Path, monke
     assert not [f for f in verdict["findings"] if f["kind"] in ("changed_case", "mismatch")]
 
 
+def test_a_sampled_run_is_compared_on_its_sample_with_a_full_stored_baseline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the first gate stores the base side for all 60 cases; a later PR runs a sample of 10: those 10 are compared
+    # with their stored baseline, and the other 50 are not "removed" cases
+    repo = Repo(tmp_path / "repo", {})
+    repo.change({"README.md": "docs\n"})
+    assert repo.gate(monkeypatch, seed=9)["outcome"] == "pass"
+    db = repo.root.parent / "history-9.db"
+    git(repo.root, "checkout", "-q", "main")
+    git(repo.root, "checkout", "-q", "-b", "pr2")
+    repo.change({"NOTES.md": "more docs\n"})
+    monkeypatch.chdir(repo.root)
+    env = {"EVALWARD_DB": f"sqlite:///{db}", "SIM_SEED": "9"}
+    runner = CliRunner()
+    head = git(repo.root, "rev-parse", "HEAD")
+    run = runner.invoke(cli, ["run", "--sample", "10", "--repeat", str(REPEAT), "--commit", head, "--branch", "pr2",
+                              "--base-branch", "main", "-q"], env=env, catch_exceptions=False)  # fmt: skip
+    assert run.exit_code == 0, run.output
+    out = repo.root.parent / "sampled.json"
+    gate = runner.invoke(cli, ["gate", "--json", str(out)], env=env, catch_exceptions=False)
+    verdict = json.loads(out.read_text())
+    assert gate.exit_code == 0, gate.output
+    assert verdict["counts"]["compared"] == 10
+    assert verdict["counts"]["removed"] == 0
+    assert not [f for f in verdict["findings"] if f["kind"] in ("removed_case", "missing_case")]
+    assert verdict["baseline"]["on_demand_cases"] == 0
+    assert (
+        "50 baseline case(s) outside this run's selection (--sample 10 (10 of 60 cases)) not compared"
+        in verdict["baseline"]["notes"]
+    )
+
+
 def test_the_environment_is_not_changed_by_the_scenarios() -> None:
     assert "SIM_SEED" not in os.environ

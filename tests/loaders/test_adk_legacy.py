@@ -139,7 +139,7 @@ def test_malformed_initial_session_file_is_a_problem_naming_it(tmp_path: Path, f
     [problem] = caught.value.problems
     assert (problem.path, problem.message, problem.found) == (
         session_path,
-        "initial.session.json must be a JSON object",
+        "an initial session file must be a JSON object",
         "array [1]",
     )
     (folder / "initial.session.json").write_text("{not json", encoding="utf-8")
@@ -156,3 +156,47 @@ def test_initial_session_unknown_keys_are_ignored_with_a_warning(tmp_path: Path,
     assert loaded.warnings == [
         f"{folder / 'initial.session.json'}:4:3: key 'session_id' is ignored (ADK reads only state, app_name, user_id)"
     ]
+
+
+# --- an explicit initial session file (--initial-session-file) --------------------------------------------------
+
+
+def test_an_explicit_initial_session_applies_to_every_format_where_cases_set_none(
+    tmp_path: Path, fixtures: Path
+) -> None:
+    folder = _legacy_folder(tmp_path, fixtures, '{"state": {"origin": "beside"}}')
+    shutil.copy(fixtures / "adk/diner_legacy/diner.evalset.json", folder / "diner.evalset.json")
+    explicit = tmp_path / "session.json"
+    explicit.write_text('{"state": {"origin": "SFO", "tz": "PST"}, "app_name": "trips", "user_id": "u9"}')
+    loaded = load_paths([folder], initial_session_path=explicit)
+    sessions = {c.case_id: c.session_input for s in loaded.sets for c in s.cases}
+    # the legacy test file takes the explicit file instead of the one beside it (and no warning about that one)
+    assert sessions[str(folder / "trip_inquiry.test.json")] == SessionInput(
+        app_name="trips", user_id="u9", state={"origin": "SFO", "tz": "PST"}
+    )
+    # a case with its own session keeps it; the keys it leaves unset come from the file
+    assert sessions["book_for_two"] == SessionInput(
+        app_name="diner", user_id="u1", state={"origin": "SFO", "tz": "UTC"}
+    )
+    assert sessions["opening_hours"] == SessionInput(
+        app_name="trips", user_id="u9", state={"origin": "SFO", "tz": "PST"}
+    )
+    assert loaded.warnings == []
+
+
+def test_an_explicit_initial_session_file_that_is_missing_or_bad_is_a_problem(tmp_path: Path, fixtures: Path) -> None:
+    folder = _legacy_folder(tmp_path, fixtures, None)
+    with pytest.raises(EvalFileError) as caught:
+        load_paths([folder], initial_session_path=tmp_path / "nope.json")
+    [problem] = caught.value.problems
+    assert (problem.path, problem.message) == (str(tmp_path / "nope.json"), "no such initial session file")
+    bad = tmp_path / "session.json"
+    bad.write_text('{"state": "UTC"}')
+    with pytest.raises(EvalFileError) as caught:
+        load_paths([folder], initial_session_path=bad)
+    [problem] = caught.value.problems
+    assert (problem.path, problem.json_path, problem.message) == (
+        str(bad),
+        "$.state",
+        "Input should be a valid dictionary",
+    )

@@ -88,13 +88,17 @@ def test_example_and_metadata_ids(load_text: LoadText) -> None:
 
 
 def test_outputs_are_checked(problems_of: ProblemsOf) -> None:
-    text = json.dumps([{"inputs": {"question": "q"}, "outputs": {"response": 1, "trajectory": "a"}}])
+    text = json.dumps([{"inputs": {"question": "q"}, "outputs": {"response": "r", "trajectory": "a"}}])
     problems = problems_of("x.eval.json", text)
     assert [(p.json_path, p.message) for p in problems] == [
-        ("$[0].outputs.response", "Input should be a valid string"),
         ("$[0].outputs.trajectory", "Input should be a valid list"),
     ]
     assert problems[0].case_id == example_case_id({"question": "q"})
+
+
+def test_a_number_response_is_its_json_text(load_text: LoadText) -> None:
+    text = json.dumps([{"id": "n", "inputs": {"question": "2+2?"}, "outputs": {"response": 4}}])
+    assert load_text("x.eval.json", text).cases[0].turns[0].expected_response == "4"
 
 
 def test_identical_inputs_without_ids_are_duplicate_cases(problems_of: ProblemsOf) -> None:

@@ -7,6 +7,7 @@ import pytest
 import evalward.loaders as loaders
 from evalward.errors import EvalFileError
 from evalward.loaders import load_file, load_paths
+from evalward.loaders.load import LoadedEvalSets
 from evalward.model import MetricSpec
 
 ADK = "adk"
@@ -216,3 +217,48 @@ def test_control_characters_in_ids_are_located_problems(tmp_path: Path) -> None:
         "DIR/evil\\x1b[31m.eval.json:1:1: the eval set id, taken from the file name, contains a control "
         "character: rename the file or set eval_set_id; at $; expected printable text; found '\\x1b' at character 5",
     ]
+
+
+# --- ADK's FILE:ID1,ID2 case selection ---------------------------------------------------------------------------
+
+
+def _cases(loaded: LoadedEvalSets) -> list[str]:
+    return [c.case_id for s in loaded.sets for c in s.cases]
+
+
+def test_file_colon_ids_keeps_those_cases_in_file_order(fixtures: Path, tmp_path: Path) -> None:
+    diner = tmp_path / "diner.evalset.json"
+    shutil.copy(fixtures / "adk/diner_legacy/diner.evalset.json", diner)
+    loaded = load_paths([f"{diner}:opening_hours"])
+    assert (_cases(loaded), loaded.selection) == (["opening_hours"], f"{diner}:opening_hours")
+    both = load_paths([f"{diner}:opening_hours, book_for_two"])
+    assert _cases(both) == ["book_for_two", "opening_hours"]
+    # the same file named whole as well runs whole; named with ids twice, it runs the ids of both
+    assert _cases(load_paths([f"{diner}:opening_hours", str(diner)])).count("book_for_two") == 1
+    assert load_paths([f"{diner}:opening_hours", str(diner)]).selection is None
+    assert _cases(load_paths([f"{diner}:opening_hours", f"{diner}:book_for_two"])) == ["book_for_two", "opening_hours"]
+
+
+def test_unknown_ids_are_a_problem_listing_the_ids_the_file_has(fixtures: Path, tmp_path: Path) -> None:
+    diner = tmp_path / "diner.evalset.json"
+    shutil.copy(fixtures / "adk/diner_legacy/diner.evalset.json", diner)
+    with pytest.raises(EvalFileError) as caught:
+        load_paths([f"{diner}:opening_hours,brunch,dinner"])
+    [problem] = caught.value.problems
+    assert (problem.path, problem.message, problem.expected, problem.found) == (
+        str(diner),
+        f"no case 'brunch', 'dinner' in this file (selected with {diner}:IDS)",
+        "ids of its cases: 'book_for_two', 'opening_hours'",
+        "'brunch', 'dinner'",
+    )
+
+
+def test_a_file_whose_name_has_a_colon_is_a_path_first(fixtures: Path, tmp_path: Path) -> None:
+    odd = tmp_path / "diner.evalset.json:opening_hours"
+    shutil.copy(fixtures / "adk/diner_legacy/diner.evalset.json", odd)
+    loaded = load_paths([str(odd)])
+    assert (_cases(loaded), loaded.selection) == (["book_for_two", "opening_hours"], None)
+    # a path that exists neither whole nor before its last colon is still "no such file"
+    with pytest.raises(EvalFileError) as caught:
+        load_paths([f"{tmp_path}/missing.evalset.json:x"])
+    assert caught.value.problems[0].message == "no such file or directory"

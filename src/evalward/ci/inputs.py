@@ -35,6 +35,9 @@ ACTION_INPUTS: dict[str, str] = {
     "rate-limit": "EVALWARD_RATE_LIMIT",
     "retries": "EVALWARD_RETRIES",
     "shard": "EVALWARD_SHARD",
+    "case": "EVALWARD_CASE",
+    "sample": "EVALWARD_SAMPLE",
+    "initial-session-file": "EVALWARD_INITIAL_SESSION_FILE",
     "pass-rule": "EVALWARD_PASS_RULE",
     "agent-processes": "EVALWARD_AGENT_PROCESSES",
     "judge-model": "EVALWARD_JUDGE_MODEL",
@@ -189,6 +192,7 @@ _CHECKS: dict[str, Callable[[str], str | None]] = {
     "agent-processes": _whole(1),
     "judge-concurrency": _whole(1),
     "max-steps": _whole(1),
+    "sample": _whole(1),
     "retries": _whole(0),
     "timeout": _number,
     "metrics-mode": _choice("add", "replace"),
@@ -209,14 +213,14 @@ _CHECKS: dict[str, Callable[[str], str | None]] = {
 }
 """Input → why its value is unusable (or None). Inputs without a check take any text."""
 _LOWER_CASE = ("comment", "baseline-run", "metrics-mode", "pass-rule")
-_LISTS = ("eval-paths", "metrics", "comment-author")
+_LISTS = ("eval-paths", "metrics", "case", "comment-author")
 """Inputs holding several values, separated by spaces, commas (logins) or newlines."""
 
 
 def apply_action_inputs(env: MutableMapping[str, str]) -> dict[str, str]:
     """Validate every given `INPUT_*` at once, then copy each onto its `EVALWARD_*` variable; return them.
 
-    Lists (`eval-paths`, `metrics`, `comment-author`) may be separated by spaces or newlines; booleans accept
+    Lists (`eval-paths`, `metrics`, `case`, `comment-author`) may be separated by spaces or newlines; booleans accept
     true/false/yes/no/1/0; `setup` keeps its lines. Raises UsageError (exit 2) naming each bad input, its
     variable, what was expected and what was found, before anything is applied.
     """

@@ -80,6 +80,14 @@ EVAL_OPTIONS: list[Callable[[Any], Any]] = [
         "test_config",
         "--test-config",
     ),
+    _existing_file(
+        "EVALWARD_INITIAL_SESSION_FILE",
+        "FILE",
+        'ADK initial_session_file {"state": {...}, "app_name", "user_id"}: the state every case starts with '
+        "unless it sets its own",
+        "initial_session_file",
+        "--initial-session-file",
+    ),
     click.option(
         "--metric",
         "metrics",
@@ -145,6 +153,22 @@ EXECUTION_OPTIONS: list[Callable[[Any], Any]] = [
         envvar="EVALWARD_SHARD",
         metavar="I/N",
         help="Run only shard I of N (a stable split by case id) [env: EVALWARD_SHARD]",
+    ),
+    click.option(
+        "--case",
+        "cases",
+        multiple=True,
+        envvar="EVALWARD_CASE",
+        metavar="PATTERN",
+        help="Run only cases whose id matches this glob, e.g. 'refund_*' (repeatable; or FILE:ID1,ID2 as a path) "
+        "[env: EVALWARD_CASE]",
+    ),
+    click.option(
+        "--sample",
+        type=click.IntRange(min=1),
+        envvar="EVALWARD_SAMPLE",
+        metavar="N",
+        help="Run a fixed sample of N cases, the same every time (seeded by case ids) [env: EVALWARD_SAMPLE]",
     ),
     click.option(
         "--pass-rule",

@@ -361,6 +361,12 @@ def finish_gate(
         )
         usable_base = None
     baseline = _combine(stored, usable_base)
+    if baseline is not None and current.case_selection:
+        baseline, outside = _within_selection(baseline, current)
+        if outside:
+            notes.append(
+                f"{outside} baseline case(s) outside this run's selection ({current.case_selection}) not compared"
+            )
     if usable_base is not None:
         notes.append(
             f"{len({(c.eval_set_id, c.case_id) for c in usable_base.cases})} case(s) run on demand on the base side "
@@ -430,6 +436,26 @@ def _combine(stored: RunResult | None, base_run: RunResult | None) -> RunResult 
             }
         )
     return base_run.model_copy(update={"cases": sorted(cases, key=lambda c: c.key), "eval_sets": list(infos.values())})
+
+
+def _within_selection(baseline: RunResult, current: RunResult) -> tuple[RunResult, int]:
+    """The baseline limited to the cases the current run lists, and how many others it had: a run of selected
+    cases (`--case`, `--sample`, `FILE:IDS`) is compared on those, not told that the rest were removed."""
+    from evalward.store.comparability import case_keys
+
+    mine = set(case_keys(current))
+    theirs = set(case_keys(baseline)) | {(c.eval_set_id, c.case_id) for c in baseline.cases}
+    infos = [
+        info.model_copy(
+            update={
+                name: {k: v for k, v in getattr(info, name).items() if (info.eval_set_id, k) in mine}
+                for name in ("case_hashes", "case_input_hashes", "case_sources")
+            }
+        )
+        for info in baseline.eval_sets
+    ]
+    cases = [c for c in baseline.cases if (c.eval_set_id, c.case_id) in mine]
+    return baseline.model_copy(update={"cases": cases, "eval_sets": infos}), len(theirs - mine)
 
 
 def _why_none(store: Store, current: RunResult, plan: BaselinePlan) -> NoBaseline:

@@ -62,8 +62,12 @@ def load_instrument(run: RunResult, *, root: Path | None = None, judge: JudgeCon
     recorded = {info.eval_set_id: info for info in run.eval_sets}
     for eval_set in prepared.sets:
         info = recorded.get(eval_set.eval_set_id)
+        if info is None and run.case_selection:
+            continue  # none of its cases was selected
         if info is None:
             return LoadedInstrument(None, f"eval set {eval_set.eval_set_id!r} was not part of the run")
+        if run.case_selection:  # the run ran selected cases (`--case`, `--sample`, FILE:IDS): those again
+            eval_set.cases = [c for c in eval_set.cases if c.case_id in info.case_hashes]
         changed = [c.case_id for c in eval_set.cases if info.case_hashes.get(c.case_id) != c.content_hash]
         if changed:
             return LoadedInstrument(

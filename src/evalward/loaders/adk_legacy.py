@@ -81,7 +81,7 @@ def parse_initial_session(problems: Problems) -> SessionInput | None:
     data = problems.document.data
     if not isinstance(data, dict):
         problems.add(
-            f"{INITIAL_SESSION_FILE_NAME} must be a JSON object",
+            "an initial session file must be a JSON object",
             expected='an object {"state": {...}, "app_name": "...", "user_id": "..."}',
             found=describe_value(data),
         )

@@ -4,7 +4,8 @@ Each example `{input|inputs: {question, ...}, output|outputs: {reference, expect
 state}}` is a one-turn case (`case_id` = `id`/`example_id`, else the `ex-` hash of the inputs, as for
 LangSmith):
 - `query` = the question (see `langsmith.query_from_inputs`), `Invocation.inputs` = the inputs;
-- `reference` → `expected_response`; `expected_steps` → `expected_trajectory`; `order_matters` →
+- `reference` → `expected_response`: text as is, any other JSON value as its JSON text (multiverse_math's
+  references are numbers: `-11.13` becomes `"-11.13"`); `expected_steps` → `expected_trajectory`; `order_matters` →
   `expected_order_matters`; `state` (when present and not null) → `EvalCase.expected_state`; any other
   output key → `expected_outputs`.
 
@@ -20,7 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from evalward.loaders.langsmith import example_case_id, query_from_inputs
+from evalward.loaders.langsmith import Reference, example_case_id, query_from_inputs, reference_text
 from evalward.loaders.positions import PathKey
 from evalward.loaders.problems import Problems
 from evalward.model import Criteria, EvalCase, EvalSet, Invocation, MetricSpec
@@ -40,7 +41,7 @@ class _Example(BaseModel):
 class _Output(BaseModel):
     model_config = ConfigDict(extra="allow", loc_by_alias=False)
 
-    reference: str | None = None
+    reference: Reference = None
     expected_steps: list[str]
     order_matters: bool | None = None
     state: Any = None
@@ -88,7 +89,7 @@ def load_benchmarks(problems: Problems, default_id: str) -> EvalSet | None:
         turn = Invocation(
             query=query_from_inputs(inputs),
             inputs=inputs,
-            expected_response=output.reference,
+            expected_response=reference_text(output.reference),
             expected_trajectory=output.expected_steps,
             expected_order_matters=order_matters,
             expected_outputs=dict(output.model_extra or {}),

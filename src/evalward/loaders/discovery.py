@@ -5,6 +5,11 @@ In directories only eval-file names are taken: `*.test.json`, `*.evalset.json`, 
 `node_modules`, `.venv`/`venv` and `__pycache__` are skipped. A file named explicitly is read whatever its
 name (the reader refuses what is not a regular file, saying what it is). Order is stable: paths as given, and within a directory sorted by relative path. A file reached
 twice is read once.
+
+ADK's case selection: `FILE:ID1,ID2` names the file FILE and only those case ids in it (`adk eval`'s syntax).
+A path that exists is always a path, colon or not; only a path that does not exist is split at its last
+colon, and only when what precedes it is a file. The same file given whole and with ids runs whole; given
+with ids twice, it runs the ids of both.
 """
 
 from __future__ import annotations
@@ -35,6 +40,31 @@ class Discovered:
     files: list[tuple[Path, str]] = field(default_factory=list)
     problems: list[FileProblem] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    selected: dict[Path, list[str] | None] = field(default_factory=dict)
+    """Per file (by `file_key`): the case ids `FILE:IDS` named, None when the file was also named whole."""
+
+    def case_ids(self, path: Path) -> list[str] | None:
+        """The case ids selected in `path`, or None for all of them."""
+        return self.selected.get(file_key(path))
+
+
+def file_key(path: Path) -> Path:
+    """The identity of a file for de-duplication: its resolved path (the absolute one inside a link loop)."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):  # a symbolic-link loop: the reader reports it
+        return path.absolute()
+
+
+def split_case_selection(given: str) -> tuple[str, list[str]] | None:
+    """`FILE:ID1,ID2` → (FILE, [ID1, ID2]) when FILE is a file and `given` itself does not exist; else None."""
+    if os.path.lexists(given) or ":" not in given:
+        return None
+    location, _, ids = given.rpartition(":")
+    names = [name.strip() for name in ids.split(",") if name.strip()]
+    if not location or not names or not Path(location).is_file():
+        return None
+    return location, names
 
 
 def is_eval_file_name(name: str) -> bool:
@@ -54,18 +84,23 @@ def discover(paths: Sequence[str | Path]) -> Discovered:
     found = Discovered()
     seen: set[Path] = set()
 
-    def take(path: Path, shown: str) -> None:
-        try:
-            key = path.resolve()
-        except (OSError, RuntimeError):  # a symbolic-link loop: the reader reports it
-            key = path.absolute()
+    def take(path: Path, shown: str, ids: list[str] | None = None) -> None:
+        key = file_key(path)
         if key not in seen:
             seen.add(key)
             found.files.append((path, shown))
+            found.selected[key] = ids
+        elif ids is None:
+            found.selected[key] = None
+        elif (before := found.selected.get(key)) is not None:
+            found.selected[key] = list(dict.fromkeys([*before, *ids]))
 
     for given in paths:
         path = Path(given)
-        if path.is_dir():
+        selection = split_case_selection(str(given))
+        if selection is not None:
+            take(Path(selection[0]), selection[0], selection[1])
+        elif path.is_dir():
             before = len(found.files)
             for file in _walk(path):
                 take(file, str(file))

@@ -3,7 +3,9 @@
 Each example is a one-turn case:
 - `query` = `inputs.question` | `inputs.query` | `inputs.input` | `inputs.text` (the first that is a string)
   | the content of the last user message in `inputs.messages`; `Invocation.inputs` = the whole `inputs`;
-- `outputs.response` → `expected_response`; `outputs.trajectory` (step names) → `expected_trajectory`;
+- `outputs.response` → `expected_response` (a number, boolean, object or list as its JSON text,
+  `reference_text`);
+  `outputs.trajectory` (step names) → `expected_trajectory`;
   every other `outputs` key → `expected_outputs` (e.g. `{"route": "refund_agent"}`);
 - `case_id` = `id` (or `example_id`) when given, else `"ex-"` + the first 12 hex digits of the sha256 of
   the canonical `inputs`, so ids survive reordering;
@@ -17,6 +19,7 @@ appearance); `response_rouge1` (informational, no threshold) when any example ha
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -24,6 +27,7 @@ from pydantic import BaseModel, ConfigDict
 from evalward.loaders.positions import PathKey
 from evalward.loaders.problems import Problems, describe_value
 from evalward.model import Criteria, EvalCase, EvalSet, Invocation, MetricSpec, canonical_hash
+from evalward.model.text import compact_json
 
 _QUERY_KEYS = ("question", "query", "input", "text")
 _USER_ROLES = ("user", "human")
@@ -39,10 +43,25 @@ class _Example(BaseModel):
     metadata: dict[str, Any] | None = None
 
 
+Reference = Any
+"""An expected answer as datasets write it: text, or any other JSON value (multiverse_math's are numbers)."""
+
+
+def reference_text(value: Reference) -> str | None:
+    """The expected response for a reference: a string as is; a number or boolean as its JSON text (`42`,
+    `-11.13`, `true`), which is what an agent would write, so the response metrics (exact, contains, ROUGE)
+    compare it as text; an object or list as compact JSON (sorted keys); None stays None."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bool | int | float):
+        return json.dumps(value)
+    return compact_json(value)
+
+
 class _Outputs(BaseModel):
     model_config = ConfigDict(extra="allow", loc_by_alias=False)
 
-    response: str | None = None
+    response: Reference = None
     trajectory: list[str] | None = None
 
 
@@ -123,7 +142,7 @@ def load_langsmith(problems: Problems, default_id: str) -> EvalSet | None:
         turn = Invocation(
             query=query_from_inputs(example.inputs),
             inputs=example.inputs,
-            expected_response=outputs.response,
+            expected_response=reference_text(outputs.response),
             expected_trajectory=outputs.trajectory,
             expected_outputs=others,
             source=problems.source(at),

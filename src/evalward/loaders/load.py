@@ -9,7 +9,13 @@ Per-case metrics (langchain-benchmarks, native) are kept in every case.
 
 Initial session: an `initial.session.json` beside an ADK legacy test file (format A) gives its case the
 `session_input` (ADK's `initial_session_file`); beside a file of another ADK format it is ignored with a
-warning, since those carry their own sessions.
+warning, since those carry their own sessions. An explicit `initial_session_path` (`--initial-session-file`)
+is used instead of any file beside, for every file of every format: a case without a session gets it whole;
+a case with one keeps its own, each state key and `app_name`/`user_id` it leaves unset coming from the file
+(`apply_initial_session`).
+
+Case selection: a path `FILE:ID1,ID2` (ADK's syntax, `discovery`) keeps only those cases of FILE; an id the
+file does not have is a problem listing the ids it has. `LoadedEvalSets.selection` says what was selected.
 
 Case and eval set ids must be printable (no C0 control characters or DEL: they reach logs, workflow
 commands and PostgreSQL, which refuses NUL). Case ids must be unique within a set. Two sets with the same id are allowed, with a warning, since results
@@ -18,6 +24,7 @@ are keyed by set and case id.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +47,7 @@ from evalward.loaders.native import load_native
 from evalward.loaders.problems import Problems
 from evalward.loaders.test_config import adk_default_criteria, read_test_config
 from evalward.model import Criteria, EvalFormat, EvalSet, SessionInput
+from evalward.model.text import listed_ids
 
 ADK_FORMATS: frozenset[EvalFormat] = frozenset({"adk_evalset", "adk_legacy_test", "adk_legacy_evalset"})
 
@@ -60,6 +68,8 @@ class LoadedEvalSets:
 
     sets: list[EvalSet] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    selection: str | None = None
+    """The `FILE:IDS` paths that selected cases (e.g. `a.evalset.json:x,y`), None when every case was kept."""
 
 
 @dataclass
@@ -75,11 +85,18 @@ def load_paths(
     *,
     known_metrics: Collection[str] = (),
     config_path: str | Path | None = None,
+    initial_session_path: str | Path | None = None,
 ) -> LoadedEvalSets:
     """Read every eval file named or found under `paths`; raise EvalFileError listing every problem."""
     discovered = discover(paths)
     problems: list[FileProblem] = list(discovered.problems)
     loaded = LoadedEvalSets(warnings=list(discovered.warnings))
+    explicit_session: SessionInput | None = None
+    if initial_session_path is not None:
+        explicit_session = read_initial_session(
+            Path(initial_session_path), str(initial_session_path), problems, loaded.warnings
+        )
+    selections: list[str] = []
 
     override: Criteria | None = None
     if config_path is not None:
@@ -94,7 +111,9 @@ def load_paths(
         problems.extend(result.problems)
         loaded.warnings.extend(result.warnings)
         session: SessionInput | None = None
-        if result.format in ADK_FORMATS and (file.parent / INITIAL_SESSION_FILE_NAME).is_file():
+        if initial_session_path is not None:
+            session = explicit_session
+        elif result.format in ADK_FORMATS and (file.parent / INITIAL_SESSION_FILE_NAME).is_file():
             session_shown = str(Path(shown).parent / INITIAL_SESSION_FILE_NAME)
             if result.format != "adk_legacy_test":
                 loaded.warnings.append(
@@ -103,7 +122,9 @@ def load_paths(
                 )
             else:
                 if file.parent not in sessions:
-                    sessions[file.parent] = _session_beside(file, session_shown, problems, loaded.warnings)
+                    sessions[file.parent] = read_initial_session(
+                        file.parent / INITIAL_SESSION_FILE_NAME, session_shown, problems, loaded.warnings
+                    )
                 session = sessions[file.parent]
         # The config beside an ADK file is read even when the file itself has problems, so both are reported.
         found: Criteria | None = None
@@ -115,9 +136,13 @@ def load_paths(
         eval_set = result.eval_set
         if eval_set is None:
             continue
+        ids = discovered.case_ids(file)
+        if ids is not None:
+            if not _select_ids(eval_set, ids, shown, problems):
+                continue
+            selections.append(f"{shown}:{','.join(ids)}")
         if session is not None:
-            for case in eval_set.cases:
-                case.session_input = session.model_copy(deep=True)
+            apply_initial_session(eval_set, session)
         if override is not None:
             eval_set.criteria = override.model_copy(deep=True)
         elif eval_set.format in ADK_FORMATS:
@@ -127,7 +152,44 @@ def load_paths(
     if problems:
         raise EvalFileError(problems)
     _warn_shared_ids(loaded)
+    loaded.selection = " ".join(selections) or None
     return loaded
+
+
+def _select_ids(eval_set: EvalSet, ids: Sequence[str], shown: str, problems: list[FileProblem]) -> bool:
+    """Keep only the cases `ids` names (in file order); False after recording a problem for unknown ids."""
+    known = [case.case_id for case in eval_set.cases]
+    unknown = [i for i in ids if i not in known]
+    if unknown:
+        problems.append(
+            FileProblem(
+                path=shown,
+                message=f"no case {', '.join(repr(i) for i in unknown)} in this file (selected with {shown}:IDS)",
+                expected=f"ids of its cases: {listed_ids(known)}",
+                found=", ".join(repr(i) for i in unknown),
+            )
+        )
+        return False
+    wanted = set(ids)
+    eval_set.cases = [case for case in eval_set.cases if case.case_id in wanted]
+    return True
+
+
+def apply_initial_session(eval_set: EvalSet, session: SessionInput) -> None:
+    """Give every case of `eval_set` the initial `session` where it sets none of its own (module docstring)."""
+    for case in eval_set.cases:
+        own = case.session_input
+        if own is None:
+            case.session_input = session.model_copy(deep=True)
+            continue
+        merged = session.model_copy(deep=True)
+        case.session_input = own.model_copy(
+            update={
+                "app_name": own.app_name or merged.app_name,
+                "user_id": own.user_id or merged.user_id,
+                "state": {**merged.state, **own.state},
+            }
+        )
 
 
 def load_file(path: str | Path, *, known_metrics: Collection[str] = ()) -> EvalSet:
@@ -177,16 +239,29 @@ def _config_beside(
     return criteria
 
 
-def _session_beside(file: Path, shown: str, problems: list[FileProblem], warnings: list[str]) -> SessionInput | None:
+def read_initial_session(
+    path: Path, shown: str, problems: list[FileProblem], warnings: list[str] | None = None
+) -> SessionInput | None:
+    """An initial session file (`evalward.reading`'s bounds), None for `{}` or after recording its problems."""
+    if not os.path.lexists(path):
+        problems.append(
+            FileProblem(
+                path=shown,
+                message="no such initial session file",
+                expected='a JSON object {"state": {...}, "app_name": "...", "user_id": "..."}',
+            )
+        )
+        return None
     try:
-        document = read_document(file.parent / INITIAL_SESSION_FILE_NAME, shown)
+        document = read_document(path, shown)
     except DocumentError as exc:
         problems.extend(exc.problems)
         return None
     collected = Problems(document)
     session = parse_initial_session(collected)
     problems.extend(collected.items)
-    warnings.extend(collected.warnings)
+    if warnings is not None:
+        warnings.extend(collected.warnings)
     return session
 
 

@@ -271,6 +271,12 @@ class RunResult(BaseModel):
     case_summaries: list[CaseSummary] = Field(default_factory=list)
     cases: list[CaseResult] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
+    case_selection: str | None = Field(
+        default=None,
+        description="How the cases were chosen when not every case of the eval files ran (`FILE:IDS`, `--case`, "
+        "`--sample`), e.g. `--sample 50 (50 of 2000 cases)`; None when every case ran. The gate then compares "
+        "with the baseline's results for these cases only.",
+    )
 
     def counts(self) -> dict[str, int]:
         """Case results by status."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 # One shared encoder: building a new one per call dominated the cost of rendering explanations.
@@ -13,6 +14,16 @@ _COMPACT = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(", "
 def compact_json(value: Any) -> str:
     """JSON with sorted keys, single spaces after separators, non-ASCII kept."""
     return _COMPACT.encode(value)
+
+
+MAX_LISTED_IDS = 20
+"""Ids an error lists (e.g. the case ids a selection could have named) before `… and N more`."""
+
+
+def listed_ids(ids: Sequence[str]) -> str:
+    """`'a', 'b', 'c'` — at most `MAX_LISTED_IDS` of them, then `… and N more`."""
+    shown = ", ".join(repr(i) for i in ids[:MAX_LISTED_IDS])
+    return shown + (f" … and {len(ids) - MAX_LISTED_IDS} more" if len(ids) > MAX_LISTED_IDS else "")
 
 
 def format_call(name: str, args: dict[str, Any] | None) -> str:

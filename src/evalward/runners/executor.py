@@ -28,6 +28,12 @@ Cancellation: when the task running `execute` is cancelled (Ctrl-C), no new case
 are cancelled and reported in `not_run` (never as results), callbacks already under way are allowed to
 finish, and `execute` returns normally with `cancelled=True`. The agent is always closed (`aclose`).
 
+Selection (`--case`, `--sample`, applied when the run is prepared, before sharding): `filter_cases` keeps the
+cases whose id matches a glob (`fnmatch.fnmatchcase`: `*`, `?`, `[seq]`, case-sensitive); `sample_cases` keeps
+the N cases with the smallest sha256 of `SAMPLE_SEED` NUL `eval_set_id` NUL `case_id`, in their file order. The
+sample depends on nothing but the case ids, so every repetition, every shard, the base side of a pull request
+and the next run of the same files pick the same cases; adding a case changes it by at most that case.
+
 Sharding: `select_shard` splits cases, not repetitions, so all repetitions of a case land in one shard.
 Cases are ordered by sha256 of `eval_set_id` + NUL + `case_id` and dealt round-robin: shard k of n gets
 ranks k-1, k-1+n, … — stable for a given set of cases, disjoint, complete, and balanced to within one case.
@@ -36,6 +42,7 @@ ranks k-1, k-1+n, … — stable for a given set of cases, disjoint, complete, a
 from __future__ import annotations
 
 import asyncio
+import fnmatch
 import hashlib
 import json
 import logging
@@ -61,6 +68,7 @@ from evalward.model import (
     SimulationResult,
     Usage,
 )
+from evalward.model.text import listed_ids
 from evalward.runners.base import Agent, AgentFailure
 from evalward.runners.user_simulator import SimulatorError, UserSimulator
 
@@ -149,6 +157,50 @@ class ExecutionSummary:
 def shard_rank_key(eval_set_id: str, case_id: str) -> str:
     """The hash that orders cases for sharding: sha256 of `eval_set_id` NUL `case_id`, hex."""
     return hashlib.sha256(f"{eval_set_id}\0{case_id}".encode()).hexdigest()
+
+
+SAMPLE_SEED = "evalward-sample-1"
+"""The fixed seed of `--sample` (module docstring); changing it would change every user's sample."""
+
+
+def _keep(sets: Sequence[EvalSet], wanted: set[tuple[str, str]]) -> list[EvalSet]:
+    """Copies of `sets` holding only the wanted (eval set, case id) cases, in file order; empty sets dropped."""
+    out: list[EvalSet] = []
+    for eval_set in sets:
+        cases = [c for c in eval_set.cases if (eval_set.eval_set_id, c.case_id) in wanted]
+        if cases:
+            out.append(eval_set.model_copy(update={"cases": cases}))
+    return out
+
+
+def filter_cases(sets: Sequence[EvalSet], patterns: Sequence[str]) -> list[EvalSet]:
+    """The cases whose id matches any of `patterns` (globs); UsageError naming each pattern that matches none."""
+    ids = [c.case_id for s in sets for c in s.cases]
+    unmatched = [p for p in patterns if not any(fnmatch.fnmatchcase(i, p) for i in ids)]
+    if unmatched:
+        raise UsageError(
+            f"--case {', '.join(repr(p) for p in unmatched)}: no case id matches; the case ids are: {listed_ids(ids)}"
+        )
+    wanted = {
+        (s.eval_set_id, c.case_id)
+        for s in sets
+        for c in s.cases
+        if any(fnmatch.fnmatchcase(c.case_id, p) for p in patterns)
+    }
+    return _keep(sets, wanted)
+
+
+def sample_rank_key(eval_set_id: str, case_id: str) -> str:
+    """The hash that orders cases for `--sample`: sha256 of `SAMPLE_SEED` NUL `eval_set_id` NUL `case_id`, hex."""
+    return hashlib.sha256(f"{SAMPLE_SEED}\0{eval_set_id}\0{case_id}".encode()).hexdigest()
+
+
+def sample_cases(sets: Sequence[EvalSet], count: int) -> list[EvalSet]:
+    """`count` cases chosen by `sample_rank_key` (all of them when there are no more), in file order."""
+    if count < 1:
+        raise UsageError(f"--sample must be at least 1, got {count}")
+    keys = sorted(((s.eval_set_id, c.case_id) for s in sets for c in s.cases), key=lambda k: (sample_rank_key(*k), k))
+    return _keep(sets, set(keys[:count]))
 
 
 def select_shard(items: Sequence[WorkItem], shard: tuple[int, int]) -> list[WorkItem]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -25,6 +26,7 @@ from evalward.pipeline import (
     apply_step_mode,
     prepare,
     run_prepared,
+    select_run_cases,
     validate_criteria,
 )
 from evalward.run_values import RunValues, run_options_from
@@ -100,12 +102,17 @@ def _prepared(eval_set: EvalSetLike, *, agent_label: str, values: RunValues, age
     )
     sets: list[EvalSet] = []
     warnings: list[str] = []
+    chosen: str | None = None
     if paths:
-        loaded = prepare(options)
+        # Cases are selected once, below, over the files and the objects together.
+        loaded = prepare(replace(options, case_patterns=[], sample=None))
         sets.extend(loaded.sets)
         warnings.extend(loaded.warnings)
+        chosen = loaded.case_selection
     if objects:
         own = [s.model_copy(deep=True) for s in objects]
+        if options.initial_session_file is not None:
+            _apply_session_file(own, options.initial_session_file, warnings)
         if options.step:
             apply_step_mode(own, options.metric_overrides)
         else:
@@ -114,7 +121,22 @@ def _prepared(eval_set: EvalSetLike, *, agent_label: str, values: RunValues, age
         sets.extend(own)
     if not sets:
         raise ValueError("eval_set names no eval file and holds no EvalSet")
-    return PreparedRun(options=options, sets=sets, warnings=warnings)
+    sets, selection = select_run_cases(sets, options, chosen)
+    return PreparedRun(options=options, sets=sets, warnings=warnings, case_selection=selection)
+
+
+def _apply_session_file(sets: list[EvalSet], path: str, warnings: list[str]) -> None:
+    """`initial_session_file` for EvalSet objects, as the loader applies it to files."""
+    from evalward.errors import EvalFileError, FileProblem
+    from evalward.loaders.load import apply_initial_session, read_initial_session
+
+    problems: list[FileProblem] = []
+    session = read_initial_session(Path(path), path, problems, warnings)
+    if problems:
+        raise EvalFileError(problems)
+    if session is not None:
+        for eval_set in sets:
+            apply_initial_session(eval_set, session)
 
 
 async def evaluate_async(
