@@ -88,6 +88,26 @@ def test_text_without_any_trigger_literal_is_still_checked_for_a_bearer_credenti
     assert Redactor().text("sent with BEARER abcdefghij12345") == f"sent with BEARER {marker('credential')}"
 
 
+def test_models_are_redacted_wherever_the_secret_sits_and_whatever_it_holds() -> None:
+    # in values and keys, with non-ASCII neighbours and characters JSON would escape
+    class Reply(BaseModel):
+        text: str
+        state: dict[str, list[str]]
+
+    for value in ("päss-wörd-ü1", 'quote"in-it', "back\\slash-1", "tab\there-1"):
+        redactor = Redactor([Secret(value, "DB_PASSWORD")])
+        reply = Reply(text=f"é {value}", state={value: ["x"], "k": [f"«{value}»"]})
+        hidden = marker("DB_PASSWORD")
+        assert redactor.model(reply) == Reply(text=f"é {hidden}", state={hidden: ["x"], "k": [f"«{hidden}»"]})
+    shaped = Reply(text="ok", state={"k": ["see https://u:pw-1234@host/x", "a?api_key=v4lue"]})
+    assert Redactor().model(shaped).state["k"] == [
+        f"see https://u:{marker('password')}@host/x",
+        f"a?api_key={marker('credential')}",
+    ]
+    clean = Reply(text="P=4/4=1.000, order_id=7; Where is it?", state={"risk": ["none"]})
+    assert Redactor().model(clean) is clean
+
+
 def test_the_longest_secret_wins_and_multi_line_secrets_are_masked_line_by_line() -> None:
     key = "-----BEGIN-ish\nline-one-value\nline-two-value"
     redactor = Redactor([Secret("abcdefgh", "SHORT_KEY"), Secret("abcdefgh-longer", "LONG_KEY"), Secret(key, "PEM")])
