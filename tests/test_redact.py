@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import pytest
 from pydantic import BaseModel
 
@@ -61,6 +63,8 @@ def test_passwords_inside_url_values_are_secrets_too() -> None:
         (OPENAI_KEY, "API key"),
         ("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTYifQ.c2lnbmF0dXJlLXZhbHVl", "JWT"),
         ("AKIAABCDEFGHIJKLMNOP", "AWS access key id"),
+        ("xoxb-1234567890-abcdefghij", "Slack token"),
+        ("-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----", "PEM private key"),
     ],
 )
 def test_token_shapes_are_caught_without_knowing_the_value(text: str, kind: str) -> None:
@@ -79,6 +83,31 @@ def test_credentials_keep_their_context_and_prose_survives() -> None:
     assert redactor.text(prose) == prose
 
 
+def test_text_without_any_trigger_literal_is_still_checked_for_a_bearer_credential() -> None:
+    # No `=`, `://` or token-shape literal: only the lower-cased `bearer` check can find this one.
+    assert Redactor().text("sent with BEARER abcdefghij12345") == f"sent with BEARER {marker('credential')}"
+
+
+def test_models_are_redacted_wherever_the_secret_sits_and_whatever_it_holds() -> None:
+    # in values and keys, with non-ASCII neighbours and characters JSON would escape
+    class Reply(BaseModel):
+        text: str
+        state: dict[str, list[str]]
+
+    for value in ("päss-wörd-ü1", 'quote"in-it', "back\\slash-1", "tab\there-1"):
+        redactor = Redactor([Secret(value, "DB_PASSWORD")])
+        reply = Reply(text=f"é {value}", state={value: ["x"], "k": [f"«{value}»"]})
+        hidden = marker("DB_PASSWORD")
+        assert redactor.model(reply) == Reply(text=f"é {hidden}", state={hidden: ["x"], "k": [f"«{hidden}»"]})
+    shaped = Reply(text="ok", state={"k": ["see https://u:pw-1234@host/x", "a?api_key=v4lue"]})
+    assert Redactor().model(shaped).state["k"] == [
+        f"see https://u:{marker('password')}@host/x",
+        f"a?api_key={marker('credential')}",
+    ]
+    clean = Reply(text="P=4/4=1.000, order_id=7; Where is it?", state={"risk": ["none"]})
+    assert Redactor().model(clean) is clean
+
+
 def test_the_longest_secret_wins_and_multi_line_secrets_are_masked_line_by_line() -> None:
     key = "-----BEGIN-ish\nline-one-value\nline-two-value"
     redactor = Redactor([Secret("abcdefgh", "SHORT_KEY"), Secret("abcdefgh-longer", "LONG_KEY"), Secret(key, "PEM")])
@@ -94,6 +123,9 @@ def test_data_and_models_come_back_unchanged_when_clean() -> None:
     redactor = Redactor([Secret("hunter2hunter2", "PASSWORD")])
     data = {"a": ["x", {"b": "y"}]}
     assert redactor.data(data) is data
+    assert redactor.data({"k": (1, 2.5, None, True)}) == {"k": (1, 2.5, None, True)}
+    proxy = MappingProxyType({"hunter2hunter2": ["hunter2hunter2"]})
+    assert redactor.data(proxy) == {marker("PASSWORD"): [marker("PASSWORD")]}
     clean = Answer(text="fine", parts=["ok"])
     assert redactor.model(clean) is clean
     dirty = Answer(text="pw hunter2hunter2", parts=["hunter2hunter2"])

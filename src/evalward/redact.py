@@ -69,6 +69,10 @@ _URL_SECRET_PARAMETER = re.compile(
 )
 _ASSIGNED_SECRET = re.compile(r"\b([A-Z][A-Z0-9_]*(?:TOKEN|KEY|SECRET|PASSWORD|PASSWD))=(\S{8,})")
 _ASSIGNED_LITERALS = ("TOKEN=", "KEY=", "SECRET=", "PASSWORD=", "PASSWD=")
+# Every literal the steps of `Redactor.text` look for (besides `bearer`/`authorization`, checked in lower case),
+# in one pattern: most strings (keys, statuses, metric names) contain none, and one search rejects them in
+# ~0.3 µs where the per-step checks took ~6 µs (an agent result holds ~300 strings).
+_ANY_TRIGGER = re.compile("|".join(re.escape(t) for _, _, ts in _TOKEN_SHAPES for t in ts) + "|://|=")
 _OPTION_WITH_SECRET = re.compile(
     r"^(--?[A-Za-z0-9_-]*(?:key|token|secret|passw|pwd|credential)[A-Za-z0-9_-]*)(=.*)?$", re.I
 )
@@ -114,6 +118,10 @@ class Redactor:
             return text
         if self._values is not None and any(needle in text for needle in self._names):
             text = self._values.sub(lambda m: marker(self._names[m.group()]), text)
+        if _ANY_TRIGGER.search(text) is None:
+            lowered = text.lower()
+            if "bearer" not in lowered and "authorization" not in lowered:
+                return text
         for name, shape, literals in _TOKEN_SHAPES:
             if any(literal in text for literal in literals):
                 text = shape.sub(marker(name), text)
@@ -145,13 +153,19 @@ class Redactor:
 
 
 def _walk(redactor: Redactor, node: Any) -> Any:
+    # Scalars and plain dicts are tested before the `Mapping` ABC, whose isinstance check is slow.
     if isinstance(node, str):
         return redactor.text(node)
-    if isinstance(node, Mapping):
-        items = [(_walk(redactor, k), _walk(redactor, v)) for k, v in node.items()]
-        if all(k is ok and v is ov for (k, v), (ok, ov) in zip(items, node.items(), strict=True)):
-            return node
-        return dict(items)
+    if node is None or isinstance(node, (int, float)):
+        return node
+    if isinstance(node, (dict, Mapping)):
+        changed = False
+        items: list[tuple[Any, Any]] = []
+        for key, value in node.items():
+            new_key, new_value = _walk(redactor, key), _walk(redactor, value)
+            changed = changed or new_key is not key or new_value is not value
+            items.append((new_key, new_value))
+        return dict(items) if changed else node
     if isinstance(node, (list, tuple)):
         walked = [_walk(redactor, item) for item in node]
         if all(w is o for w, o in zip(walked, node, strict=True)):

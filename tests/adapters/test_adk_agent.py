@@ -10,6 +10,7 @@ ADK's evaluation stack imports in seconds, so it is loaded once for the module.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import sys
 from pathlib import Path
@@ -251,3 +252,102 @@ def test_adk_eval_cli_and_evalward_run_agree_per_case(evalward_run: dict[str, An
         for name in ("tool_trajectory_avg_score", "response_match_score"):
             # adk eval prints scores rounded by Python's repr; compare at that precision
             assert adk_cli[case_id][name] == pytest.approx(metrics[name], abs=1e-9), (case_id, name, output)
+
+
+# --- one Runner for every case -------------------------------------------------------------------------------
+# `adk eval` builds a Runner per case; evalward builds one per run and gives each case × repetition a fresh
+# session (its own id, seeded with the case's state). These tests prove that changes nothing a case can see.
+
+
+def _outputs_by_case(runs: list[Any]) -> dict[tuple[str, int], list[dict[str, Any]]]:
+    return {
+        (run.item.case.case_id, run.item.repetition): [output.model_dump() for output in run.outputs] for run in runs
+    }
+
+
+def test_one_shared_runner_gives_what_a_fresh_runner_per_case_gives() -> None:
+    from evalward.loaders.load import load_file
+    from evalward.runners.executor import ExecutorOptions, execute, plan_work
+
+    eval_set = load_file(EVAL_SET)
+    # book_lisbon seeds `home` from session_input.state; rome_two_turns has two turns in one session.
+    assert [(c.case_id, len(c.turns)) for c in eval_set.cases] == [("book_lisbon", 1), ("rome_two_turns", 2)]
+    items = plan_work([eval_set], repeat=4)
+
+    async def shared() -> list[Any]:
+        agent = AdkAgent(f"adk:{TRAVEL}")
+        await agent.start()
+        return (await execute(items, agent, ExecutorOptions(concurrency=8, repeat=4))).completed
+
+    async def fresh_per_case() -> list[Any]:
+        runs: list[Any] = []
+        for item in items:  # one agent, so one Runner and one session service, per case, as `adk eval` does
+            agent = AdkAgent(f"adk:{TRAVEL}")
+            await agent.start()
+            runs.extend((await execute([item], agent, ExecutorOptions(concurrency=1))).completed)
+        return runs
+
+    ours, theirs = asyncio.run(shared()), asyncio.run(fresh_per_case())
+    assert all(run.error is None for run in [*ours, *theirs])
+    assert _outputs_by_case(ours) == _outputs_by_case(theirs)
+    book = _outputs_by_case(ours)[("book_lisbon", 3)]
+    assert (book[0]["response"], book[0]["state"]) == ("Flights from SFO to Lisbon booked.", {"home": "SFO"})
+
+
+def _diary_agent() -> Any:
+    """An ADK agent that notes each query in its session state and answers with every note it sees."""
+    from collections.abc import AsyncGenerator
+
+    from google.adk.agents import BaseAgent
+    from google.adk.agents.invocation_context import InvocationContext
+    from google.adk.events import Event, EventActions
+    from google.genai import types
+
+    turns = itertools.count()
+
+    class Diary(BaseAgent):
+        async def _run_async_impl(self, ctx: InvocationContext) -> AsyncGenerator[Event, None]:
+            query = " ".join(p.text or "" for p in (ctx.user_content.parts if ctx.user_content else None) or [])
+            notes = [*ctx.session.state.get("notes", []), query]
+            for _ in range(next(turns) % 3):  # let other cases' turns overtake this one, unevenly
+                await asyncio.sleep(0)
+            yield Event(
+                invocation_id=ctx.invocation_id,
+                author=self.name,
+                content=types.Content(role="model", parts=[types.Part(text=" | ".join(notes))]),
+                actions=EventActions(state_delta={"notes": notes}),
+            )
+
+    return Diary(name="diary")
+
+
+def test_state_written_by_one_case_is_never_seen_by_another() -> None:
+    from evalward.model import EvalCase, EvalSet, Invocation, SessionInput
+    from evalward.runners.executor import ExecutorOptions, execute, plan_work
+
+    cases = [
+        EvalCase(
+            case_id=f"c{n}",
+            turns=[Invocation(query=f"c{n} first"), Invocation(query=f"c{n} second")],
+            session_input=SessionInput(state={"notes": [f"c{n} seeded"]}) if n % 2 else None,
+        )
+        for n in range(12)
+    ]
+    items = plan_work([EvalSet(eval_set_id="diary", format="adk_evalset", cases=cases)], repeat=2)
+
+    async def go() -> list[Any]:
+        agent = AdkAgent("adk:unused", agent=_diary_agent())
+        await agent.start()
+        return (await execute(items, agent, ExecutorOptions(concurrency=8, repeat=2))).completed
+
+    runs = asyncio.run(go())
+    assert len(runs) == 24 and all(run.error is None for run in runs)
+    for run in runs:
+        n = run.item.case.case_id
+        seeded = [f"{n} seeded"] if int(n[1:]) % 2 else []
+        # Each case × repetition sees its own seed and its own earlier turn, and nothing of any other.
+        assert [output.response for output in run.outputs] == [
+            " | ".join([*seeded, f"{n} first"]),
+            " | ".join([*seeded, f"{n} first", f"{n} second"]),
+        ]
+        assert run.final_state == {"notes": [*seeded, f"{n} first", f"{n} second"]}

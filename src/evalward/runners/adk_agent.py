@@ -5,9 +5,13 @@ whose `root_agent` is the agent), `adk:file.py`, or `adk:package.module`; `:ATTR
 attribute than `root_agent`. `google-adk` is an optional extra (`pip install 'evalward[adk]'`), imported
 only when such a target starts.
 
-Per case (one `session_id` of the executor), on its first turn a fresh in-memory session is created with
-the case's initial state (`session_input.state`); every turn sends the query as a user message through
-`Runner.run_async` and reads the events the way ADK's evaluation does (ADK-FORMATS.md §3.2, §6.1):
+One Runner and one in-memory session service serve the whole run (a Runner serves many sessions at once;
+`adk eval` builds one per case, which only costs time). Per case × repetition (one `session_id` of the
+executor), on its first turn a fresh session is created with the case's initial state
+(`session_input.state`), so what a case writes to its session is seen by its later turns and by no other
+case, as in `adk eval` (where, too, `user:` and `app:` state is shared by every case of the run). Every turn
+sends the query as a user message through `Runner.run_async` and reads the events the way ADK's evaluation
+does (ADK-FORMATS.md §3.2, §6.1):
 - `tool_calls`: every `function_call` part of every event, in order, from any author (sub-agents,
   `transfer_to_agent`, and agents used as tools), as `ToolCall(name, args, agent=author, id)`; the
   matching `function_response` (by id) becomes its `result`;
@@ -163,6 +167,7 @@ class AdkAgent:
         self._runner: Any = None
         self._sessions: Any = None
         self._created: set[str] = set()
+        self._state_only: Any = None
 
     @property
     def target(self) -> AgentTarget:
@@ -178,6 +183,7 @@ class AdkAgent:
         try:
             from google.adk.runners import Runner
             from google.adk.sessions import InMemorySessionService
+            from google.adk.sessions.base_session_service import GetSessionConfig
         except ImportError as exc:
             raise AgentStartError(
                 f"agent {self._target_text!r} needs google-adk: pip install 'evalward[adk]' ({exc})"
@@ -185,6 +191,7 @@ class AdkAgent:
         if self._root is None:
             self._root = self._load()
         self._sessions = InMemorySessionService()
+        self._state_only = GetSessionConfig(num_recent_events=0)
         self._runner = Runner(
             app_name=APP_NAME, agent=self._root, session_service=self._sessions, plugins=[_observer_plugin()]
         )
@@ -217,8 +224,9 @@ class AdkAgent:
                 ]
             finally:
                 _turn_events.reset(token)
+            # Only the state is read: without events the session service copies no event of the case.
             session = await self._sessions.get_session(
-                app_name=APP_NAME, user_id=USER_ID, session_id=request.session_id
+                app_name=APP_NAME, user_id=USER_ID, session_id=request.session_id, config=self._state_only
             )
         except Exception as exc:
             raise AgentFailure("agent_error", describe_exception(exc)) from exc
