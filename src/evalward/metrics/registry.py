@@ -21,6 +21,8 @@ from evalward.metrics.base import Metric
 from evalward.metrics.multi_agent import MULTI_AGENT_METRICS
 from evalward.metrics.response import OutputMatch, ResponseContains, ResponseExact, ResponseRegex, ResponseRouge1
 from evalward.metrics.state import STATE_METRICS
+from evalward.metrics.stepwise import BOUNDED_METRICS as _BOUNDED_STEP_METRICS
+from evalward.metrics.stepwise import STEPWISE_ALIASES as _STEPWISE_ALIASES
 from evalward.metrics.stepwise import STEPWISE_METRICS as _STEPWISE_NAMES
 from evalward.metrics.tools import TOOL_METRICS
 from evalward.metrics.trajectory import TRAJECTORY_METRICS
@@ -45,8 +47,8 @@ JUDGE_METRICS: frozenset[str] = frozenset(
 )
 """Metrics that need an LLM judge (or Vertex AI); `metrics.judge.JUDGED_METRICS` lists those evalward judges."""
 
-STEPWISE_METRICS: frozenset[str] = frozenset(_STEPWISE_NAMES)
-"""Teacher-forcing metrics, computed outside `score_case` from extra agent calls."""
+STEPWISE_METRICS: frozenset[str] = frozenset({*_STEPWISE_NAMES, *_STEPWISE_ALIASES})
+"""Teacher-forcing metrics (and their aliases), computed outside `score_case` from extra agent calls."""
 
 
 def _build() -> dict[str, type[Metric]]:
@@ -128,7 +130,7 @@ def check_specs(specs: Sequence[MetricSpec]) -> list[str]:
             continue
         if is_stepwise(spec.name):
             problems.extend(f"{spec.name}: takes no options, found {key!r}" for key in spec.options)
-            bounded = spec.name in ("stepwise_score", "teacher_forced_survival", "survived_until")
+            bounded = spec.name in _BOUNDED_STEP_METRICS
             if bounded and spec.threshold is not None and not 0.0 <= spec.threshold <= 1.0:
                 problems.append(f"{spec.name}: threshold must be between 0 and 1, found {spec.threshold:g}")
             continue
