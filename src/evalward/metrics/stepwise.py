@@ -115,11 +115,21 @@ class Reference:
         return len(self.steps)
 
     def prefix(self, j: int) -> list[Message]:
-        """The messages of steps 1 … j−1 (assistant calls, then their outputs), for teacher-forced step j."""
+        """The messages of steps 1 … j−1 (assistant calls, then their outputs), for teacher-forced step j.
+
+        Every call carries an id and every output the id of the call it answers, as chat APIs and LangGraph's
+        tool messages need: a call recorded without one gets `ref_{step}_{k}`, and an output without one
+        answers the step's k-th call (k = its position among the step's outputs)."""
         messages: list[Message] = []
-        for step in self.steps[: j - 1]:
-            messages.append(Message(role="assistant", content=None, tool_calls=list(step.calls)))
-            messages.extend(step.outputs)
+        for number, step in enumerate(self.steps[: j - 1], start=1):
+            calls = [c if c.id else c.model_copy(update={"id": f"ref_{number}_{k}"}) for k, c in enumerate(step.calls)]
+            messages.append(Message(role="assistant", content=None, tool_calls=calls))
+            for k, output in enumerate(step.outputs):
+                if output.tool_call_id is None and k < len(calls):
+                    output = output.model_copy(
+                        update={"tool_call_id": calls[k].id, "name": output.name or calls[k].name}
+                    )
+                messages.append(output)
         return messages
 
 
