@@ -7,7 +7,8 @@
   `llm_judge`) and ADK's Vertex metrics; scored by `evalward.judging` after the agent ran, never by
   `get_metric` (a run with one and no reachable judge stops before running, never a silent skip);
 - `STEPWISE_METRICS` / `is_stepwise(name)`: the teacher-forcing metrics (`metrics.stepwise`), computed by the
-  pipeline for turns with `reference_messages`;
+  pipeline for turns with `reference_messages`; with `match: judge` their steps are judged, so
+  `needs_judge(spec)` is true for them too (`metrics.step_judge`);
 - `is_custom(spec)`: ADK custom metrics (`custom_metrics` in test_config.json, `metrics.custom`), run by the
   pipeline after the agent ran (they may be async); `check_specs` imports their functions up front.
 """
@@ -89,6 +90,13 @@ def requires_judge(name: str) -> bool:
     return name in JUDGE_METRICS
 
 
+def needs_judge(spec: MetricSpec) -> bool:
+    """True for a criterion scored with a judge: a judge metric, or a step metric with `match: judge`."""
+    from evalward.metrics.step_judge import judges_steps
+
+    return requires_judge(spec.name) or judges_steps(spec)
+
+
 def is_stepwise(name: str) -> bool:
     """True for the teacher-forcing metric names."""
     return name in STEPWISE_METRICS
@@ -129,7 +137,9 @@ def check_specs(specs: Sequence[MetricSpec]) -> list[str]:
             problems.extend(check_judge_options(spec))
             continue
         if is_stepwise(spec.name):
-            problems.extend(f"{spec.name}: takes no options, found {key!r}" for key in spec.options)
+            from evalward.metrics.step_judge import check_step_options
+
+            problems.extend(check_step_options(spec))
             bounded = spec.name in _BOUNDED_STEP_METRICS
             if bounded and spec.threshold is not None and not 0.0 <= spec.threshold <= 1.0:
                 problems.append(f"{spec.name}: threshold must be between 0 and 1, found {spec.threshold:g}")

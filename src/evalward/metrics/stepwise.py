@@ -297,16 +297,32 @@ def free_run(output: AgentOutput, reference: Reference) -> FreeRun:
 # --- scores ----------------------------------------------------------------------------------------------------
 
 
-def stepwise_scores(credits: Sequence[float], notes: Sequence[str], run: FreeRun) -> dict[str, Score]:
-    """The step metrics of one turn from its teacher-forced credits c_1 … c_N (N = m+1) and its free run."""
+def stepwise_scores(
+    credits: Sequence[float],
+    notes: Sequence[str],
+    run: FreeRun,
+    step_details: Sequence[Mapping[str, Any]] | None = None,
+) -> dict[str, Score]:
+    """The step metrics of one turn from its teacher-forced credits c_1 … c_N (N = m+1) and its free run;
+    `step_details[j-1]` (e.g. a judge's verdict and reasoning) joins step j's entry in `details.steps`."""
     n = len(credits)  # N = m + 1
     total = sum(credits)
     stepwise = total / n
     first_error = next((j for j, c in enumerate(credits, start=1) if c == 0), n + 1)
     survival = (first_error - 1) / n
     c_text = "(" + ", ".join(f"{c:g}" for c in credits) + ")"
-    steps = [{"step": j, "credit": c, "note": note} for j, (c, note) in enumerate(zip(credits, notes, strict=True), 1)]
+    extra = list(step_details) if step_details is not None else [{} for _ in credits]
+    steps = [
+        {"step": j, "credit": c, "note": note, **more}
+        for j, (c, note, more) in enumerate(zip(credits, notes, extra, strict=True), 1)
+    ]
     shared: dict[str, Any] = {"steps": steps, "m": n - 1}
+    judged = [
+        f"step {entry['step']} {entry['judge']['verdict']}: {_short(str(entry['judge'].get('reasoning', '')))}"
+        for entry in steps
+        if isinstance(entry.get("judge"), Mapping)
+    ]
+    judged_text = f"; judge: {' | '.join(judged)}" if judged else ""
     j_text = f"j*={first_error}" + (" (no error: N+1)" if first_error == n + 1 else "")
     if run.divergence_index is None:
         divergence, d_text = float(run.m + 1), f"followed all {run.m} reference step(s): no divergence"
@@ -317,16 +333,25 @@ def stepwise_scores(credits: Sequence[float], notes: Sequence[str], run: FreeRun
     m_text = f"{run.m}" if run.m else "0 (no steps: 1.0)"
     survived = Score(
         survival,
-        f"c={c_text}, {j_text}: (j*-1)/N = {first_error - 1}/{n} = {survival:.3f}",
+        f"c={c_text}, {j_text}: (j*-1)/N = {first_error - 1}/{n} = {survival:.3f}{judged_text}",
         {"first_error_step": first_error, "n": n},
     )
     return {
-        "stepwise_score": Score(stepwise, f"c={c_text}: {total:g}/{n}={stepwise:.3f}", shared),
+        "stepwise_score": Score(stepwise, f"c={c_text}: {total:g}/{n}={stepwise:.3f}{judged_text}", shared),
         "first_error_step": Score(float(first_error), f"c={c_text}: {j_text}", {"first_error_step": first_error}),
         "survived_until": survived,
         "free_running_survival": Score(run.survival, f"s={run.s}, m={m_text}: s/m = {run.survival:.3f}", free),
         "divergence_index": Score(divergence, d_text, free),
     }
+
+
+JUDGE_REASONING_CHARS = 160
+"""How much of a step judge's reasoning the explanations quote (all of it is in `details.steps`)."""
+
+
+def _short(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= JUDGE_REASONING_CHARS else flat[: JUDGE_REASONING_CHARS - 1] + "…"
 
 
 def final_check_for(case: EvalCase, turn: int, specs: Sequence[MetricSpec], reference: Reference) -> FinalCheck:
@@ -396,6 +421,22 @@ def metric_results(
         details = {"turn_scores": {str(t): s.value for t, s in scored}}
         case_results.append(_result(name, mean, threshold, explanation, details))
     return case_results, turn_results
+
+
+def error_results(specs: Mapping[str, MetricSpec], message: str) -> list[MetricResult]:
+    """Every step metric (and named alias) as an `error` result, when a turn's steps could not be scored
+    (a judge that failed): never a silent zero."""
+    names = [*STEPWISE_METRICS, *(alias for alias in STEPWISE_ALIASES if alias in specs)]
+    return [
+        MetricResult(
+            name=name,
+            score=None,
+            threshold=specs[name].threshold if name in specs else None,
+            status="error",
+            explanation=message,
+        )
+        for name in names
+    ]
 
 
 def _result(
