@@ -54,9 +54,12 @@ def run(target: str, eval_file: Path = EVAL_FILE) -> RunResult:
     return asyncio.run(run_prepared(prepare(RunOptions(paths=[str(eval_file)], agent=target))))
 
 
+@pytest.mark.parametrize("eval_file", ["seed001.eval.json", "seed001.langsmith.json"])
 @pytest.mark.parametrize("target", TARGETS)
-def test_both_seed_trajectories_give_the_seeds_numbers(target: str) -> None:
-    result = run(target)
+def test_both_seed_trajectories_give_the_seeds_numbers(target: str, eval_file: str) -> None:
+    """The native file and the seed's own dataset shape (LangSmith examples whose `inputs.trajectory` holds
+    `dumpd` LangChain messages, calls in `additional_kwargs.tool_calls`) give the same numbers."""
+    result = run(target, GRAPHS / eval_file)
     scores = {case.case_id: case.metrics for case in result.cases}
     assert scores == SEED_NUMBERS
     dune = next(c for c in result.cases if c.case_id == "dune2")
