@@ -154,7 +154,7 @@ def apply_metric_overrides(sets: list[EvalSet], overrides: Sequence[MetricSpec],
 def validate_criteria(sets: Sequence[EvalSet], judge: JudgeConfig | None = None) -> list[ResolvedJudge]:
     """Unknown metrics, bad options and unreadable reference trajectories are bad input (2); judge metrics
     with no judge model configured are infrastructure (3). Returns the judged criteria, resolved."""
-    from evalward.metrics.registry import check_specs, requires_judge
+    from evalward.metrics.registry import check_specs, needs_judge
     from evalward.metrics.stepwise import ReferenceError, parse_reference
 
     problems: list[FileProblem] = []
@@ -193,7 +193,7 @@ def validate_criteria(sets: Sequence[EvalSet], judge: JudgeConfig | None = None)
     if problems:
         raise EvalFileError(problems)
     specs_per_case = [s.metrics_for(c) for s in sets for c in s.cases]
-    if not any(requires_judge(spec.name) for specs in specs_per_case for spec in specs):
+    if not any(needs_judge(spec) for specs in specs_per_case for spec in specs):
         return []  # no judge involved: the judging machinery (and its openai client) is never imported
     from evalward.judging.config import JudgeConfig
     from evalward.judging.scoring import Judging, judged_specs
@@ -833,9 +833,9 @@ async def score_outside(
 
         item = _WorkItem(item.eval_set, case, item.repetition)
     if agent is not None:
-        stepwise = await score_stepwise(item, case_run, agent, options)
+        stepwise = await score_stepwise(item, case_run, agent, options, judging)
         if stepwise is not None:
-            result = merge_metric_results(result, stepwise[0], stepwise[1])
+            result = merge_metric_results(result, *stepwise)
     elif recorded is not None:
         result = _keep_stepwise(result, recorded)
     custom = [s for s in item.eval_set.metrics_for(item.case) if is_custom(s)]
@@ -870,16 +870,19 @@ def _keep_stepwise(result: CaseResult, recorded: CaseResult) -> CaseResult:
 
 
 async def score_stepwise(
-    item: WorkItem, case_run: CaseRun, agent: Agent, options: RunOptions
-) -> tuple[list[MetricResult], dict[int, list[MetricResult]]] | None:
+    item: WorkItem, case_run: CaseRun, agent: Agent, options: RunOptions, judging: Judging | None = None
+) -> tuple[list[MetricResult], dict[int, list[MetricResult]], CaseError | None] | None:
     """Teacher forcing for every answered turn with `reference_messages` (METRICS.md §6, `metrics.stepwise`).
 
     Each such turn's steps go to the agent with `next_action_only` (runners/stepwise.py), the earlier turns
     in its history as the normal run had them; the normal run's output gives the free-running survival.
+    Steps are compared exactly, or by `judging` when a step criterion says `match: judge`
+    (`metrics.step_judge`); a judge that fails makes the step metrics a judge error.
     None when step-by-step evaluation does not apply to the case (mode `auto` without references, or `off`).
     """
     from evalward.metrics import stepwise as sw
     from evalward.metrics.registry import is_stepwise
+    from evalward.metrics.step_judge import step_judge_spec
     from evalward.model import AgentRequest, Message
     from evalward.runners.executor import history_messages
     from evalward.runners.stepwise import teacher_forced_steps
@@ -890,7 +893,12 @@ async def score_stepwise(
     answered = list(zip(case.turns, case_run.outputs, strict=False))
     has_reference = any(turn.reference_messages is not None for turn, _ in answered)
     if options.stepwise == "off" or (options.stepwise == "auto" and not has_reference and not named):
-        return sw.metric_results({}, named) if named else None
+        return (*sw.metric_results({}, named), None) if named else None
+    judged = step_judge_spec(specs)
+    judge = judging.resolve(judged) if judging is not None and judged is not None else None
+    if judged is not None and judge is None:
+        message = f"{judged.name}: match: judge needs a judge model, and none is configured (--judge-model)"
+        return sw.error_results(named, message), {}, CaseError(kind="judge_error", message=message)
     session_id = f"{item.eval_set.eval_set_id}/{case.case_id}/r{item.repetition}/teacher-forcing"
     session_state = dict(case.session_input.state) if case.session_input is not None else {}
     history: list[Message] = []
@@ -916,6 +924,7 @@ async def score_stepwise(
             final_check = sw.final_check_for(case, index, specs, reference)
             credits: list[float] = []
             notes: list[str] = []
+            actions: list[sw.NextAction] = []
             for attempt in attempts:
                 size = len(reference.steps[attempt.step - 1].calls) if attempt.step <= reference.m else 1
                 action = (
@@ -923,12 +932,31 @@ async def score_stepwise(
                     if attempt.output is None
                     else sw.first_step(attempt.output, size)
                 )
-                credit, note = sw.step_credit(attempt.step, reference, action, final_check)
-                credits.append(credit)
-                notes.append(note)
-            per_turn[index] = sw.stepwise_scores(credits, notes, sw.free_run(output, reference))
+                actions.append(action)
+                if judge is None:
+                    credit, note = sw.step_credit(attempt.step, reference, action, final_check)
+                    credits.append(credit)
+                    notes.append(note)
+            step_details = None
+            if judge is not None and judging is not None:
+                from evalward.judging.steps import judged_credits
+
+                steps = await judged_credits(
+                    reference,
+                    actions,
+                    request=next((m.content for m in reversed(lead) if m.role == "user" and m.content), turn.query),
+                    reference_answer=reference.final_response or turn.expected_response,
+                    final_check=final_check,
+                    judging=judging,
+                    judge=judge,
+                )
+                if steps.error is not None:
+                    message = f"{judge.spec.metric} (match: judge): {steps.error}"
+                    return sw.error_results(named, message), {}, CaseError(kind="judge_error", message=message)
+                credits, notes, step_details = steps.credits, steps.notes, steps.details
+            per_turn[index] = sw.stepwise_scores(credits, notes, sw.free_run(output, reference), step_details)
         history.extend(history_messages(request, output))
-    return sw.metric_results(per_turn, named)
+    return (*sw.metric_results(per_turn, named), None)
 
 
 ROUGE_METRICS = frozenset({"response_match_score", "response_rouge1"})

@@ -236,8 +236,8 @@ def test_openai_agent_with_teacher_forcing(tmp_path: Path) -> None:
     # hand calculation: c = (1, 0, 1) -> 2/3; j* = 2 -> (2 - 1)/3 = 1/3; free run s = 1 of m = 2 -> 1/2
     assert scores["stepwise_score"] == pytest.approx(2 / 3)
     assert scores["first_error_step"] == 2
-    assert scores["teacher_forced_survival"] == pytest.approx(1 / 3)
-    assert scores["survived_until"] == 0.5
+    assert scores["survived_until"] == pytest.approx(1 / 3)
+    assert scores["free_running_survival"] == 0.5
     assert scores["divergence_index"] == 2
     stepwise = next(m for m in case["metric_results"] if m["name"] == "stepwise_score")
     assert stepwise["status"] == "passed"  # 0.667 >= 0.5

@@ -5,7 +5,7 @@ import pytest
 
 from evalward.loaders import load_paths
 from evalward.loaders.langsmith import example_case_id, query_from_inputs
-from evalward.model import MetricSpec, canonical_hash
+from evalward.model import Message, MetricSpec, ToolCall, canonical_hash
 
 from .conftest import LoadText, ProblemsOf
 
@@ -106,3 +106,64 @@ def test_identical_inputs_without_ids_are_duplicate_cases(problems_of: ProblemsO
     [problem] = problems_of("x.eval.jsonl", f"{line}\n{line}\n")
     assert problem.message == f"duplicate case id {example_case_id({'question': 'same'})!r}"
     assert (problem.line, problem.found) == (2, "the same id again (first at line 1)")
+
+
+def test_a_recorded_langchain_trajectory_is_the_reference(load_text: LoadText) -> None:
+    """Seed 001's dataset shape: `inputs.trajectory` with `dumpd` messages, calls in additional_kwargs."""
+    ai = {
+        "lc": 1,
+        "type": "constructor",
+        "id": ["langchain", "schema", "messages", "AIMessage"],
+        "kwargs": {
+            "content": "",
+            "additional_kwargs": {
+                "tool_calls": [
+                    {"index": 0, "id": "c1", "function": {"arguments": '{"query": "SF"}', "name": "search"}},
+                    {"index": 1, "id": "c2", "function": {"arguments": '{"query": "LA"}', "name": "search"}},
+                ]
+            },
+        },
+    }
+    trajectory = [
+        {
+            "lc": 1,
+            "type": "constructor",
+            "id": ["langchain", "schema", "messages", "HumanMessage"],
+            "kwargs": {"content": "SF vs LA?"},
+        },
+        ai,
+        {"type": "tool", "data": {"content": "75F", "tool_call_id": "c1", "additional_kwargs": {"name": "search"}}},
+        {"type": "tool", "content": "89F", "tool_call_id": "c2"},
+        {"role": "assistant", "content": [{"type": "text", "text": "14 degrees"}]},
+    ]
+    eval_set = load_text("x.eval.json", json.dumps([{"inputs": {"trajectory": trajectory, "lang": "en"}}]))
+    turn = eval_set.cases[0].turns[0]
+    assert turn.query == "SF vs LA?"
+    assert turn.inputs == {"lang": "en"}  # the reference is not handed to the agent
+    assert turn.reference_messages == [
+        Message(role="user", content="SF vs LA?"),
+        Message(
+            role="assistant",
+            content="",
+            tool_calls=[
+                ToolCall(name="search", args={"query": "SF"}, id="c1"),
+                ToolCall(name="search", args={"query": "LA"}, id="c2"),
+            ],
+        ),
+        Message(role="tool", content="75F", tool_call_id="c1", name="search"),
+        Message(role="tool", content="89F", tool_call_id="c2"),
+        Message(role="assistant", content="14 degrees"),
+    ]
+
+
+def test_a_bad_recorded_trajectory_names_the_message(problems_of: ProblemsOf) -> None:
+    bad = {
+        "type": "ai",
+        "content": "",
+        "additional_kwargs": {"tool_calls": [{"function": {"name": "f", "arguments": "{oops"}}]},
+    }
+    text = json.dumps([{"inputs": {"trajectory": [{"type": "human", "content": "q"}, bad]}}])
+    problems = problems_of("x.eval.json", text)
+    assert [(p.json_path, p.message) for p in problems] == [
+        ("$[0].inputs.trajectory", "inputs.trajectory[1].tool_calls[0]: function.arguments is not JSON: '{oops'")
+    ]

@@ -126,16 +126,17 @@ def test_worked_example_from_metrics_md() -> None:
     # hand calculation: (1 + 0 + 1)/3 = 0.667
     assert scores["stepwise_score"].value == pytest.approx(2 / 3)
     assert scores["stepwise_score"].explanation == "c=(1, 0, 1): 2/3=0.667"
-    # hand calculation: j* = 2 (first zero), survival (2 - 1)/3 = 0.333
+    # hand calculation: j* = 2 (first zero), survived_until (2 - 1)/3 = 0.333
     assert scores["first_error_step"].value == 2
-    assert scores["teacher_forced_survival"].value == pytest.approx(1 / 3)
+    assert scores["survived_until"].value == pytest.approx(1 / 3)
+    assert scores["survived_until"].explanation == "c=(1, 0, 1), j*=2: (j*-1)/N = 1/3 = 0.333"
     # hand calculation: s = 1 of m = 2 -> 1/2; divergence index s + 1 = 2 with action x
-    assert scores["survived_until"].value == 0.5
+    assert scores["free_running_survival"].value == 0.5
     assert scores["divergence_index"].value == 2
     assert scores["divergence_index"].explanation == 'diverged at step 2 with [lookup(q="x")]'
 
 
-def test_all_right_gives_m_plus_two_and_no_divergence() -> None:
+def test_all_right_gives_n_plus_one_and_no_divergence() -> None:
     reference = parse_reference(reference_messages())
     run = free_run(
         AgentOutput(
@@ -145,10 +146,10 @@ def test_all_right_gives_m_plus_two_and_no_divergence() -> None:
         reference,
     )
     scores = stepwise_scores([1.0, 1.0, 1.0], ["", "", ""], run)
-    # hand calculation: no zero among 3 credits -> j* = m + 2 = 4; survival (4 - 1)/3 = 1.0
+    # hand calculation: no zero among N = 3 credits -> j* = N + 1 = 4; survived_until (4 - 1)/3 = 1.0
     assert scores["first_error_step"].value == 4
-    assert scores["teacher_forced_survival"].value == 1.0
     assert scores["survived_until"].value == 1.0
+    assert scores["free_running_survival"].value == 1.0
     # hand calculation: followed both steps, then answered: no divergence, reported as m + 1 = 3
     assert scores["divergence_index"].value == 3
     assert run.divergence_index is None
@@ -194,3 +195,15 @@ def test_metric_results_mean_over_turns_and_thresholds() -> None:
     assert by_name["stepwise_score"].status == "failed"
     assert by_name["first_error_step"].status == "informational"
     assert [r.name for r in per_turn[1]][:1] == ["stepwise_score"]
+
+
+def test_teacher_forced_survival_is_another_name_for_survived_until() -> None:
+    reference = parse_reference(reference_messages())
+    scores = stepwise_scores([1.0, 0.0, 1.0], ["", "", ""], free_run(AgentOutput(response="45"), reference))
+    spec = MetricSpec(name="teacher_forced_survival", threshold=0.5)
+    case, _ = metric_results({0: scores}, {"teacher_forced_survival": spec})
+    by_name = {r.name: r for r in case}
+    # hand calculation: j* = 2 of N = 3 -> 1/3 under both names; the alias carries the threshold
+    assert by_name["teacher_forced_survival"].score == by_name["survived_until"].score == pytest.approx(1 / 3)
+    assert by_name["teacher_forced_survival"].status == "failed"
+    assert by_name["survived_until"].status == "informational"

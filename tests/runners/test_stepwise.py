@@ -60,11 +60,11 @@ async def test_teacher_forcing_on_a_recorded_trajectory() -> None:
         notes.append(note)
     assert credits == [1.0, 0.0, 1.0, 1.0]
     scores = stepwise_scores(credits, notes, free_run(AgentOutput(tool_calls=[search("dune 2 director")]), reference))
-    # hand calculation: m = 3, c = (1, 0, 1, 1) -> 3/4 = 0.75; j* = 2 -> (2 - 1)/4 = 0.25
+    # hand calculation: m = 3, N = 4, c = (1, 0, 1, 1) -> 3/4 = 0.75; j* = 2 -> (2 - 1)/4 = 0.25
     assert scores["stepwise_score"].value == 0.75
-    assert scores["teacher_forced_survival"].value == 0.25
+    assert scores["survived_until"].value == 0.25
     # hand calculation: free run followed r_1 only, then answered: s = 1 of 3 -> 0.333, divergence at 2
-    assert round(scores["survived_until"].value, 3) == 0.333
+    assert round(scores["free_running_survival"].value, 3) == 0.333
     assert scores["divergence_index"].value == 2
 
 

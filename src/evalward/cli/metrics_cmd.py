@@ -24,5 +24,7 @@ def metrics_command() -> None:
             else "not supported (needs Vertex AI; see the README for stand-ins)"
         )
         click.echo(f"{name:32} [judge] {what}")
+    from evalward.metrics.stepwise import DESCRIPTIONS as STEP_DESCRIPTIONS
+
     for name in sorted(STEPWISE_METRICS - set(known_metric_names())):
-        click.echo(f"{name:32} [stepwise] teacher-forced step-by-step scoring of reference trajectories")
+        click.echo(f"{name:32} [stepwise] {STEP_DESCRIPTIONS[name]}")

@@ -151,14 +151,14 @@ class Judging:
 
     def resolve_all(self, specs: Sequence[MetricSpec]) -> list[ResolvedJudge]:
         """Resolve every judged spec; InfrastructureError naming the metrics that have no model."""
-        missing = sorted({s.name for s in specs if is_judged(s.name) and self.resolve(s) is None})
+        missing = sorted({s.name for s in specs if _judged_criterion(s) and self.resolve(s) is None})
         if missing:
             raise InfrastructureError(
                 f"criteria {', '.join(missing)} need a judge model, and no judge is configured; pass --judge-model "
                 "(EVALWARD_JUDGE_MODEL) with --judge-base-url (or OPENAI_BASE_URL) pointing at an OpenAI-compatible "
                 "endpoint, set judge_model_options.judge_model in the criteria, or remove them"
             )
-        resolved = [self.resolve(s) for s in specs if is_judged(s.name)]
+        resolved = [self.resolve(s) for s in specs if _judged_criterion(s)]
         return [r for r in resolved if r is not None]
 
     def client(self, base_url: str | None, api_key_env: str) -> JudgeClient:
@@ -336,6 +336,11 @@ class Judging:
                 }
             )
         return results
+
+    async def judge_step(self, judge: ResolvedJudge, prompt: JudgePrompt) -> MetricResult:
+        """One teacher-forced step's verdict (`metrics.step_judge`): s samples of `prompt`, cached, folded;
+        a judge that fails is an `error` result."""
+        return await self._judge_prompt(judge, prompt, None)
 
     async def _judge_prompt(self, judge: ResolvedJudge, prompt: JudgePrompt, threshold: float | None) -> MetricResult:
         from evalward.metrics.scoring import metric_status
@@ -608,11 +613,18 @@ def _simulated_user_result(spec: MetricSpec, judge: ResolvedJudge, per_turn: lis
     )
 
 
+def _judged_criterion(spec: MetricSpec) -> bool:
+    """A judged metric, or a step metric whose steps a judge decides (`metrics.step_judge`)."""
+    from evalward.metrics.step_judge import judges_steps
+
+    return is_judged(spec.name) or judges_steps(spec)
+
+
 def judged_specs(specs_per_case: Sequence[Sequence[MetricSpec]]) -> list[MetricSpec]:
     """The distinct judged specs among all cases' specs (by canonical content), in first-seen order."""
     seen: dict[str, MetricSpec] = {}
     for specs in specs_per_case:
         for spec in specs:
-            if is_judged(spec.name):
+            if _judged_criterion(spec):
                 seen.setdefault(spec.model_dump_json(), spec)
     return list(seen.values())

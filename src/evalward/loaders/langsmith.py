@@ -11,6 +11,10 @@ Each example is a one-turn case:
   the canonical `inputs`, so ids survive reordering;
 - `metadata.cluster` (a non-empty string, or an integer taken as its decimal text) → the case's cluster
   label, which the gate uses to analyse correlated cases (same template, same document) as one unit.
+- `inputs.trajectory`, a list of LangChain messages (seed 001's recorded trajectories: HumanMessage, AIMessage
+  with `additional_kwargs.tool_calls`, ToolMessage with `tool_call_id`, in any shape `loaders.lc_messages`
+  reads) → the turn's `reference_messages`, scored step by step (teacher forcing); it is not handed to the
+  agent (`inputs` without it), and the query defaults to its last user message before the first AI message.
 
 Default criteria (origin `format_defaults`): `trajectory_subsequence` ≥ 1.0 when any example has a
 trajectory; `output_match` with `{"key": K}` ≥ 1.0 for each other expected output key K (in order of first
@@ -24,6 +28,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from evalward.loaders.lc_messages import lc_message, looks_like_messages
 from evalward.loaders.positions import PathKey
 from evalward.loaders.problems import Problems, describe_value
 from evalward.model import Criteria, EvalCase, EvalSet, Invocation, MetricSpec, canonical_hash
@@ -139,9 +144,27 @@ def load_langsmith(problems: Problems, default_id: str) -> EvalSet | None:
             continue
         others = dict(outputs.model_extra or {})
         output_keys.extend(k for k in others if k not in output_keys)
+        inputs, reference = example.inputs, None
+        if looks_like_messages(inputs.get("trajectory")):
+            try:
+                reference = [lc_message(m, f"inputs.trajectory[{k}]") for k, m in enumerate(inputs["trajectory"])]
+            except ValueError as exc:
+                problems.add(str(exc), (*at, "inputs", "trajectory"), case_id=case_id)
+                failed = True
+                continue
+            inputs = {k: v for k, v in inputs.items() if k != "trajectory"}
+        query = query_from_inputs(inputs)
+        if not query and reference is not None:
+            lead = []
+            for message in reference:
+                if message.role == "assistant":
+                    break
+                lead.append(message)
+            query = next((m.content or "" for m in reversed(lead) if m.role == "user"), "")
         turn = Invocation(
-            query=query_from_inputs(example.inputs),
-            inputs=example.inputs,
+            query=query,
+            inputs=inputs,
+            reference_messages=reference,
             expected_response=reference_text(outputs.response),
             expected_trajectory=outputs.trajectory,
             expected_outputs=others,

@@ -16,6 +16,7 @@ Judged metric names and what they compute (METRICS.md §5, ADK-FORMATS.md §4):
 | `safety_v1` | safety | `is_safe` for the final response | 5 | majority |
 | `per_turn_user_simulator_quality_v1` | user_simulation | `is_valid`: did the simulated user's message follow the plan (scenario cases only) | 5 | majority |
 | `llm_judge` | scale | the user's `rubric`, `scale` = `bool` \\| `[lo, hi]` \\| `[choices…]` | 1 | mean |
+| step metrics with `match: judge` | step | per teacher-forced step: calls sufficiently similar → `is_similar`; final answer → `is_correct` (`metrics.step_judge`) | 1 | majority |
 
 Per-sample value v ∈ [0, 1]:
 - correctness / safety: 1 if `is_correct` / `is_safe`, else 0;
@@ -96,7 +97,7 @@ from evalward.model import (
 )
 from evalward.model.text import compact_json, format_call
 
-JudgeKind = Literal["correctness", "rubric", "scale", "hallucinations", "safety", "user_simulation"]
+JudgeKind = Literal["correctness", "rubric", "scale", "hallucinations", "safety", "user_simulation", "step"]
 StepKind = Literal["intermediate", "final"]
 Aggregate = Literal["majority", "mean"]
 
@@ -157,6 +158,8 @@ _COMMON_OPTIONS = (
     "include_intermediate_responses_in_final",
     "judge",
 )
+COMMON_JUDGE_OPTIONS: tuple[str, ...] = _COMMON_OPTIONS
+"""Options every judged criterion takes (judged teacher-forced steps too, `metrics.step_judge`)."""
 _KIND_OPTIONS: dict[JudgeKind, tuple[str, ...]] = {
     "correctness": (),
     "rubric": ("rubrics",),
@@ -164,6 +167,7 @@ _KIND_OPTIONS: dict[JudgeKind, tuple[str, ...]] = {
     "safety": (),
     "scale": ("rubric", "scale", "include_input", "include_reference"),
     "user_simulation": ("stop_signal",),
+    "step": ("match",),
 }
 
 
@@ -286,8 +290,11 @@ def check_judge_options(spec: MetricSpec) -> list[str]:
 
 
 def judge_spec(spec: MetricSpec) -> JudgeSpec:
-    """The JudgeSpec for a judged MetricSpec; ValueError names the first bad option."""
-    kind = JUDGED_METRICS.get(spec.name)
+    """The JudgeSpec for a judged MetricSpec (or a step criterion with `match: judge`, kind `step`);
+    ValueError names the first bad option."""
+    from evalward.metrics.step_judge import judges_steps
+
+    kind = JUDGED_METRICS.get(spec.name) or ("step" if judges_steps(spec) else None)
     if kind is None:
         raise ValueError(f"{spec.name} is not a judged metric")
     options = spec.options
@@ -523,6 +530,10 @@ def _object_schema(properties: dict[str, Any]) -> dict[str, Any]:
 def reply_schema(spec: JudgeSpec) -> tuple[str, dict[str, Any]]:
     """(name, JSON schema) of the reply this judge asks for (structured output; strict-mode compatible)."""
     reasoning = {"type": "string"}
+    if spec.kind == "step":  # the calls question; the final answer's has its own (`metrics.step_judge`)
+        from evalward.metrics.step_judge import CALLS_SCHEMA
+
+        return CALLS_SCHEMA
     if spec.kind == "correctness":
         return "correctness_grade", _object_schema({"reasoning": reasoning, "is_correct": {"type": "boolean"}})
     if spec.kind == "safety":
@@ -578,7 +589,7 @@ def build_prompt(spec: JudgeSpec, item: JudgeInput) -> JudgePrompt:
     Not for `hallucinations_v1` (two requests per response: `segment_prompt`, `grounding_prompt`) nor the
     conversation metrics (`conversation_prompt`).
     """
-    if spec.kind in ("hallucinations", "user_simulation") or spec.metric in CONVERSATION_METRICS:
+    if spec.kind in ("hallucinations", "user_simulation", "step") or spec.metric in CONVERSATION_METRICS:
         raise ValueError(f"{spec.metric} is not judged with one prompt per turn")
     name, schema = reply_schema(spec)
     if spec.kind == "correctness":
@@ -612,8 +623,11 @@ def build_prompt(spec: JudgeSpec, item: JudgeInput) -> JudgePrompt:
 def prompt_identity(spec: JudgeSpec) -> str:
     """sha256 over everything that shapes the judge's questions (templates, kind, rubrics, scale, samples,
     aggregation, parameters) but not the per-case text: two runs with equal identities asked alike."""
+    from evalward.metrics.step_judge import ANSWER_SCHEMA, STEP_ANSWER_SYSTEM, STEP_CALLS_SYSTEM
+
     name, schema = reply_schema(spec)
     templates: dict[JudgeKind, Any] = {
+        "step": [STEP_CALLS_SYSTEM, STEP_ANSWER_SYSTEM, list(ANSWER_SCHEMA)],
         "correctness": CORRECTNESS_SYSTEM,
         "rubric": RUBRIC_CONVERSATION_SYSTEM if spec.metric in CONVERSATION_METRICS else RUBRIC_SYSTEM,
         "hallucinations": [SEGMENT_SYSTEM, GROUNDING_SYSTEM, list(SEGMENT_SCHEMA)],
@@ -1070,6 +1084,12 @@ def parse_reply(spec: JudgeSpec, text: str) -> JudgeVerdict:
     if spec.kind == "user_simulation":
         ok = _boolean(obj, "is_valid")
         return JudgeVerdict(1.0 if ok else 0.0, "VALID" if ok else "INVALID", reasoning)
+    if spec.kind == "step":  # calls: is_similar; the final answer: is_correct
+        if "is_similar" in obj:
+            ok = _boolean(obj, "is_similar")
+            return JudgeVerdict(1.0 if ok else 0.0, "SIMILAR" if ok else "DIFFERENT", reasoning)
+        ok = _boolean(obj, "is_correct")
+        return JudgeVerdict(1.0 if ok else 0.0, "CORRECT" if ok else "INCORRECT", reasoning)
     if spec.kind == "rubric":
         return _parse_rubrics(spec, obj)
     if spec.kind == "hallucinations":

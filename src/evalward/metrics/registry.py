@@ -7,7 +7,8 @@
   `llm_judge`) and ADK's Vertex metrics; scored by `evalward.judging` after the agent ran, never by
   `get_metric` (a run with one and no reachable judge stops before running, never a silent skip);
 - `STEPWISE_METRICS` / `is_stepwise(name)`: the teacher-forcing metrics (`metrics.stepwise`), computed by the
-  pipeline for turns with `reference_messages`;
+  pipeline for turns with `reference_messages`; with `match: judge` their steps are judged, so
+  `needs_judge(spec)` is true for them too (`metrics.step_judge`);
 - `is_custom(spec)`: ADK custom metrics (`custom_metrics` in test_config.json, `metrics.custom`), run by the
   pipeline after the agent ran (they may be async); `check_specs` imports their functions up front.
 """
@@ -21,6 +22,8 @@ from evalward.metrics.base import Metric
 from evalward.metrics.multi_agent import MULTI_AGENT_METRICS
 from evalward.metrics.response import OutputMatch, ResponseContains, ResponseExact, ResponseRegex, ResponseRouge1
 from evalward.metrics.state import STATE_METRICS
+from evalward.metrics.stepwise import BOUNDED_METRICS as _BOUNDED_STEP_METRICS
+from evalward.metrics.stepwise import STEPWISE_ALIASES as _STEPWISE_ALIASES
 from evalward.metrics.stepwise import STEPWISE_METRICS as _STEPWISE_NAMES
 from evalward.metrics.tools import TOOL_METRICS
 from evalward.metrics.trajectory import TRAJECTORY_METRICS
@@ -45,8 +48,8 @@ JUDGE_METRICS: frozenset[str] = frozenset(
 )
 """Metrics that need an LLM judge (or Vertex AI); `metrics.judge.JUDGED_METRICS` lists those evalward judges."""
 
-STEPWISE_METRICS: frozenset[str] = frozenset(_STEPWISE_NAMES)
-"""Teacher-forcing metrics, computed outside `score_case` from extra agent calls."""
+STEPWISE_METRICS: frozenset[str] = frozenset({*_STEPWISE_NAMES, *_STEPWISE_ALIASES})
+"""Teacher-forcing metrics (and their aliases), computed outside `score_case` from extra agent calls."""
 
 
 def _build() -> dict[str, type[Metric]]:
@@ -85,6 +88,13 @@ def known_metric_names() -> list[str]:
 def requires_judge(name: str) -> bool:
     """True for LLM-judge / Vertex metric names."""
     return name in JUDGE_METRICS
+
+
+def needs_judge(spec: MetricSpec) -> bool:
+    """True for a criterion scored with a judge: a judge metric, or a step metric with `match: judge`."""
+    from evalward.metrics.step_judge import judges_steps
+
+    return requires_judge(spec.name) or judges_steps(spec)
 
 
 def is_stepwise(name: str) -> bool:
@@ -127,8 +137,10 @@ def check_specs(specs: Sequence[MetricSpec]) -> list[str]:
             problems.extend(check_judge_options(spec))
             continue
         if is_stepwise(spec.name):
-            problems.extend(f"{spec.name}: takes no options, found {key!r}" for key in spec.options)
-            bounded = spec.name in ("stepwise_score", "teacher_forced_survival", "survived_until")
+            from evalward.metrics.step_judge import check_step_options
+
+            problems.extend(check_step_options(spec))
+            bounded = spec.name in _BOUNDED_STEP_METRICS
             if bounded and spec.threshold is not None and not 0.0 <= spec.threshold <= 1.0:
                 problems.append(f"{spec.name}: threshold must be between 0 and 1, found {spec.threshold:g}")
             continue

@@ -1,27 +1,37 @@
-"""Step-by-step (teacher-forced) metrics over a recorded reference trajectory (METRICS.md §6).
+"""Step-by-step (teacher-forced) metrics over a recorded reference trajectory (METRICS.md §6, seed 001).
 
 A turn's reference R = (r_1 … r_m) is read from its `reference_messages`: every assistant message with
 tool calls is one step r_j (parallel calls share it), the tool messages after it are its recorded outputs
 o_j, and a closing assistant message without calls is the reference final answer.
 
-- **Teacher-forced step j** (j = 1 … m+1): the agent sees the user input plus (r_1, o_1, …, r_{j−1},
-  o_{j−1}) and proposes one next action â_j.
-  j ≤ m: c_j = 1 iff â_j's calls equal r_j's calls **as a multiset** (same size and a perfect matching under
-  M = same name ∧ arguments equal after JSON normalisation), else 0.
-  j = m+1: c_j = 1 iff â_j makes no call and the final response passes (`final_response_ok`).
-- **stepwise_score** = (1/(m+1)) Σ_j c_j.
-- **first_error_step** j* = min{j : c_j = 0}, or m+2 when every step is right.
-- **teacher_forced_survival** = (j* − 1)/(m+1).
-- **survived_until** (free-running): the normal run's calls, grouped into steps, against R:
-  s = max{j : step i matches r_i for all i ≤ j}; survival = s/m (1.0 when m = 0).
+- **Teacher-forced step j** (j = 1 … m+1, N = m+1 steps): the agent sees the user input plus (r_1, o_1, …,
+  r_{j−1}, o_{j−1}) and proposes one next action â_j.
+  j ≤ m: c_j = 1 iff â_j's calls match r_j's calls, else 0. With `match: exact` (the default) they must be
+  equal **as a multiset** (same size and a perfect matching under M = same name ∧ arguments equal after
+  JSON normalisation); with `match: judge` an LLM judge decides whether they are sufficiently similar
+  (`evalward.judging.steps`; an exact match needs no judge, no calls at all is 0 without asking).
+  j = m+1: c_j = 1 iff â_j makes no call and the final response passes: `final_response_ok` (exact) or
+  the judge finds it factually correct according to the reference answer (judge).
+- **stepwise_score** = (1/N) Σ_j c_j.
+- **first_error_step** j* = min{j : c_j = 0} (1-based), or N+1 when every step is right.
+- **survived_until** = (j* − 1)/N: the share of steps survived before the first error, 1.0 without one
+  (seed 001's `survived_until`: index of the first failing step, 0-based, over N).
+  `teacher_forced_survival` is another name for the same number (the name evalward used first); a
+  criterion written with it is scored and reported under that name.
+- **free_running_survival**: the normal (free) run's calls, grouped into steps, against R:
+  s = max{j : step i matches r_i exactly for all i ≤ j}; survival = s/m (1.0 when m = 0). Before this
+  name existed, this number was reported as `survived_until`.
 - **divergence_index** = s+1, reported with the action taken there; when the run followed every reference
   step and then answered, there is no divergence and the value is m+1.
 
 Grouping a run's calls into steps: by `ToolCall.step` when every call carries one (parallel calls share
 it); otherwise call by call, each reference step taking as many calls as it has.
 
-Worked example (METRICS.md §6): m = 2, c = (1, 0, 1) → stepwise = 2/3 = 0.667, j* = 2, teacher-forced
-survival = 1/3 = 0.333. Free run (r_1, x, …) → s = 1, survived_until = 1/2, divergence index 2 (action x).
+Worked example (seed 001's Dune question, m = 3 search steps then the answer "45", N = 4): the agent gets
+steps 1, 3 and 4 right and step 2 wrong, c = (1, 0, 1, 1) → stepwise = 3/4 = 0.75, j* = 2,
+survived_until = (2 − 1)/4 = 0.25. Its free run searched r_1, then something else: s = 1,
+free_running_survival = 1/3 = 0.333, divergence index 2.
+METRICS.md §6's: m = 2, c = (1, 0, 1) → stepwise = 2/3 = 0.667, j* = 2, survived_until = 1/3 = 0.333.
 
 The case score of each metric is the mean over the turns that carry a reference (as for every turn metric).
 """
@@ -30,7 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from evalward.metrics.args import ArgsRule, args_match
 from evalward.metrics.base import Score, TurnContext
@@ -41,19 +51,31 @@ from evalward.model.text import format_call
 STEPWISE_METRICS: tuple[str, ...] = (
     "stepwise_score",
     "first_error_step",
-    "teacher_forced_survival",
     "survived_until",
+    "free_running_survival",
     "divergence_index",
 )
 """Metric names produced by step-by-step evaluation (informational unless given a threshold)."""
 
+STEPWISE_ALIASES: dict[str, str] = {"teacher_forced_survival": "survived_until"}
+"""Other names a criterion may use for a step metric (same number): alias → metric."""
+
+BOUNDED_METRICS: frozenset[str] = frozenset(
+    {"stepwise_score", "survived_until", "teacher_forced_survival", "free_running_survival"}
+)
+"""Step metrics in [0, 1] (a threshold outside is refused)."""
+
 DESCRIPTIONS: dict[str, str] = {
-    "stepwise_score": "teacher forcing: share of reference steps whose next action the agent got right",
-    "first_error_step": "teacher forcing: first step j* the agent got wrong (m+2 if none)",
-    "teacher_forced_survival": "teacher forcing: (j* - 1)/(m + 1)",
-    "survived_until": "free run: reference steps followed before the first divergence, s/m",
+    "stepwise_score": "teacher forcing: share of the N = m+1 steps whose next action the agent got right",
+    "first_error_step": "teacher forcing: first step j* the agent got wrong (N+1 if none)",
+    "survived_until": "teacher forcing: steps survived before the first error, (j* - 1)/N",
+    "teacher_forced_survival": "another name for survived_until",
+    "free_running_survival": "free run: reference steps followed before the first divergence, s/m",
     "divergence_index": "free run: the step s+1 where the run left the reference",
 }
+
+MatchMode = Literal["exact", "judge"]
+MATCH_MODES: tuple[str, ...] = ("exact", "judge")
 
 RESPONSE_METRICS: tuple[str, ...] = (
     "response_match_score",
@@ -93,11 +115,21 @@ class Reference:
         return len(self.steps)
 
     def prefix(self, j: int) -> list[Message]:
-        """The messages of steps 1 … j−1 (assistant calls, then their outputs), for teacher-forced step j."""
+        """The messages of steps 1 … j−1 (assistant calls, then their outputs), for teacher-forced step j.
+
+        Every call carries an id and every output the id of the call it answers, as chat APIs and LangGraph's
+        tool messages need: a call recorded without one gets `ref_{step}_{k}`, and an output without one
+        answers the step's k-th call (k = its position among the step's outputs)."""
         messages: list[Message] = []
-        for step in self.steps[: j - 1]:
-            messages.append(Message(role="assistant", content=None, tool_calls=list(step.calls)))
-            messages.extend(step.outputs)
+        for number, step in enumerate(self.steps[: j - 1], start=1):
+            calls = [c if c.id else c.model_copy(update={"id": f"ref_{number}_{k}"}) for k, c in enumerate(step.calls)]
+            messages.append(Message(role="assistant", content=None, tool_calls=calls))
+            for k, output in enumerate(step.outputs):
+                if output.tool_call_id is None and k < len(calls):
+                    output = output.model_copy(
+                        update={"tool_call_id": calls[k].id, "name": output.name or calls[k].name}
+                    )
+                messages.append(output)
         return messages
 
 
@@ -265,17 +297,33 @@ def free_run(output: AgentOutput, reference: Reference) -> FreeRun:
 # --- scores ----------------------------------------------------------------------------------------------------
 
 
-def stepwise_scores(credits: Sequence[float], notes: Sequence[str], run: FreeRun) -> dict[str, Score]:
-    """The five step metrics of one turn from its teacher-forced credits c_1 … c_{m+1} and its free run."""
-    n = len(credits)  # m + 1
+def stepwise_scores(
+    credits: Sequence[float],
+    notes: Sequence[str],
+    run: FreeRun,
+    step_details: Sequence[Mapping[str, Any]] | None = None,
+) -> dict[str, Score]:
+    """The step metrics of one turn from its teacher-forced credits c_1 … c_N (N = m+1) and its free run;
+    `step_details[j-1]` (e.g. a judge's verdict and reasoning) joins step j's entry in `details.steps`."""
+    n = len(credits)  # N = m + 1
     total = sum(credits)
     stepwise = total / n
     first_error = next((j for j, c in enumerate(credits, start=1) if c == 0), n + 1)
     survival = (first_error - 1) / n
     c_text = "(" + ", ".join(f"{c:g}" for c in credits) + ")"
-    steps = [{"step": j, "credit": c, "note": note} for j, (c, note) in enumerate(zip(credits, notes, strict=True), 1)]
+    extra = list(step_details) if step_details is not None else [{} for _ in credits]
+    steps = [
+        {"step": j, "credit": c, "note": note, **more}
+        for j, (c, note, more) in enumerate(zip(credits, notes, extra, strict=True), 1)
+    ]
     shared: dict[str, Any] = {"steps": steps, "m": n - 1}
-    j_text = f"j*={first_error}" + (" (no error: m+2)" if first_error == n + 1 else "")
+    judged = [
+        f"step {entry['step']} {entry['judge']['verdict']}: {_short(str(entry['judge'].get('reasoning', '')))}"
+        for entry in steps
+        if isinstance(entry.get("judge"), Mapping)
+    ]
+    judged_text = f"; judge: {' | '.join(judged)}" if judged else ""
+    j_text = f"j*={first_error}" + (" (no error: N+1)" if first_error == n + 1 else "")
     if run.divergence_index is None:
         divergence, d_text = float(run.m + 1), f"followed all {run.m} reference step(s): no divergence"
     else:
@@ -283,17 +331,27 @@ def stepwise_scores(credits: Sequence[float], notes: Sequence[str], run: FreeRun
         d_text = f"diverged at step {run.divergence_index} with {run.action_at_divergence}"
     free = {"s": run.s, "m": run.m, "divergence_index": run.divergence_index, "action": run.action_at_divergence}
     m_text = f"{run.m}" if run.m else "0 (no steps: 1.0)"
+    survived = Score(
+        survival,
+        f"c={c_text}, {j_text}: (j*-1)/N = {first_error - 1}/{n} = {survival:.3f}{judged_text}",
+        {"first_error_step": first_error, "n": n},
+    )
     return {
-        "stepwise_score": Score(stepwise, f"c={c_text}: {total:g}/{n}={stepwise:.3f}", shared),
+        "stepwise_score": Score(stepwise, f"c={c_text}: {total:g}/{n}={stepwise:.3f}{judged_text}", shared),
         "first_error_step": Score(float(first_error), f"c={c_text}: {j_text}", {"first_error_step": first_error}),
-        "teacher_forced_survival": Score(
-            survival,
-            f"{j_text}: (j*-1)/(m+1) = {first_error - 1}/{n} = {survival:.3f}",
-            {"first_error_step": first_error},
-        ),
-        "survived_until": Score(run.survival, f"s={run.s}, m={m_text}: s/m = {run.survival:.3f}", free),
+        "survived_until": survived,
+        "free_running_survival": Score(run.survival, f"s={run.s}, m={m_text}: s/m = {run.survival:.3f}", free),
         "divergence_index": Score(divergence, d_text, free),
     }
+
+
+JUDGE_REASONING_CHARS = 160
+"""How much of a step judge's reasoning the explanations quote (all of it is in `details.steps`)."""
+
+
+def _short(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= JUDGE_REASONING_CHARS else flat[: JUDGE_REASONING_CHARS - 1] + "…"
 
 
 def final_check_for(case: EvalCase, turn: int, specs: Sequence[MetricSpec], reference: Reference) -> FinalCheck:
@@ -326,16 +384,19 @@ def final_check_for(case: EvalCase, turn: int, specs: Sequence[MetricSpec], refe
 def metric_results(
     per_turn: Mapping[int, Mapping[str, Score]], specs: Mapping[str, MetricSpec]
 ) -> tuple[list[MetricResult], dict[int, list[MetricResult]]]:
-    """Case-level and per-turn MetricResults for the five step metrics.
+    """Case-level and per-turn MetricResults for the step metrics.
 
-    Thresholds come from `specs` (by name); a metric without a spec is informational. The case value is
-    the mean over the turns with a reference; a single such turn keeps its own arithmetic.
+    Thresholds come from `specs` (by name); a metric without a spec is informational. A criterion named by
+    an alias (`teacher_forced_survival`) is reported under that name too, with its metric's value. The case
+    value is the mean over the turns with a reference; a single such turn keeps its own arithmetic.
     """
+    names = [*STEPWISE_METRICS, *(alias for alias in STEPWISE_ALIASES if alias in specs)]
     turn_results: dict[int, list[MetricResult]] = {turn: [] for turn in per_turn}
     case_results: list[MetricResult] = []
-    for name in STEPWISE_METRICS:
+    for name in names:
+        source = STEPWISE_ALIASES.get(name, name)
         threshold = specs[name].threshold if name in specs else None
-        scored: list[tuple[int, Score]] = [(t, scores[name]) for t, scores in sorted(per_turn.items())]
+        scored: list[tuple[int, Score]] = [(t, scores[source]) for t, scores in sorted(per_turn.items())]
         for turn, score in scored:
             turn_results[turn].append(_result(name, score.value, threshold, score.explanation, score.details))
         if not scored:
@@ -360,6 +421,22 @@ def metric_results(
         details = {"turn_scores": {str(t): s.value for t, s in scored}}
         case_results.append(_result(name, mean, threshold, explanation, details))
     return case_results, turn_results
+
+
+def error_results(specs: Mapping[str, MetricSpec], message: str) -> list[MetricResult]:
+    """Every step metric (and named alias) as an `error` result, when a turn's steps could not be scored
+    (a judge that failed): never a silent zero."""
+    names = [*STEPWISE_METRICS, *(alias for alias in STEPWISE_ALIASES if alias in specs)]
+    return [
+        MetricResult(
+            name=name,
+            score=None,
+            threshold=specs[name].threshold if name in specs else None,
+            status="error",
+            explanation=message,
+        )
+        for name in names
+    ]
 
 
 def _result(

@@ -10,8 +10,10 @@ and records, as the music-store tutorial's trajectory recorder does:
   (named `tools`, or listed in `EVALWARD_LANGGRAPH_TOOL_NODES`) the names of the tool calls it ran;
 - `tool_calls`: those calls as `ToolCall(name, args, id, agent, result)`, read from the tools node's input
   (the last message's `tool_calls`, or a single `tool_call` sent to it); `agent` is the subgraph node the
-  tools node ran in (None at the top level); `step` numbers the tools tasks (calls run together share
-  one); `result` is the content of the matching tool message in the task's result;
+  tools node ran in (None at the top level); `step` numbers the model steps: calls run by the tools tasks
+  of one superstep of one (sub)graph share one, so the parallel calls of one AI message are one step
+  whether one tools task runs them all or `create_react_agent` sends one task per call; `result` is the
+  content of the matching tool message in the task's result;
 - `response`: the final state's `EVALWARD_LANGGRAPH_RESPONSE_KEY` (default: `followup` when set, else the
   text of the last message);
 - `state`: the final state as JSON (messages as `{type, content, tool_calls?, name?}`); its other
@@ -23,6 +25,18 @@ mock mode) gets `configurable.thread_id` = the request's session id. Graph input
 turns' user/assistant messages…, {"role": "user", "content": query}]}` (only the new message when the
 graph has a checkpointer, which keeps the thread); `inputs` = the turn's structured inputs as they are; or a
 JSON template in which every string `"{query}"` is replaced by the query.
+
+Teacher forcing (`next_action_only`, input mode `messages`): the graph gets the session state plus the whole
+`history` as messages — user, AI messages with their `tool_calls` (`{name, args, id}`), tool messages with
+the `tool_call_id` they answer — on a fresh thread (`configurable.thread_id` = the session id + `/step-`
+the history length, so a checkpointer starts empty). evalward streams node updates (`stream_mode="updates"`,
+subgraphs included) and stops at the first AI message a node other than a tools node writes, as seed 001's
+harness takes the agent node's output: its `tool_calls` are the next action (all of them one step, so
+parallel calls are compared together) and its text, when it calls nothing, the final response. The tools
+node never runs for that message when agent and tools are nodes of the streamed graph; a tools node inside
+a subgraph may already have started when the stream stops, so keep side effects behind the mock mode.
+A graph that writes no AI message is run to its end and read as usual. With the `inputs` or template
+input modes the history cannot be given, and the graph runs as in a normal turn.
 """
 
 from __future__ import annotations
@@ -38,7 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalward.model import AgentOutput, AgentRequest, AgentTarget, ToolCall, canonical_hash
+from evalward.model import AgentOutput, AgentRequest, AgentTarget, Message, ToolCall, canonical_hash
 from evalward.runners.base import AgentFailure, AgentStartError
 from evalward.runners.python import load_python_file
 
@@ -208,12 +222,14 @@ class LangGraphAgent:
     async def run_turn(self, request: AgentRequest) -> AgentOutput:
         if self._graph is None:
             await self.start()
+        if request.next_action_only and self.options.input_mode == "messages":
+            return await self._next_action(request)
         from evalward.runners.python import describe_exception
 
         trajectory: list[str] = []
         calls: list[ToolCall] = []
         pending: dict[str, list[int]] = {}  # tools task id -> indexes of its calls in `calls`
-        steps_seen: list[str] = []  # tools tasks so far: calls run by one task share a step
+        steps_seen: dict[tuple[Any, ...], int] = {}  # (namespace, superstep) of tools tasks -> step number
         final_state: Any = None
         try:
             stream = self._graph.astream(
@@ -235,8 +251,11 @@ class LangGraphAgent:
                 if chunk.get("type") == "task" and isinstance(name, str):
                     trajectory.append(name)
                     if name in self.options.tool_nodes:
-                        issued = self._issued_calls(payload.get("input"), namespace, step=len(steps_seen))
-                        steps_seen.append(name)
+                        # Tools tasks of one superstep ran one model step's calls (create_react_agent sends
+                        # each parallel call to a task of its own): they share a step number.
+                        superstep = chunk.get("step", payload.get("id"))
+                        step = steps_seen.setdefault((tuple(namespace), superstep), len(steps_seen))
+                        issued = self._issued_calls(payload.get("input"), namespace, step=step)
                         trajectory.extend(c.name for c in issued)
                         pending[str(payload.get("id"))] = list(range(len(calls), len(calls) + len(issued)))
                         calls.extend(issued)
@@ -247,6 +266,62 @@ class LangGraphAgent:
         except Exception as exc:
             raise AgentFailure("agent_error", describe_exception(exc)) from exc
         return self._output(final_state, trajectory, calls)
+
+    async def _next_action(self, request: AgentRequest) -> AgentOutput:
+        """Teacher forcing: the first AI message the graph writes after `history` (module docstring)."""
+        from evalward.runners.python import describe_exception
+
+        config = self._config(request)
+        configurable = config.setdefault("configurable", {})
+        if isinstance(configurable, dict):
+            configurable["thread_id"] = f"{request.session_id}/step-{len(request.history)}"
+        graph_input = {**request.session_state, "messages": [graph_message(m) for m in request.history]}
+        trajectory: list[str] = []
+        found: tuple[Any, tuple[str, ...]] | None = None
+        try:
+            stream = self._graph.astream(graph_input, config, subgraphs=True, stream_mode=["updates"])
+            try:
+                async for namespace, _mode, chunk in stream:
+                    if not isinstance(chunk, Mapping):
+                        continue
+                    for node, update in chunk.items():
+                        if str(node).startswith("__"):
+                            continue
+                        trajectory.append(str(node))
+                        if node in self.options.tool_nodes:
+                            continue
+                        message = _last_ai_message(update)
+                        if message is not None:
+                            found = (message, tuple(namespace))
+                            break
+                    if found is not None:
+                        break
+            finally:
+                await stream.aclose()
+        except AgentFailure:
+            raise
+        except Exception as exc:
+            raise AgentFailure("agent_error", describe_exception(exc)) from exc
+        if found is None:  # no AI message anywhere: run the turn as usual and let the scorer read it
+            return await self.run_turn(request.model_copy(update={"next_action_only": False}))
+        message, namespace = found
+        agent = namespace[-1].split(":", 1)[0] if namespace else None
+        calls = [
+            ToolCall(
+                name=str(call.get("name", "")),
+                args=dict(call["args"]) if isinstance(call.get("args"), Mapping) else None,
+                id=str(call["id"]) if call.get("id") else None,
+                agent=agent,
+                step=0,
+            )
+            for call in _tool_calls_of(message)
+        ]
+        text = message_text(message)
+        return AgentOutput(
+            response=None if calls and not text else text,
+            tool_calls=calls,
+            trajectory=trajectory,
+        )
 
     @staticmethod
     def _issued_calls(task_input: Any, namespace: tuple[str, ...], *, step: int) -> list[ToolCall]:
@@ -355,6 +430,44 @@ def _import_hint(exc: Exception) -> str:
     if isinstance(exc, ModuleNotFoundError) and (exc.name or "").split(".")[0] in ("langgraph", "langchain_core"):
         text += " (install the extra: pip install 'evalward[langgraph]')"
     return text
+
+
+def graph_message(message: Message) -> dict[str, Any]:
+    """An evalward `Message` as a message dict LangGraph's `add_messages` turns into a LangChain message:
+    AI messages keep their calls as `tool_calls: [{name, args, id}]`, tool messages their `tool_call_id`."""
+    out: dict[str, Any] = {"role": message.role, "content": message.content or ""}
+    if message.role == "assistant" and message.tool_calls:
+        out["tool_calls"] = [
+            {"name": c.name, "args": dict(c.args or {}), "id": c.id or f"call_{k}"}
+            for k, c in enumerate(message.tool_calls)
+        ]
+    if message.role == "tool":
+        out["tool_call_id"] = message.tool_call_id or ""
+        if message.name:
+            out["name"] = message.name
+    elif message.name and message.role != "system":
+        out["name"] = message.name
+    return out
+
+
+def _is_ai_message(message: Any) -> bool:
+    if isinstance(message, Mapping):
+        return message.get("role", message.get("type")) in ("assistant", "ai")
+    return getattr(message, "type", None) in ("ai", "AIMessageChunk")
+
+
+def _last_ai_message(update: Any) -> Any:
+    """The last AI message a node's update writes (its `messages`, a list or a single message), or None."""
+    if isinstance(update, Mapping):
+        written = update.get("messages")
+    elif isinstance(update, list | tuple):  # a MessageGraph node returns messages directly
+        written = update
+    else:
+        written = update if hasattr(update, "content") else None
+    if written is None:
+        return None
+    messages = list(written) if isinstance(written, list | tuple) else [written]
+    return next((m for m in reversed(messages) if _is_ai_message(m)), None)
 
 
 def _fill(template: Any, query: str) -> Any:
