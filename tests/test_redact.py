@@ -5,6 +5,8 @@ from __future__ import annotations
 from types import MappingProxyType
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from evalward.redact import (
@@ -148,3 +150,68 @@ def test_urls_and_command_lines_are_shown_masked() -> None:
     ]
     assert mask_command_text("cmd:python agent.py --model m") == "cmd:python agent.py --model m"
     assert "sekrit" not in mask_command_text("cmd:python agent.py --password sekrit")
+
+
+# Pieces that make up hostile strings: secret values, token shapes, credential syntax, and every character JSON
+# escapes, so a secret can sit right after an escape sequence (`\nMY_TOKEN=…`, `\tghp_…`).
+_PIECES = [
+    "hunter2hunter2",
+    'quo"te-secret',
+    "back\\slash-secret",
+    GITHUB_TOKEN,
+    OPENAI_KEY,
+    "AKIA" + "ABCDEFGHIJKLMNOP",
+    "eyJhbGciOi.eyJzdWIiOi.c2ln",
+    "Bearer abcdefghij12345",
+    "authorization: token abcdefghijkl12",
+    "MY_TOKEN=abcdefgh1",
+    "https://user:pw-1234@host/x",
+    "?api_key=v4lue",
+    "xoxb-1234567890-abc",
+    "-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----",
+    "\n",
+    "\t",
+    "\x01",
+    "\x1f",
+    '"',
+    "\\",
+    " ",
+    "é",
+    "=",
+    "://",
+    "@",
+    "word",
+    "P=4/4=1.000",
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.lists(st.sampled_from(_PIECES), max_size=5).map("".join), max_size=4),
+    st.dictionaries(st.lists(st.sampled_from(_PIECES), max_size=3).map("".join), st.text(max_size=20), max_size=3),
+)
+def test_the_document_check_never_skips_a_string_the_walk_would_change(texts: list[str], state: dict[str, str]) -> None:
+    class Result(BaseModel):
+        texts: list[str]
+        state: dict[str, str]
+
+    redactor = Redactor([Secret("hunter2hunter2", "DB_PASSWORD"), Secret('quo"te-secret', "QUOTED_SECRET")])
+    result = Result(texts=texts, state=state)
+    dumped = result.model_dump(mode="json")
+    walked = redactor.data(dumped)
+    if walked is not dumped:
+        assert redactor.could_change(result.model_dump_json()), walked
+        assert redactor.model(result) == Result.model_validate(walked)
+    else:
+        assert redactor.model(result) is result
+
+
+def test_a_clean_result_is_not_walked_string_by_string() -> None:
+    class Result(BaseModel):
+        texts: list[str]
+
+    redactor = Redactor([Secret("hunter2hunter2", "DB_PASSWORD")])
+    clean = Result(texts=["Order 7 has shipped.", "score=1.0 >= 0.8", "see https://example.com/a", "x@y.z"])
+    assert not redactor.could_change(clean.model_dump_json())
+    assert redactor.could_change(Result(texts=["x\nMY_TOKEN=abcdefgh1"]).model_dump_json())
+    assert redactor.could_change(Result(texts=["\tghs_" + "A1b2C3d4E5" * 4]).model_dump_json())
