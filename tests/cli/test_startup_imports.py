@@ -130,3 +130,14 @@ def test_a_run_without_html_never_imports_jinja2(tmp_path: Path) -> None:
     html = ["gate", "--run", run_id, "--db", f"sqlite:///{tmp_path}/h.db", "--html", str(tmp_path / "r.html")]
     assert loaded_after(html, TEMPLATING, tmp_path) == sorted(TEMPLATING)
     assert (tmp_path / "r.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+
+
+def test_the_store_package_and_git_lookups_load_without_sqlalchemy() -> None:
+    """`--no-history` runs still look up git (the run's commit); that must not import the database layer."""
+    import evalward.store as store
+
+    probe = "import sys\nimport evalward.store.gitinfo\nprint('sqlalchemy' in sys.modules)\n"
+    completed = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
+    assert completed.stdout.strip() == "False", completed.stderr[-2000:]
+    assert sorted(store.__all__) == sorted(store._HOME)
+    assert all(getattr(store, name) is not None for name in store.__all__)

@@ -1,22 +1,51 @@
 """The history database: every run, case result and score, written as each case completes.
 
 SQLite by default (`.evalward/history.db`), PostgreSQL for teams (`--db postgresql+psycopg://…` or
-`EVALWARD_DB`); the schema is migrated with alembic on first use. Importing this package imports
-sqlalchemy, so the CLI imports it lazily.
+`EVALWARD_DB`); the schema is migrated with alembic on first use. Every name below is loaded on first use:
+`store.gitinfo` (git lookups, which `--no-history` runs need too) must not cost an import of sqlalchemy.
 """
 
-from evalward.store.baseline import (
-    BaselineChoice,
-    BaselineSearch,
-    Refusal,
-    search_baseline,
-    select_baseline,
-)
-from evalward.store.comparability import comparability_key, instrument_differences
-from evalward.store.engine import DEFAULT_DB_URL, resolve_db_url
-from evalward.store.gitinfo import git_first_parent_ancestors, git_merge_base
-from evalward.store.migrate import HEAD_REVISION, current_revision, upgrade_database
-from evalward.store.repository import HistoryPoint, RecordedVerdict, RunRow, ScoreRow, Store, open_store
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from evalward.store.baseline import (
+        BaselineChoice,
+        BaselineSearch,
+        Refusal,
+        search_baseline,
+        select_baseline,
+    )
+    from evalward.store.comparability import comparability_key, instrument_differences
+    from evalward.store.engine import DEFAULT_DB_URL, resolve_db_url
+    from evalward.store.gitinfo import git_first_parent_ancestors, git_merge_base
+    from evalward.store.migrate import HEAD_REVISION, current_revision, upgrade_database
+    from evalward.store.repository import HistoryPoint, RecordedVerdict, RunRow, ScoreRow, Store, open_store
+
+_HOME = {
+    "BaselineChoice": "baseline",
+    "BaselineSearch": "baseline",
+    "Refusal": "baseline",
+    "search_baseline": "baseline",
+    "select_baseline": "baseline",
+    "comparability_key": "comparability",
+    "instrument_differences": "comparability",
+    "DEFAULT_DB_URL": "engine",
+    "resolve_db_url": "engine",
+    "git_first_parent_ancestors": "gitinfo",
+    "git_merge_base": "gitinfo",
+    "HEAD_REVISION": "migrate",
+    "current_revision": "migrate",
+    "upgrade_database": "migrate",
+    "HistoryPoint": "repository",
+    "RecordedVerdict": "repository",
+    "RunRow": "repository",
+    "ScoreRow": "repository",
+    "Store": "repository",
+    "open_store": "repository",
+}
 
 __all__ = [
     "DEFAULT_DB_URL",
@@ -40,3 +69,10 @@ __all__ = [
     "select_baseline",
     "upgrade_database",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f"{__name__}.{home}"), name)
