@@ -26,9 +26,14 @@ and `model_configuration.temperature`; other `model_configuration` keys are Gemi
 with a warning, and so is `type` other than `llm_backed` (evalward simulates users in text).
 
 `custom_metrics`: `{name: {"code_config": {"name": "pkg.module.function"}, "description"?, "metric_info"?}}`
-(camelCase accepted; `code_config.name` must be a dotted path). A criterion of that name gets the option
-`custom_metric` = the entry (snake_case, defaults left out); `metrics.custom` runs it. An entry no criterion
-names is not run, as in ADK (a warning says so).
+(camelCase accepted; `code_config.name` must be a dotted path, or `pkg.module:attr`). A criterion of that
+name gets the option `custom_metric` = the entry (snake_case, defaults left out); `metrics.custom` runs it,
+in whichever idiom it is written (ADK, LangSmith/openevals or pydantic-evals: `metrics.evaluators`). Such a
+criterion may have no threshold (`null`, `{}`): informational. An entry no criterion names is not run, as in
+ADK (a warning says so).
+
+`replace_defaults` (evalward's own, boolean, default false): for a config beside a non-ADK eval file, its
+criteria replace the format's default criteria instead of being added to them (`loaders.load`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,9 @@
 """ADK custom metrics: `custom_metrics.<name>.code_config.name` in `test_config.json` (ADK-FORMATS.md §4.3).
 
 A criterion whose name is declared under `custom_metrics` carries the option `custom_metric` =
-`{"code_config": {"name": "pkg.module.function"}, ...}` (the loader checks its shape). The function is
+`{"code_config": {"name": "pkg.module.function"}, ...}` (the loader checks its shape; `pkg.module:function`
+is accepted too). `score_evaluator` runs it in the idiom it is written in: LangSmith/openevals functions and
+pydantic-evals-style classes are `metrics.evaluators`; anything else is an ADK custom metric. The function is
 called as ADK 2.13's `_CustomMetricEvaluator` calls it:
 
     function(eval_metric, actual_invocations, expected_invocations, conversation_scenario)
