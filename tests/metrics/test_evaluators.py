@@ -269,3 +269,27 @@ def test_replace_defaults_is_a_known_boolean_key(tmp_path: Path) -> None:
     path.write_text('{"criteria": {}, "replace_defaults": "yes"}', encoding="utf-8")
     _, problems = read_test_config(path)
     assert [p.message for p in problems.items] == ["replace_defaults must be true or false"]
+
+
+def test_a_native_yaml_metric_names_an_evaluator(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (project / "qa.json").unlink()
+    (project / "qa.eval.yaml").write_text(
+        "evalward: 1\n"
+        "metrics:\n"
+        "  - {name: exact, evaluator: 'byo_langsmith_style:exact'}\n"
+        "  - {name: contains, evaluator: byo_pydantic_style.Contains, threshold: null}\n"
+        "cases:\n"
+        "  - {id: paris, inputs: {question: 'capital?', response: Paris}, expect: {response: Paris}}\n",
+        encoding="utf-8",
+    )
+    from evalward.cli.main import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["run", "qa.eval.yaml", "--agent", "tests.fakes.agents:echo", "--no-history", "--json", "r.json"])
+    output = capsys.readouterr()
+    assert exited.value.code == 0, output
+    [case] = json.loads((project / "r.json").read_text())["cases"]
+    results = {m["name"]: m for m in case["metric_results"]}
+    assert (results["exact"]["status"], results["exact"]["explanation"]) == ("passed", "'Paris' vs 'Paris'")
+    # a bool is a verdict even without a threshold
+    assert (results["contains"]["status"], results["contains"]["score"]) == ("passed", 1.0)
