@@ -293,3 +293,87 @@ def test_a_native_yaml_metric_names_an_evaluator(project: Path, capsys: pytest.C
     assert (results["exact"]["status"], results["exact"]["explanation"]) == ("passed", "'Paris' vs 'Paris'")
     # a bool is a verdict even without a threshold
     assert (results["contains"]["status"], results["contains"]["score"]) == ("passed", 1.0)
+
+
+CASE = EvalCase(case_id="c", turns=[Invocation(query="hi", expected_response="hello")])
+
+
+def _spec(attr: str, threshold: float | None = 0.5) -> MetricSpec:
+    path = f"tests.metrics.test_evaluators:{attr}"
+    return MetricSpec(name="m", threshold=threshold, options={"custom_metric": {"code_config": {"name": path}}})
+
+
+def _old_style(run: Any, example: Any) -> float:
+    return 0.75 if run.outputs["response"] == example.outputs["response"] else 0.0
+
+
+def _nan(outputs: dict[str, Any]) -> float:
+    return float("nan")
+
+
+def _object(outputs: dict[str, Any]) -> object:
+    return object()
+
+
+def _empty(outputs: dict[str, Any]) -> list[Any]:
+    return []
+
+
+class _Mapping:
+    def evaluate(self, ctx: Any) -> dict[str, Any]:
+        return {"value": ctx.output == ctx.expected_output, "reason": f"{ctx.inputs!r} {ctx.attributes}"}
+
+
+class _NeedsArgument:
+    def __init__(self, needle: str) -> None:
+        self.needle = needle
+
+    def evaluate(self, ctx: Any) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(
+    ("attr", "expected"),
+    [
+        ("_old_style", [("m", 0.75, "passed", "")]),
+        ("_Mapping", [("m", 1.0, "passed", "'hi' {}")]),
+        (
+            "_nan",
+            [
+                (
+                    "m",
+                    None,
+                    "error",
+                    "evaluator 'm' (tests.metrics.test_evaluators:_nan): score must be finite, found nan",
+                )
+            ],
+        ),
+        (
+            "_object",
+            [
+                (
+                    "m",
+                    None,
+                    "error",
+                    "evaluator 'm' (tests.metrics.test_evaluators:_object): a score must be a bool, a number or a string, found object",
+                )
+            ],
+        ),
+        ("_empty", [("m", None, "error", "evaluator 'm' (tests.metrics.test_evaluators:_empty): returned no results")]),
+    ],
+)
+async def test_return_values_are_read_or_are_errors(attr: str, expected: list[tuple[Any, ...]]) -> None:
+    results, _ = await score_evaluator(_spec(attr), CASE, [AgentOutput(response="hello")])
+    got = [(r.name, r.score, r.status, r.explanation) for r in results]
+    if attr == "_object":  # the repr of an object carries its address
+        got = [(n, s, st, e.partition(" <")[0]) for n, s, st, e in got]
+    assert got == expected
+
+
+def test_an_evaluator_class_needing_arguments_is_a_configuration_error() -> None:
+    from evalward.metrics.registry import check_specs
+
+    [problem] = check_specs([_spec("_NeedsArgument")])
+    assert problem.startswith(
+        "custom metric 'm' (tests.metrics.test_evaluators:_NeedsArgument): cannot create the evaluator without arguments: TypeError"
+    )

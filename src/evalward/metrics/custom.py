@@ -387,11 +387,8 @@ async def score_evaluator(
     path = function_path(spec)
     try:
         if kind == "langsmith":
-            wanted = [
-                name
-                for name in (*evaluators.LANGSMITH_PARAMETERS, "run", "example")
-                if name in inspect.signature(target).parameters
-            ]
+            parameters = inspect.signature(target).parameters
+            wanted = [name for name in evaluators.LANGSMITH_PARAMETERS if name in parameters]
             returned = await evaluators.call(target, **evaluators.langsmith_arguments(case, outputs, wanted))
             return evaluators.read_langsmith(spec, returned, path), {}
         instance = evaluators.instantiate(target)

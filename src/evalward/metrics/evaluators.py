@@ -5,11 +5,13 @@ being `pkg.module.attr` or `pkg.module:attr`. What the object is decides how it 
 
 - a class, or an instance, with an `evaluate` method → **pydantic-evals**: the class is instantiated without
   arguments and `evaluate(ctx)` is called with an `EvaluatorContext` (`inputs`, `output`, `expected_output`,
-  `metadata`, `duration`, `name`, plus `tool_calls` and `expected_tool_calls`). It returns a bool, a number,
+  `metadata`, `duration`, `name`, empty `attributes` and `metrics`, plus `tool_calls` and
+  `expected_tool_calls`; no `span_tree`). It returns a bool, a number,
   a string (a label: informational), an object or dict with `value` and `reason`, or a mapping
   `{name: one of those}` (one result per name, named `<criterion>.<name>`);
-- a callable with a parameter named `inputs`, `outputs` or `reference_outputs` → **LangSmith/openevals**:
-  called with those by keyword (and `run` / `example` as dicts if it asks for them). `inputs` = the first
+- a callable with a parameter named `inputs`, `outputs`, `reference_outputs`, `run` or `example` →
+  **LangSmith/openevals**: called with those by keyword (`run` / `example` are dicts whose keys also read as
+  attributes: `run.outputs`, `example.outputs`, `example.inputs`). `inputs` = the first
   turn's `inputs` (or `{"query": ...}` when the format has none); `outputs` = `{"response", "tool_calls",
   **the agent's outputs}` of the last answered turn; `reference_outputs` = `{"response", "tool_calls",
   **expected outputs}` of the same turn. It returns a bool, a number, a dict `{key?, score | value,
@@ -37,8 +39,18 @@ from evalward.model import AgentOutput, EvalCase, MetricResult, MetricSpec, Metr
 
 Idiom = Literal["adk", "langsmith", "pydantic_evals"]
 
-LANGSMITH_PARAMETERS = ("inputs", "outputs", "reference_outputs")
-_LANGSMITH_EXTRA = ("run", "example")
+LANGSMITH_PARAMETERS = ("inputs", "outputs", "reference_outputs", "run", "example")
+
+
+class Record(dict[str, Any]):
+    """A dict whose keys read as attributes too: the `run` / `example` of a LangSmith evaluator (`run.outputs`
+    or `run["outputs"]`)."""
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
 
 
 class EvaluatorError(Exception):
@@ -57,6 +69,8 @@ class EvaluatorContext:
     duration: float = 0.0
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     expected_tool_calls: list[dict[str, Any]] | None = None
+    attributes: dict[str, Any] = field(default_factory=dict)
+    metrics: dict[str, Any] = field(default_factory=dict)
 
 
 def idiom(target: Any) -> Idiom:
@@ -100,8 +114,8 @@ def langsmith_arguments(case: EvalCase, outputs: Sequence[AgentOutput], wanted: 
         "inputs": _inputs(case),
         "outputs": actual,
         "reference_outputs": reference,
-        "run": {"inputs": _inputs(case), "outputs": actual},
-        "example": {"id": case.case_id, "inputs": _inputs(case), "outputs": reference},
+        "run": Record(inputs=_inputs(case), outputs=actual),
+        "example": Record(id=case.case_id, inputs=_inputs(case), outputs=reference),
     }
     return {name: values[name] for name in wanted}
 
