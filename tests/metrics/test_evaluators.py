@@ -128,8 +128,9 @@ def test_three_idioms_beside_a_langsmith_dataset_add_to_its_defaults(
     (project / "test_config.json").write_text(
         config(THREE, {"exact": 1.0, "contains": {"threshold": 1.0}, "adk_always": 1.0}), encoding="utf-8"
     )
-    code, output, run = _run(project, capsys)
+    code, output, run = _run(project, capsys, "--markdown", "r.md")
     assert code == 1, output  # rome fails `exact`
+    assert "'Milan' vs 'Rome'" in (project / "r.md").read_text()  # the comment is shown in reports
     cases = by_case(run)
     paris, rome = cases["paris"], cases["rome"]
     # LangSmith's own default (ROUGE-1 on the response, informational) is still there: added, not replaced
