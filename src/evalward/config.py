@@ -42,7 +42,10 @@ class RunSettings(BaseModel):
     paths: list[str] = Field(default_factory=list, description="Eval files or directories.")
     agent: str | None = Field(default=None, description="The agent target, as for --agent.")
     test_config: str | None = Field(default=None, description="A test_config.json for every eval file.")
-    metrics: list[str] = Field(default_factory=list, description="Extra metrics, NAME or NAME=THRESHOLD.")
+    metrics: list[str] = Field(
+        default_factory=list,
+        description="Extra metrics, NAME or NAME=THRESHOLD; evaluators as module:function[=THRESHOLD].",
+    )
     metrics_mode: str | None = Field(default=None, description="`add` or `replace`.")
     repeat: int | None = Field(default=None, ge=1)
     concurrency: int | None = Field(default=None, ge=1)

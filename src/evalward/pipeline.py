@@ -119,18 +119,30 @@ class PreparedRun:
 
 
 def parse_metric_option(text: str) -> MetricSpec:
-    """`NAME`, `NAME=THRESHOLD` → MetricSpec (a bare name is informational: no threshold)."""
+    """`NAME`, `NAME=THRESHOLD` → MetricSpec (a bare name is informational: no threshold).
+
+    A user evaluator (`metrics.evaluators`, any idiom) is named by a `module:attr` path: `pkg.mod:attr`
+    (named `attr`), `pkg.mod:attr=THRESHOLD`, or `NAME=pkg.mod:attr`."""
+    from evalward.metrics.custom import CUSTOM_OPTION
+
     name, sep, value = text.partition("=")
-    name = name.strip()
+    name, value = name.strip(), value.strip()
     if not name:
-        raise UsageError(f"--metric {text!r}: expected NAME or NAME=THRESHOLD")
-    if not sep:
-        return MetricSpec(name=name)
-    try:
-        threshold = float(value)
-    except ValueError:
-        raise UsageError(f"--metric {text!r}: threshold {value!r} is not a number") from None
-    return MetricSpec(name=name, threshold=threshold)
+        raise UsageError(f"--metric {text!r}: expected NAME, NAME=THRESHOLD, module:evaluator or NAME=module:evaluator")
+    path: str | None = None
+    if ":" in name:
+        path, name = name, name.rpartition(":")[2].rpartition(".")[2]
+    elif sep and ":" in value:
+        path, sep = value, ""
+    threshold: float | None = None
+    if sep:
+        try:
+            threshold = float(value)
+        except ValueError:
+            raise UsageError(f"--metric {text!r}: threshold {value!r} is not a number") from None
+    if path is None:
+        return MetricSpec(name=name, threshold=threshold)
+    return MetricSpec(name=name, threshold=threshold, options={CUSTOM_OPTION: {"code_config": {"name": path}}})
 
 
 def apply_metric_overrides(sets: list[EvalSet], overrides: Sequence[MetricSpec], mode: MetricsMode) -> None:
@@ -819,13 +831,13 @@ async def score_outside(
     recorded: CaseResult | None = None,
 ) -> CaseResult:
     """Add what `score_case` cannot compute from the outputs alone: teacher-forced step metrics (more agent
-    calls), ADK custom metrics (user functions, possibly async) and judged metrics (judge calls), then
+    calls), user evaluators and ADK custom metrics (user code, possibly async) and judged metrics (judge calls), then
     recompute the case status (`judging.merge`).
 
     Without an `agent` (re-scoring a baseline's recorded outputs), step metrics cannot be recomputed; those of
     `recorded`, the original result, are kept."""
     from evalward.judging.merge import merge_metric_results
-    from evalward.metrics.custom import is_custom, score_custom
+    from evalward.metrics.custom import is_custom, score_evaluator
 
     case = played_case(item, case_run)
     if case is not item.case:
@@ -841,10 +853,10 @@ async def score_outside(
     custom = [s for s in item.eval_set.metrics_for(item.case) if is_custom(s)]
     if custom and case_run.outputs:
         for spec in custom:
-            case_level, turn_level = await score_custom(
+            case_level, turn_level = await score_evaluator(
                 spec, item.case, case_run.outputs, list(case_run.turn_latencies_s)
             )
-            result = merge_metric_results(result, [case_level], {t: [r] for t, r in turn_level.items()})
+            result = merge_metric_results(result, case_level, turn_level)
     if judging is not None:
         from evalward.judging.scoring import apply_judges
 

@@ -42,7 +42,9 @@ class RunValues(BaseModel):
     agent: str | None = Field(default=None, description="The agent target (`--agent`).")
     test_config: str | None = Field(default=None, description="A test_config.json for every eval file.")
     metrics: tuple[str | MetricSpec, ...] = Field(
-        default=(), description="Extra metrics (`--metric NAME[=THRESHOLD]`, several per value separated by spaces)."
+        default=(),
+        description="Extra metrics (`--metric NAME[=THRESHOLD]` or `module:function[=THRESHOLD]`, several per value "
+        "separated by spaces).",
     )
     metrics_mode: Literal["add", "replace"] = "add"
     repeat: int = Field(default=1, ge=1, description="Repetitions per case (`--repeat`).")

@@ -54,7 +54,7 @@ def test_an_explicit_config_overrides_every_file_of_every_format(fixtures: Path,
 
 def test_format_is_detected_by_content_not_by_name(fixtures: Path, tmp_path: Path) -> None:
     # A LangSmith file named like an ADK test file, next to a test_config.json: it stays LangSmith,
-    # and the ADK config beside it does not apply to it.
+    # and the config beside it adds to its own criteria (it replaces an ADK file's defaults).
     shutil.copy(fixtures / "langsmith/chinook_e2e.test.json", tmp_path / "chinook.test.json")
     (tmp_path / "test_config.json").write_text('{"criteria": {"response_match_score": 0.5}}')
     # An explicitly named file with no eval suffix is read too.
@@ -62,6 +62,8 @@ def test_format_is_detected_by_content_not_by_name(fixtures: Path, tmp_path: Pat
     loaded = load_paths([tmp_path, tmp_path / "diner-cases.txt"])
     langsmith, diner = loaded.sets
     assert (langsmith.format, langsmith.criteria.origin) == ("langsmith", "format_defaults")
+    assert langsmith.criteria.metrics[-1] == MetricSpec(name="response_match_score", threshold=0.5)
+    assert langsmith.criteria.config_path == str(tmp_path / "test_config.json")
     assert (diner.format, diner.eval_set_id, diner.criteria.origin) == (
         "adk_legacy_evalset",
         "diner-cases",

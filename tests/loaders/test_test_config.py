@@ -249,7 +249,7 @@ def test_bad_custom_metrics_entries_name_the_metric_and_path(tmp_path: Path) -> 
     assert [(p.json_path, p.message, p.found) for p in problems] == [
         (
             "$.custom_metrics.a.code_config.name",
-            "custom metric 'a': code_config.name must be the dotted path of a function",
+            "custom metric 'a': code_config.name must be the path of a function or evaluator",
             "'no_dots'",
         ),
         ("$.custom_metrics.b.code_config", "missing required key 'name'", None),

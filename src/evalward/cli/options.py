@@ -94,7 +94,8 @@ EVAL_OPTIONS: list[Callable[[Any], Any]] = [
         multiple=True,
         envvar="EVALWARD_METRICS",
         metavar="NAME[=THRESHOLD]",
-        help="Add a metric (repeatable); with --metrics-mode replace, use only these [env: EVALWARD_METRICS]",
+        help="Add a metric (repeatable), or a user evaluator: module:function[=THRESHOLD] or NAME=module:function; "
+        "with --metrics-mode replace, use only these [env: EVALWARD_METRICS]",
     ),
     click.option(
         "--metrics-mode",

@@ -4,7 +4,9 @@ Criteria per set, first that applies:
 1. `config_path` given → that `test_config.json`, for every file of every format;
 2. ADK formats → the `test_config.json` in the eval file's own folder (ADK `AgentEvaluator` semantics),
    else ADK's defaults (trajectory ≥ 1.0, ROUGE-1 ≥ 0.8, origin `adk_defaults`);
-3. other formats → their own (`format_defaults`, or `native` for a native file's `metrics`).
+3. other formats → their own (`format_defaults`, or `native` for a native file's `metrics`), plus the criteria
+   (typically user evaluators, `metrics.evaluators`) of a `test_config.json` in the file's folder, added to
+   them (same names replaced) — or replacing them when it says `"replace_defaults": true`.
 Per-case metrics (langchain-benchmarks, native) are kept in every case.
 
 Initial session: an `initial.session.json` beside an ADK legacy test file (format A) gives its case the
@@ -128,7 +130,7 @@ def load_paths(
                 session = sessions[file.parent]
         # The config beside an ADK file is read even when the file itself has problems, so both are reported.
         found: Criteria | None = None
-        if override is None and result.format in ADK_FORMATS:
+        if override is None and result.format is not None:
             folder = file.parent
             if folder not in beside:
                 beside[folder] = _config_beside(file, shown, known_metrics, problems, loaded.warnings)
@@ -147,6 +149,8 @@ def load_paths(
             eval_set.criteria = override.model_copy(deep=True)
         elif eval_set.format in ADK_FORMATS:
             eval_set.criteria = found.model_copy(deep=True) if found is not None else adk_default_criteria()
+        elif found is not None:
+            eval_set.criteria = add_beside(eval_set.criteria, found)
         loaded.sets.append(eval_set)
 
     if problems:
@@ -154,6 +158,23 @@ def load_paths(
     _warn_shared_ids(loaded)
     loaded.selection = " ".join(selections) or None
     return loaded
+
+
+def add_beside(own: Criteria, found: Criteria) -> Criteria:
+    """A non-ADK file's criteria with those of the `test_config.json` beside it: added (same names replaced),
+    or instead of them when the config says `"replace_defaults": true`."""
+    if found.replace_defaults:
+        return found.model_copy(deep=True)
+    by_name = {m.name: m for m in found.metrics}
+    merged = [by_name.pop(m.name, m) for m in own.metrics]
+    merged.extend(by_name.values())
+    return own.model_copy(
+        update={
+            "metrics": merged,
+            "config_path": found.config_path,
+            "user_simulator": found.user_simulator or own.user_simulator,
+        }
+    )
 
 
 def _select_ids(eval_set: EvalSet, ids: Sequence[str], shown: str, problems: list[FileProblem]) -> bool:

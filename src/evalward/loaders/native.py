@@ -9,6 +9,7 @@ metrics:                            # optional; the set's criteria (origin "nati
   - trajectory_subsequence                          # a bare name: threshold 1.0
   - {name: response_rouge1, threshold: null}        # threshold null: informational
   - {name: tool_trajectory_avg_score, threshold: 1.0, match_type: in-order}  # other keys are options
+  - {name: polite, evaluator: "evals.checks:Polite"}  # your own evaluator (`metrics.evaluators`), any idiom
 cases:
   - id: refund_invoice              # required, unique in the file
     description: ...
@@ -40,7 +41,8 @@ Rules:
    `agents` → `agents_match` ≥ 1.0; `agent_tools` → `agent_tools_match` ≥ 1.0; each `outputs` key K →
    `output_match {key: K}` ≥ 1.0; `expected_state` → `state_exact` ≥ 1.0; `response` → `response_rouge1`
    (informational).
-5. Metric names are checked against ADK's criteria and the caller's `known_metrics` when given.
+5. Metric names are checked against ADK's criteria and the caller's `known_metrics` when given, except for
+   a metric with `evaluator`: a path to user code, run by `metrics.custom.score_evaluator`.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_val
 from evalward.loaders.positions import PathKey
 from evalward.loaders.problems import Problems, describe_value
 from evalward.loaders.test_config import ADK_CRITERIA, EFFICIENCY_CRITERIA, criterion_options
+from evalward.metrics.custom import CUSTOM_OPTION, split_path
 from evalward.model import (
     Criteria,
     EvalCase,
@@ -121,6 +124,11 @@ class NativeMetric(BaseModel):
 
     name: str
     threshold: float | None = Field(default=1.0, allow_inf_nan=False)
+    evaluator: str | None = Field(
+        default=None,
+        description="Your own evaluator, `pkg.module:attr` or `pkg.module.attr` (LangSmith/openevals, "
+        "pydantic-evals or ADK idiom); `name` is then free.",
+    )
 
 
 def _metric_kind(value: Any) -> str:
@@ -299,6 +307,21 @@ def _metrics(
         )
         if parsed is None:
             ok = False
+            continue
+        if parsed.evaluator is not None:
+            module, attribute = split_path(parsed.evaluator)
+            if not module or not attribute:
+                problems.add(
+                    f"metric {parsed.name!r}: evaluator must be the path of a function or evaluator class",
+                    (*entry_at, "evaluator"),
+                    case_id=case_id,
+                    expected="'package.module:function' or 'package.module.function'",
+                    found=repr(parsed.evaluator),
+                )
+                ok = False
+                continue
+            extra = {**(parsed.model_extra or {}), CUSTOM_OPTION: {"code_config": {"name": parsed.evaluator}}}
+            specs.append(MetricSpec(name=parsed.name, threshold=parsed.threshold, options=extra))
             continue
         if known is not None and parsed.name not in known:
             problems.add(

@@ -26,9 +26,14 @@ and `model_configuration.temperature`; other `model_configuration` keys are Gemi
 with a warning, and so is `type` other than `llm_backed` (evalward simulates users in text).
 
 `custom_metrics`: `{name: {"code_config": {"name": "pkg.module.function"}, "description"?, "metric_info"?}}`
-(camelCase accepted; `code_config.name` must be a dotted path). A criterion of that name gets the option
-`custom_metric` = the entry (snake_case, defaults left out); `metrics.custom` runs it. An entry no criterion
-names is not run, as in ADK (a warning says so).
+(camelCase accepted; `code_config.name` must be a dotted path, or `pkg.module:attr`). A criterion of that
+name gets the option `custom_metric` = the entry (snake_case, defaults left out); `metrics.custom` runs it,
+in whichever idiom it is written (ADK, LangSmith/openevals or pydantic-evals: `metrics.evaluators`). Such a
+criterion may have no threshold (`null`, `{}`): informational. An entry no criterion names is not run, as in
+ADK (a warning says so).
+
+`replace_defaults` (evalward's own, boolean, default false): for a config beside a non-ADK eval file, its
+criteria replace the format's default criteria instead of being added to them (`loaders.load`).
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ from evalward.errors import EvalFileError
 from evalward.loaders.documents import DocumentError, read_document
 from evalward.loaders.positions import PathKey
 from evalward.loaders.problems import Problems, describe_value
+from evalward.metrics.custom import split_path
 from evalward.model import Criteria, MetricSpec, UserSimulatorConfig
 from evalward.model.text import template_problem
 
@@ -81,7 +87,13 @@ ADK_CRITERIA: tuple[str, ...] = (TRAJECTORY_CRITERION, RESPONSE_MATCH_CRITERION,
 MATCH_TYPES: tuple[str, ...] = ("EXACT", "IN_ORDER", "ANY_ORDER")
 """ADK `ToolTrajectoryCriterion.MatchType`, in enum order (0, 1, 2)."""
 
-TOP_LEVEL_KEYS: tuple[str, ...] = ("criteria", "custom_metrics", "user_simulator_config", "live_model_config")
+TOP_LEVEL_KEYS: tuple[str, ...] = (
+    "criteria",
+    "custom_metrics",
+    "user_simulator_config",
+    "live_model_config",
+    "replace_defaults",
+)
 
 
 def adk_default_criteria() -> Criteria:
@@ -237,8 +249,12 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def metric_spec_from_criterion(name: str, value: Any, at: PathKey, problems: Problems) -> MetricSpec | None:
-    """One `criteria` entry → MetricSpec; records problems (and returns None) when it is invalid."""
+def metric_spec_from_criterion(
+    name: str, value: Any, at: PathKey, problems: Problems, *, optional_threshold: bool = False
+) -> MetricSpec | None:
+    """One `criteria` entry → MetricSpec; records problems (and returns None) when it is invalid.
+
+    `optional_threshold` (user evaluators): `null`, `{}` or an object without `threshold` is informational."""
     informational = name in EFFICIENCY_CRITERIA
     if _is_number(value):
         if informational:
@@ -251,7 +267,7 @@ def metric_spec_from_criterion(name: str, value: Any, at: PathKey, problems: Pro
             return None
         return MetricSpec(name=name, threshold=float(value))
     if value is None or value == {}:
-        if informational:
+        if informational or optional_threshold:
             return MetricSpec(name=name)
         problems.add(
             f"criterion {name!r} needs a threshold",
@@ -272,7 +288,7 @@ def metric_spec_from_criterion(name: str, value: Any, at: PathKey, problems: Pro
     threshold: float | None = None
     ok = True
     if threshold_key is None:
-        if not informational:
+        if not informational and not optional_threshold:
             problems.add(
                 f"criterion {name!r} has no 'threshold'",
                 at,
@@ -397,7 +413,7 @@ def parse_test_config(problems: Problems, known_metrics: Collection[str] = ()) -
                     found=repr(name),
                 )
                 continue
-            spec = metric_spec_from_criterion(name, value, at, problems)
+            spec = metric_spec_from_criterion(name, value, at, problems, optional_threshold=name in custom_names)
             if spec is not None and name in custom_configs:
                 spec = spec.model_copy(update={"options": {**spec.options, "custom_metric": custom_configs[name]}})
             if spec is not None:
@@ -414,7 +430,22 @@ def parse_test_config(problems: Problems, known_metrics: Collection[str] = ()) -
         if ("user_simulator_config" in keys)
         else None
     )
-    return Criteria(metrics=metrics, origin="test_config", config_path=document.path, user_simulator=simulator)
+    replace = data.get(keys["replace_defaults"], False) if "replace_defaults" in keys else False
+    if not isinstance(replace, bool):
+        problems.add(
+            "replace_defaults must be true or false",
+            (keys["replace_defaults"],),
+            expected="a boolean",
+            found=describe_value(replace),
+        )
+        replace = False
+    return Criteria(
+        metrics=metrics,
+        origin="test_config",
+        config_path=document.path,
+        user_simulator=simulator,
+        replace_defaults=replace,
+    )
 
 
 def _custom_metrics(custom: dict[str, Any], key: str, problems: Problems) -> dict[str, dict[str, Any]]:
@@ -426,12 +457,12 @@ def _custom_metrics(custom: dict[str, Any], key: str, problems: Problems) -> dic
         if parsed is None:
             continue
         path = parsed.code_config.name
-        module, _, function = path.rpartition(".")
-        if not module or not function or not all(part.isidentifier() for part in path.split(".")):
+        module, function = split_path(path)
+        if not module or not function:
             problems.add(
-                f"custom metric {name!r}: code_config.name must be the dotted path of a function",
+                f"custom metric {name!r}: code_config.name must be the path of a function or evaluator",
                 (*at, next((k for k in entry if to_snake(k) == "code_config"), "code_config"), "name"),
-                expected="'package.module.function'",
+                expected="'package.module.function' or 'package.module:function'",
                 found=repr(path),
             )
             continue

@@ -1,7 +1,9 @@
 """ADK custom metrics: `custom_metrics.<name>.code_config.name` in `test_config.json` (ADK-FORMATS.md §4.3).
 
 A criterion whose name is declared under `custom_metrics` carries the option `custom_metric` =
-`{"code_config": {"name": "pkg.module.function"}, ...}` (the loader checks its shape). The function is
+`{"code_config": {"name": "pkg.module.function"}, ...}` (the loader checks its shape; `pkg.module:function`
+is accepted too). `score_evaluator` runs it in the idiom it is written in: LangSmith/openevals functions and
+pydantic-evals-style classes are `metrics.evaluators`; anything else is an ADK custom metric. The function is
 called as ADK 2.13's `_CustomMetricEvaluator` calls it:
 
     function(eval_metric, actual_invocations, expected_invocations, conversation_scenario)
@@ -36,7 +38,7 @@ import importlib
 import inspect
 import math
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -71,21 +73,33 @@ def function_path(spec: MetricSpec) -> str:
     return name if isinstance(name, str) else ""
 
 
-def _where(spec: MetricSpec) -> str:
-    return f"custom metric {spec.name!r} ({function_path(spec) or 'no code_config.name'})"
+def _where(spec: MetricSpec, kind: str = "custom metric") -> str:
+    return f"{kind} {spec.name!r} ({function_path(spec) or 'no code_config.name'})"
 
 
-def resolve(spec: MetricSpec) -> Callable[..., Any]:
-    """Import the metric's function; CustomMetricError saying what is missing otherwise.
+def split_path(path: str) -> tuple[str, str]:
+    """`pkg.module:attr` or `pkg.module.attr` → (module, attribute); ("", "") when neither shape."""
+    if ":" in path:
+        module_name, _, attribute = path.partition(":")
+    else:
+        module_name, _, attribute = path.rpartition(".")
+    if not all(part.isidentifier() for part in [*module_name.split("."), *attribute.split(".")]):
+        return "", ""
+    return module_name, attribute
+
+
+def resolve(spec: MetricSpec) -> Any:
+    """Import the metric's function (or evaluator class/instance); CustomMetricError saying what is missing.
 
     The working directory is put on `sys.path` first (as `python -m` does), so a path relative to the
     project root imports as it does under `adk eval` or pytest.
     """
     path = function_path(spec)
-    module_name, _, attribute = path.rpartition(".")
+    module_name, attribute = split_path(path)
     if not module_name or not attribute:
         raise CustomMetricError(
-            f"{_where(spec)}: code_config.name must be a dotted path 'package.module.function', found {path!r}"
+            f"{_where(spec)}: code_config.name must be a path 'package.module.function' or "
+            f"'package.module:function', found {path!r}"
         )
     cwd = str(Path.cwd())
     if cwd not in sys.path:
@@ -96,12 +110,14 @@ def resolve(spec: MetricSpec) -> Callable[..., Any]:
         raise CustomMetricError(
             f"{_where(spec)}: cannot import module {module_name!r}: {type(exc).__name__}: {exc}"
         ) from exc
-    function = getattr(module, attribute, None)
-    if function is None:
-        raise CustomMetricError(f"{_where(spec)}: module {module_name!r} has no attribute {attribute!r}")
-    if not callable(function):
+    function: Any = module
+    for part in attribute.split("."):
+        function = getattr(function, part, None)
+        if function is None:
+            raise CustomMetricError(f"{_where(spec)}: module {module_name!r} has no attribute {attribute!r}")
+    if not callable(function) and not callable(getattr(function, "evaluate", None)):
         raise CustomMetricError(f"{_where(spec)}: {path!r} is a {type(function).__name__}, not a function")
-    return function  # type: ignore[no-any-return]
+    return function
 
 
 def _adk() -> Any:
@@ -117,10 +133,22 @@ def _adk() -> Any:
 
 
 def check_custom_spec(spec: MetricSpec) -> list[str]:
-    """Problems with a custom criterion: its path must import to a callable and google-adk must be present."""
+    """Problems with a custom criterion: its path must import to a callable (an evaluator class must be
+    instantiable without arguments), and google-adk must be present for an ADK-style metric."""
+    from evalward.metrics.evaluators import idiom, instantiate
+
     try:
-        resolve(spec)
-        _adk()
+        target = resolve(spec)
+        kind = idiom(target)
+        if kind == "adk":
+            _adk()
+        elif kind == "pydantic_evals":
+            try:
+                instantiate(target)
+            except Exception as exc:
+                raise CustomMetricError(
+                    f"{_where(spec)}: cannot create the evaluator without arguments: {type(exc).__name__}: {exc}"
+                ) from exc
     except CustomMetricError as exc:
         return [str(exc)]
     return []
@@ -223,13 +251,13 @@ def _score(value: Any) -> float | str | None:
     return float(value)
 
 
-def _error(spec: MetricSpec, message: str) -> MetricResult:
+def _error(spec: MetricSpec, message: str, kind: str = "custom metric") -> MetricResult:
     return MetricResult(
         name=spec.name,
         score=None,
         threshold=spec.threshold,
         status="error",
-        explanation=f"{_where(spec)}: {message}",
+        explanation=f"{_where(spec, kind)}: {message}",
         details={"function": function_path(spec)},
     )
 
@@ -336,3 +364,38 @@ async def score_custom(
     except Exception as exc:  # the user's metric failing is data, never a crash of the run
         return _error(spec, f"raised {type(exc).__name__}: {exc}"), {}
     return read_result(spec, result, len(actual))
+
+
+async def score_evaluator(
+    spec: MetricSpec,
+    case: EvalCase,
+    outputs: Sequence[AgentOutput],
+    latencies: Sequence[float | None] = (),
+) -> tuple[list[MetricResult], dict[int, list[MetricResult]]]:
+    """Run one user evaluator in whichever idiom it is written (`metrics.evaluators`): case-level results
+    and per-turn ones; failures become an `error` result (never a crash)."""
+    from evalward.metrics import evaluators
+
+    try:
+        target = resolve(spec)
+    except CustomMetricError as exc:
+        return [_error(spec, str(exc).removeprefix(f"{_where(spec)}: "))], {}
+    kind = evaluators.idiom(target)
+    if kind == "adk":
+        case_level, turn_level = await score_custom(spec, case, outputs, latencies)
+        return [case_level], {turn: [result] for turn, result in turn_level.items()}
+    path = function_path(spec)
+    try:
+        if kind == "langsmith":
+            parameters = inspect.signature(target).parameters
+            wanted = [name for name in evaluators.LANGSMITH_PARAMETERS if name in parameters]
+            returned = await evaluators.call(target, **evaluators.langsmith_arguments(case, outputs, wanted))
+            return evaluators.read_langsmith(spec, returned, path), {}
+        instance = evaluators.instantiate(target)
+        context = evaluators.pydantic_context(case, outputs, latencies)
+        returned = await evaluators.call(instance.evaluate, context)
+        return evaluators.read_pydantic(spec, returned, path), {}
+    except evaluators.EvaluatorError as exc:
+        return [_error(spec, str(exc), "evaluator")], {}
+    except Exception as exc:  # the user's evaluator failing is data, never a crash of the run
+        return [_error(spec, f"raised {type(exc).__name__}: {exc}", "evaluator")], {}

@@ -102,6 +102,12 @@ class Criteria(BaseModel):
     user_simulator: UserSimulatorConfig | None = Field(
         default=None, description="`user_simulator_config` of the test_config.json, for conversation_scenario cases."
     )
+    replace_defaults: bool = Field(
+        default=False,
+        exclude=True,
+        description="`replace_defaults` of a test_config.json beside a non-ADK file: its criteria replace the "
+        "format's own instead of being added to them.",
+    )
 
     def by_name(self, name: str) -> MetricSpec | None:
         return next((m for m in self.metrics if m.name == name), None)

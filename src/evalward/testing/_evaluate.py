@@ -157,7 +157,7 @@ async def evaluate_async(
     """Run `agent` on every case of `eval_set` `num_runs` times, score it, and assert that it passed.
 
     `metrics` adds (or with `metrics_mode="replace"` replaces) criteria, as `NAME` or `NAME=THRESHOLD`
-    strings or `MetricSpec`s. `pass_rule="per_run"` asks every run to pass (`adk eval`'s rule). Every other
+    strings (a user evaluator: `module:function[=THRESHOLD]`) or `MetricSpec`s. `pass_rule="per_run"` asks every run to pass (`adk eval`'s rule). Every other
     `evalward run` option is a keyword argument by its Python name (`evalward.run_values.RunValues`), e.g.
     `judge_model="gpt-4o-mini"`, `judge_base_url=…`, `no_judge_cache=True`, `step=True`, `stepwise=True`,
     `system_prompt="prompt.md"`, `tools_file="tools.json"`, `max_steps=5`, `rate_limit="10/s"`, `retries=0`.
