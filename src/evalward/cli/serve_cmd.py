@@ -75,7 +75,9 @@ def require_server_extra() -> None:
 
     from evalward.errors import UsageError
 
-    missing = [name for name in ("starlette", "uvicorn", "jwt") if importlib.util.find_spec(name) is None]
+    # cryptography: pyjwt[crypto], for the GitHub App's RS256 tokens.
+    needed = ("starlette", "uvicorn", "jwt", "cryptography")
+    missing = [name for name in needed if importlib.util.find_spec(name) is None]
     if missing:
         raise UsageError(
             f"evalward serve needs the server extra ({', '.join(missing)} not installed): "

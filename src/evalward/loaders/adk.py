@@ -46,7 +46,10 @@ from evalward.model import (
     UserPersona,
 )
 
-_EVAL_MODEL = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", loc_by_alias=False)
+# protected_namespaces=(): ADK's `model_duration` would make pydantic < 2.10 warn on import (see model.Usage).
+_EVAL_MODEL = ConfigDict(
+    alias_generator=to_camel, populate_by_name=True, extra="forbid", loc_by_alias=False, protected_namespaces=()
+)
 
 
 class _FunctionCall(BaseModel):

@@ -167,7 +167,9 @@ class _CriterionOptions(BaseModel):
 class _UserSimulatorConfig(BaseModel):
     """ADK's `LlmBackedUserSimulatorConfig` (extra keys allowed, as ADK's base config allows them)."""
 
-    model_config = ConfigDict(extra="allow", alias_generator=to_camel, populate_by_name=True, loc_by_alias=False)
+    model_config = ConfigDict(
+        extra="allow", alias_generator=to_camel, populate_by_name=True, loc_by_alias=False, protected_namespaces=()
+    )
 
     type: str | None = None
     model: str | None = None

@@ -19,7 +19,7 @@ known operator key (and only that operator's modifiers):
 `{"$any": true}`, `{"$regex": "..."}` (re.search), `{"$contains": "..."}` (substring; element of a list),
 `{"$icase": "..."}`, `{"$approx": x, "rel": r, "abs": a}` (|a − x| ≤ max(rel·|x|, abs); defaults rel=1e-6,
 abs=1e-12 when neither is given, else the missing one is 0), `{"$in": [...]}`, `{"$type": "string"}` (or a
-list of JSON type names), `{"$schema": {...}}` (needs the `jsonschema` package),
+list of JSON type names), `{"$schema": {...}}` (needs the jsonschema extra, `pip install 'evalward[jsonschema]'`),
 `{"$unordered": [...]}` (list equal as a multiset).
 """
 
@@ -249,8 +249,19 @@ def _validate_matcher(op: str, spec: Mapping[str, Any], path: str) -> None:
             raise MatcherError(
                 f"{wrong} one of {', '.join(JSON_TYPES)} (or a list of them), found {compact_json(operand)}"
             )
-    if op == "$schema" and not isinstance(operand, Mapping | bool):
-        raise MatcherError(f"{wrong} a JSON Schema object, found {compact_json(operand)}")
+    if op == "$schema":
+        if not isinstance(operand, Mapping | bool):
+            raise MatcherError(f"{wrong} a JSON Schema object, found {compact_json(operand)}")
+        _jsonschema(path)  # up front, so `validate` and a run's option check say what to install
+
+
+def _jsonschema(path: str) -> Any:
+    """The `jsonschema` module, an optional extra imported only when an expectation uses `$schema`."""
+    try:
+        # Imported by name: optional dependency without type stubs.
+        return importlib.import_module("jsonschema")
+    except ImportError as exc:
+        raise MatcherError(f"{path}: $schema needs the jsonschema extra: pip install 'evalward[jsonschema]'") from exc
 
 
 def _apply_matcher(op: str, spec: Mapping[str, Any], actual: Any, rule: ArgsRule, path: str) -> list[ArgDiff]:
@@ -313,13 +324,7 @@ def _apply_matcher(op: str, spec: Mapping[str, Any], actual: Any, rule: ArgsRule
 
 
 def _schema_diffs(schema: Any, actual: Any, path: str, expected_view: Any) -> list[ArgDiff]:
-    try:
-        # Imported by name: optional dependency without type stubs.
-        jsonschema: Any = importlib.import_module("jsonschema")
-    except ImportError as exc:  # pragma: no cover - jsonschema is installed with the test extra
-        raise MatcherError(
-            f"{path}: $schema needs the 'jsonschema' package; install it (pip install jsonschema)"
-        ) from exc
+    jsonschema = _jsonschema(path)
     validator_cls = jsonschema.validators.validator_for(schema)
     try:
         validator_cls.check_schema(schema)

@@ -125,7 +125,7 @@ def _adk() -> Any:
     try:
         from google.adk.evaluation import eval_case, eval_metrics
         from google.genai import types
-    except ImportError as exc:  # pragma: no cover - google-adk is installed with the test extra
+    except ImportError as exc:
         raise CustomMetricError(
             "ADK custom metrics receive google-adk objects; install google-adk (pip install 'evalward[adk]')"
         ) from exc

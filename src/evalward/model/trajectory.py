@@ -65,7 +65,9 @@ class Message(BaseModel):
 class Usage(BaseModel):
     """Resources one turn used, as reported by the agent."""
 
-    model_config = ConfigDict(defer_build=True, extra="forbid")
+    # `model_requests`/`model_retries` are not pydantic's: pydantic < 2.10 warns about the `model_` prefix
+    # on import unless the protected namespaces are switched off (2.10+ protects only its own method names).
+    model_config = ConfigDict(defer_build=True, extra="forbid", protected_namespaces=())
 
     input_tokens: int | None = None
     output_tokens: int | None = None

@@ -87,7 +87,17 @@ def create_db_engine(url: str) -> Engine:
         kwargs["connect_args"] = {"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
     else:
         kwargs["pool_pre_ping"] = True
-    engine = create_engine(url, **kwargs)
+    try:
+        engine = create_engine(url, **kwargs)
+    except ModuleNotFoundError as exc:  # SQLAlchemy imports the driver here
+        if (exc.name or "").split(".")[0] != "psycopg":
+            raise
+        from evalward.errors import InfrastructureError
+
+        raise InfrastructureError(
+            "PostgreSQL needs the postgres extra (the psycopg driver is not installed): "
+            "pip install 'evalward[postgres]'"
+        ) from exc
 
     if is_sqlite(url):
 
