@@ -200,13 +200,9 @@ def cases_to_run(
 
 def select_cases(sets: Sequence[EvalSet], keys: Sequence[CaseKey]) -> list[EvalSet]:
     """Copies of `sets` holding only the cases in `keys` (sets left empty are dropped)."""
-    wanted = set(keys)
-    out: list[EvalSet] = []
-    for eval_set in sets:
-        cases = [c for c in eval_set.cases if (eval_set.eval_set_id, c.case_id) in wanted]
-        if cases:
-            out.append(eval_set.model_copy(update={"cases": cases}))
-    return out
+    from evalward.runners.executor import keep_cases
+
+    return keep_cases(sets, keys)
 
 
 def base_context(current: RunContext, merge_base: str, base_branch: str | None) -> RunContext:

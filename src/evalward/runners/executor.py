@@ -50,7 +50,7 @@ import random
 import time
 import uuid
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -163,8 +163,10 @@ SAMPLE_SEED = "evalward-sample-1"
 """The fixed seed of `--sample` (module docstring); changing it would change every user's sample."""
 
 
-def _keep(sets: Sequence[EvalSet], wanted: set[tuple[str, str]]) -> list[EvalSet]:
-    """Copies of `sets` holding only the wanted (eval set, case id) cases, in file order; empty sets dropped."""
+def keep_cases(sets: Sequence[EvalSet], wanted: Collection[tuple[str, str]]) -> list[EvalSet]:
+    """Copies of `sets` holding only the wanted (eval set, case id) cases, in file order; empty sets dropped.
+    Every case selection (`--case`, `--sample`, `FILE:IDS`, the gate's base side) ends here."""
+    wanted = set(wanted)
     out: list[EvalSet] = []
     for eval_set in sets:
         cases = [c for c in eval_set.cases if (eval_set.eval_set_id, c.case_id) in wanted]
@@ -187,7 +189,7 @@ def filter_cases(sets: Sequence[EvalSet], patterns: Sequence[str]) -> list[EvalS
         for c in s.cases
         if any(fnmatch.fnmatchcase(c.case_id, p) for p in patterns)
     }
-    return _keep(sets, wanted)
+    return keep_cases(sets, wanted)
 
 
 def sample_rank_key(eval_set_id: str, case_id: str) -> str:
@@ -200,7 +202,7 @@ def sample_cases(sets: Sequence[EvalSet], count: int) -> list[EvalSet]:
     if count < 1:
         raise UsageError(f"--sample must be at least 1, got {count}")
     keys = sorted(((s.eval_set_id, c.case_id) for s in sets for c in s.cases), key=lambda k: (sample_rank_key(*k), k))
-    return _keep(sets, set(keys[:count]))
+    return keep_cases(sets, set(keys[:count]))
 
 
 def select_shard(items: Sequence[WorkItem], shard: tuple[int, int]) -> list[WorkItem]:
