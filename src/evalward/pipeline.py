@@ -296,9 +296,9 @@ def eval_set_info(eval_set: EvalSet) -> EvalSetInfo:
         content_hash=eval_set.content_hash,
         criteria=list(eval_set.criteria.metrics),
         criteria_origin=eval_set.criteria.origin,
-        case_hashes={c.case_id: c.content_hash for c in eval_set.cases},
-        case_input_hashes={c.case_id: c.input_hash for c in eval_set.cases},
-        case_sources={c.case_id: c.source.model_dump(mode="json") for c in eval_set.cases if c.source},
+        case_hashes=eval_set.case_hashes(),
+        case_input_hashes=eval_set.case_input_hashes(),
+        case_sources=eval_set.case_sources(),
     )
 
 

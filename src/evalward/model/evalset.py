@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from functools import cached_property
 from typing import Any, Literal
 
@@ -307,6 +308,24 @@ class EvalSet(BaseModel):
                 "cases": [c.content_hash for c in self.cases],
             }
         )
+
+    # Per-case facts without the cases themselves: a large file's cases may be read back one at a time
+    # (`cases` is then a lazy sequence), and these are what planning, selection and `EvalSetInfo` need.
+    def case_ids(self) -> list[str]:
+        """Every case id, in file order."""
+        return [c.case_id for c in self.cases]
+
+    def case_hashes(self) -> Mapping[str, str]:
+        """{case id: content hash}."""
+        return {c.case_id: c.content_hash for c in self.cases}
+
+    def case_input_hashes(self) -> Mapping[str, str]:
+        """{case id: input hash}."""
+        return {c.case_id: c.input_hash for c in self.cases}
+
+    def case_sources(self) -> Mapping[str, dict[str, Any]]:
+        """{case id: where the case was read from, as a dict}, for the cases that know it."""
+        return {c.case_id: c.source.model_dump(mode="json") for c in self.cases if c.source}
 
     def metrics_for(self, case: EvalCase) -> list[MetricSpec]:
         """The set's criteria, with the case's own metrics added or replacing same-named ones."""

@@ -177,17 +177,17 @@ def keep_cases(sets: Sequence[EvalSet], wanted: Collection[tuple[str, str]]) -> 
 
 def filter_cases(sets: Sequence[EvalSet], patterns: Sequence[str]) -> list[EvalSet]:
     """The cases whose id matches any of `patterns` (globs); UsageError naming each pattern that matches none."""
-    ids = [c.case_id for s in sets for c in s.cases]
+    ids = [case_id for s in sets for case_id in s.case_ids()]
     unmatched = [p for p in patterns if not any(fnmatch.fnmatchcase(i, p) for i in ids)]
     if unmatched:
         raise UsageError(
             f"--case {', '.join(repr(p) for p in unmatched)}: no case id matches; the case ids are: {listed_ids(ids)}"
         )
     wanted = {
-        (s.eval_set_id, c.case_id)
+        (s.eval_set_id, case_id)
         for s in sets
-        for c in s.cases
-        if any(fnmatch.fnmatchcase(c.case_id, p) for p in patterns)
+        for case_id in s.case_ids()
+        if any(fnmatch.fnmatchcase(case_id, p) for p in patterns)
     }
     return keep_cases(sets, wanted)
 
@@ -201,7 +201,7 @@ def sample_cases(sets: Sequence[EvalSet], count: int) -> list[EvalSet]:
     """`count` cases chosen by `sample_rank_key` (all of them when there are no more), in file order."""
     if count < 1:
         raise UsageError(f"--sample must be at least 1, got {count}")
-    keys = sorted(((s.eval_set_id, c.case_id) for s in sets for c in s.cases), key=lambda k: (sample_rank_key(*k), k))
+    keys = sorted(((s.eval_set_id, i) for s in sets for i in s.case_ids()), key=lambda k: (sample_rank_key(*k), k))
     return keep_cases(sets, set(keys[:count]))
 
 
