@@ -34,6 +34,7 @@ from evalward.model import (
     canonical_hash,
 )
 from evalward.redact import redact_model
+from evalward.spill import RecordLog
 
 if TYPE_CHECKING:
     from evalward.judging.config import JudgeConfig
@@ -630,7 +631,7 @@ async def run_prepared(
     With `resume_run_id`, only the case × repetitions the stored run lacks are run, and the result is the
     whole run (stored plus new). A KeyboardInterrupt/cancel ends the run as `cancelled`, keeping what finished.
     """
-    from evalward.metrics.aggregate import case_metric_parts, summarize_case
+    from evalward.metrics.aggregate import RunFold
     from evalward.runners import make_agent
     from evalward.runners.base import AgentStartError
     from evalward.runners.executor import ExecutorOptions, execute, plan_work
@@ -662,7 +663,7 @@ async def run_prepared(
             )
         missing = set(store.missing_items(resume_run_id))
         existing = list(stored.cases)
-        items = [i for i in items if (i.eval_set.eval_set_id, i.case.case_id, i.repetition) in missing]
+        items = items.only(missing)
         run = stored.model_copy(update={"status": "running", "warnings": list(prepared.warnings)})
     else:
         run = RunResult(
@@ -695,17 +696,30 @@ async def run_prepared(
         if note not in run.warnings:
             run.warnings.append(note)
     if resume_run_id is None and store is not None:
-        store.begin_run(run, [(i.eval_set.eval_set_id, i.case.case_id, i.repetition) for i in items])
+        store.begin_run(run, list(items.keys()))
 
-    results: list[CaseResult] = list(existing)
-    # A case's summary is computed as soon as its last repetition is in, while other agents are still running,
-    # instead of all of them after the last case (that tail is pure waiting for the user).
+    # Results and case summaries go to logs that move to a temporary file once they are many, and the run's
+    # metric summaries are folded in case by case: memory stays flat however many cases run (evalward.spill).
+    results = RecordLog(CaseResult)
+    case_summaries = RecordLog(CaseSummary)
+    fold = RunFold(repetitions=run.repetitions, pass_rule=run.pass_rule)
+    # A case is folded as soon as its last repetition is in, while other agents are still running, instead
+    # of all of them after the last case (that tail is pure waiting for the user).
     by_case: dict[tuple[str, str], list[CaseResult]] = {}
+
+    def record(result: CaseResult) -> None:
+        results.append(result, result.key, result.status)
+        group = by_case.setdefault((result.eval_set_id, result.case_id), [])
+        group.append(result)
+        if len(group) == run.repetitions:
+            fold_case(by_case.pop((result.eval_set_id, result.case_id)))
+
+    def fold_case(group: list[CaseResult]) -> None:
+        summary = fold.add(sorted(group, key=lambda c: c.key))
+        case_summaries.append(summary, (summary.eval_set_id, summary.case_id), "passed" if summary.passed else "failed")
+
     for done in existing:
-        by_case.setdefault((done.eval_set_id, done.case_id), []).append(done)
-    case_summaries: dict[tuple[str, str], CaseSummary] = {}
-    metric_parts: dict[tuple[str, str], dict[str, MetricPart]] = {}
-    by_key = {(i.eval_set.eval_set_id, i.case.case_id, i.repetition): i for i in items}
+        record(done)
     # History writes: one writer thread takes whatever results have finished since its last write and stores
     # them in one transaction. Agents never wait for the database, writes from one process never contend for
     # its lock, and a batch is milliseconds of results (a kill -9 loses at most that; --resume reruns it).
@@ -717,24 +731,16 @@ async def run_prepared(
 
     async def on_case_done(case_run: CaseRun) -> None:
         item = case_run.item
-        planned = by_key[(item.eval_set.eval_set_id, item.case.case_id, item.repetition)]
-        empty_answers.see(planned, case_run.outputs)
-        result = build_case_result(planned, case_run)
-        result = await score_outside(result, planned, case_run, agent, judging, options)
+        empty_answers.see(item, case_run.outputs)
+        result = build_case_result(item, case_run)
+        result = await score_outside(result, item, case_run, agent, judging, options)
         # Once, as it is recorded: the database, every report and the gate then see only redacted output.
         result = redact_model(result)
         if write_task is not None:
             if write_task.done() and write_task.exception() is not None:
                 raise write_task.exception()  # type: ignore[misc]  # the database failed: stop the run
             await to_write.put(result)
-        results.append(result)
-        group = by_case.setdefault((result.eval_set_id, result.case_id), [])
-        group.append(result)
-        if len(group) == run.repetitions:
-            in_order = sorted(group, key=lambda c: c.key)
-            case_key = (result.eval_set_id, result.case_id)
-            case_summaries[case_key] = summarize_case(in_order, repetitions=run.repetitions, pass_rule=run.pass_rule)
-            metric_parts[case_key] = case_metric_parts(in_order)
+        record(result)
 
     try:
         await agent.start()
@@ -787,8 +793,17 @@ async def run_prepared(
         empty_warning = empty_answers.warning()
         if empty_warning is not None:
             run.warnings.append(empty_warning)
-        run = finalize(
-            run, results, status=status, known_case_summaries=case_summaries, known_metric_parts=metric_parts
+        for group in list(by_case.values()):  # cases with repetitions missing (a cancelled run, a resumed one)
+            fold_case(group)
+        run = run.model_copy(
+            update={
+                "cases": results.ordered(),
+                "summary": fold.metric_summaries(),
+                "case_summaries": case_summaries.ordered(),
+                "passed": fold.passed and status == "complete" and bool(len(results)),
+                "status": status,
+                "finished_at": datetime.now(UTC),
+            }
         )
         if store is not None:
             store.finish_run(run)

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import math
+import random
 
 import pytest
 
 from evalward.metrics.aggregate import (
+    PassRule,
+    RunFold,
     case_metric_parts,
     mean_interval,
     pass_at_k,
@@ -193,3 +196,56 @@ def test_intervals_of_counts_never_go_below_zero_and_are_not_capped_at_one() -> 
     # A negative value (a signed difference) keeps the plain t interval.
     _, low_signed, _ = mean_interval([-1.0, 0.0, 0.0, 4.0])
     assert low_signed is not None and low_signed < 0
+
+
+def _random_results(rng: random.Random) -> list[CaseResult]:
+    """Cases × repetitions with mixed metrics (some missing per case, thresholds that vary, informational
+    and lower-is-better ones, errors, unscored), in sorted order."""
+    names = ["b_metric", "a_metric", "latency", "judge"]
+    repetitions = rng.randint(1, 3)
+    results: list[CaseResult] = []
+    for set_id in ("s1", "s0"):
+        for number in range(rng.randint(0, 12)):
+            for rep in range(repetitions):
+                metrics = []
+                for name in rng.sample(names, rng.randint(0, len(names))):
+                    status = rng.choice(["passed", "failed", "error", "not_applicable", "informational"])
+                    score = None if status in ("error", "not_applicable") else rng.random()
+                    threshold = None if status == "informational" else rng.choice([None, 0.5, 0.7])
+                    metrics.append(metric(score, status, name=name, threshold=threshold, higher=name != "latency"))
+                status = rng.choice(["passed", "failed", "error"])
+                results.append(
+                    CaseResult.model_validate(
+                        {
+                            "eval_set_id": set_id,
+                            "case_id": f"c{number}",
+                            "repetition": rep,
+                            "status": status,
+                            "metric_results": metrics,
+                        }
+                    )
+                )
+    return sorted(results, key=lambda c: c.key)
+
+
+@pytest.mark.parametrize("seed", range(60))
+@pytest.mark.parametrize("pass_rule", ["per_run", "mean_over_runs"])
+def test_folding_cases_in_any_order_equals_summarizing_the_run(seed: int, pass_rule: PassRule) -> None:
+    rng = random.Random(seed)
+    results = _random_results(rng)
+    repetitions = max((c.repetition for c in results), default=0) + 1
+    expected = summarize_run(results, repetitions=repetitions, pass_rule=pass_rule)
+
+    groups: dict[tuple[str, str], list[CaseResult]] = {}
+    for result in results:
+        groups.setdefault((result.eval_set_id, result.case_id), []).append(result)
+    arrival = list(groups.values())
+    rng.shuffle(arrival)  # cases finish in any order
+    fold = RunFold(repetitions=repetitions, pass_rule=pass_rule)
+    summaries = {(g[0].eval_set_id, g[0].case_id): fold.add(g) for g in arrival}
+
+    got = fold.metric_summaries()
+    assert list(got) == list(expected.summary)  # the same metrics, in the same order
+    assert got == expected.summary  # exactly: the same case means combined in the same order
+    assert [summaries[(s.eval_set_id, s.case_id)] for s in expected.case_summaries] == expected.case_summaries
+    assert fold.passed == expected.passed

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import click
 
@@ -227,28 +227,32 @@ def write_reports(
 ) -> None:
     """Write the report files asked for; `extra_markdown` (e.g. a confusion table) ends the markdown report."""
 
-    def json_text(value: Any) -> str:
-        from evalward.report.json_report import render_json
+    def json_report(value: Any, target: TextIO) -> None:
+        from evalward.report.json_report import write_json
 
-        return render_json(value)
+        write_json(value, target)
 
-    def junit_text(value: Any) -> str:
-        from evalward.report.junit import render_junit
+    def junit_report(value: Any, target: TextIO) -> None:
+        from evalward.report.junit import write_junit
 
-        return render_junit(value)
+        write_junit(value, target)
 
-    def markdown(value: Any) -> str:
+    def markdown(value: Any, target: TextIO) -> None:
         from evalward.report.markdown import render_run_markdown
 
         text = render_run_markdown(value)
-        return f"{text.rstrip()}\n\n{extra_markdown}" if extra_markdown else text
+        target.write(f"{text.rstrip()}\n\n{extra_markdown}" if extra_markdown else text)
 
-    # Each renderer is imported only when its file is asked for.
-    for path, render in ((json_path, json_text), (junit_path, junit_text), (markdown_path, markdown)):
+    # Each renderer is imported only when its file is asked for; the JSON and JUnit files are written case
+    # by case (a run's cases may live in a temporary file, evalward.spill).
+    for path, write in ((json_path, json_report), (junit_path, junit_report), (markdown_path, markdown)):
         if path:
             target = Path(path)
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(render(run), encoding="utf-8")
+            partial = target.with_name(f".{target.name}.partial")  # a failure leaves no half-written report
+            with partial.open("w", encoding="utf-8") as out:
+                write(run, out)
+            partial.replace(target)
 
 
 def _progress(quiet: bool) -> tuple[Any, Any]:

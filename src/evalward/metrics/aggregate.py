@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import math
+from array import array
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -323,3 +324,100 @@ def summarize_run(
             summary[name] = metric_summary
     passed = bool(case_summaries) and all(c.passed for c in case_summaries)
     return RunSummary(summary=summary, case_summaries=case_summaries, passed=passed)
+
+
+class _MetricColumn:
+    """One metric's `MetricPart`s, one slot per case in the order cases were added: a few dozen bytes per
+    case instead of a `MetricPart` object (a run of 100,000 cases keeps one slot per case and metric)."""
+
+    _PRESENT, _HIGHER, _ERRORED, _ALL_PASSED, _HAS_THRESHOLD, _HAS_MEAN = (1, 2, 4, 8, 16, 32)
+
+    def __init__(self) -> None:
+        self.flags = bytearray()
+        self.floats = array("d")  # threshold, case mean: two per slot
+        self.counts = array("q")  # n_scored, n_gated, n_passed: three per slot
+
+    def put(self, slot: int, part: MetricPart | None) -> None:
+        while len(self.flags) < slot:
+            self.put(len(self.flags), None)
+        if part is None:
+            self.flags.append(0)
+            self.floats.extend((0.0, 0.0))
+            self.counts.extend((0, 0, 0))
+            return
+        flags = self._PRESENT
+        flags |= self._HIGHER if part.higher_is_better else 0
+        flags |= self._ERRORED if part.errored else 0
+        flags |= self._ALL_PASSED if part.all_scored_passed else 0
+        flags |= self._HAS_THRESHOLD if part.threshold is not None else 0
+        flags |= self._HAS_MEAN if part.case_mean is not None else 0
+        self.flags.append(flags)
+        self.floats.extend((part.threshold or 0.0, part.case_mean or 0.0))
+        self.counts.extend((part.n_scored, part.n_gated, part.n_passed))
+
+    def get(self, slot: int) -> MetricPart | None:
+        flags = self.flags[slot] if slot < len(self.flags) else 0
+        if not flags & self._PRESENT:
+            return None
+        return MetricPart(
+            threshold=self.floats[2 * slot] if flags & self._HAS_THRESHOLD else None,
+            higher_is_better=bool(flags & self._HIGHER),
+            errored=bool(flags & self._ERRORED),
+            case_mean=self.floats[2 * slot + 1] if flags & self._HAS_MEAN else None,
+            all_scored_passed=bool(flags & self._ALL_PASSED),
+            n_scored=self.counts[3 * slot],
+            n_gated=self.counts[3 * slot + 1],
+            n_passed=self.counts[3 * slot + 2],
+        )
+
+
+class RunFold:
+    """`summarize_run`, one case at a time: cases are added as their repetitions complete, in any order, and
+    `metric_summaries()` equals `summarize_run(...).summary` over the same results — the metrics in the
+    order they first appear among the cases sorted by key, each combined over the cases in key order —
+    without holding the results (a large run hands them to the database and its temporary files)."""
+
+    def __init__(self, *, repetitions: int, pass_rule: PassRule) -> None:
+        self.repetitions = repetitions
+        self.pass_rule = pass_rule
+        self._case_keys: list[tuple[str, str]] = []
+        self._columns: dict[str, _MetricColumn] = {}
+        self._first_seen: dict[str, tuple[tuple[str, str], int]] = {}
+        self.all_passed = True
+
+    def add(self, runs: Sequence[CaseResult]) -> CaseSummary:
+        """Fold one case's results (all its repetitions, sorted by key); return its summary."""
+        summary = summarize_case(runs, repetitions=self.repetitions, pass_rule=self.pass_rule)
+        key = (runs[0].eval_set_id, runs[0].case_id)
+        slot = len(self._case_keys)
+        self._case_keys.append(key)
+        for position, (name, part) in enumerate(case_metric_parts(runs).items()):
+            column = self._columns.get(name)
+            if column is None:
+                column = self._columns[name] = _MetricColumn()
+            column.put(slot, part)
+            seen = self._first_seen.get(name)
+            if seen is None or (key, position) < seen:
+                self._first_seen[name] = (key, position)
+        self.all_passed = self.all_passed and summary.passed
+        return summary
+
+    @property
+    def cases(self) -> int:
+        return len(self._case_keys)
+
+    @property
+    def passed(self) -> bool:
+        """Every case added passed (and there was one)."""
+        return bool(self._case_keys) and self.all_passed
+
+    def metric_summaries(self) -> dict[str, MetricSummary]:
+        order = sorted(range(len(self._case_keys)), key=self._case_keys.__getitem__)
+        summary: dict[str, MetricSummary] = {}
+        for name in sorted(self._first_seen, key=self._first_seen.__getitem__):
+            column = self._columns[name]
+            parts = [part for slot in order if (part := column.get(slot)) is not None]
+            metric_summary = combine_metric(parts, pass_rule=self.pass_rule)
+            if metric_summary is not None:
+                summary[name] = metric_summary
+        return summary

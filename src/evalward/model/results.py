@@ -6,12 +6,14 @@ dashboard all render it, and nothing re-derives its scores elsewhere.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from evalward.model.evalset import EvalFormat, MetricSpec
+from evalward.model.records import KeepRecordSequence, record_statuses
 from evalward.model.trajectory import AgentOutput, ToolCall, Usage
 
 SCHEMA_VERSION = 1
@@ -268,8 +270,8 @@ class RunResult(BaseModel):
     evalward_version: str = ""
     fingerprint: str = Field(default="", description="Hash of everything that makes two runs comparable.")
     summary: dict[str, MetricSummary] = Field(default_factory=dict)
-    case_summaries: list[CaseSummary] = Field(default_factory=list)
-    cases: list[CaseResult] = Field(default_factory=list)
+    case_summaries: Annotated[Sequence[CaseSummary], *KeepRecordSequence] = Field(default_factory=list)
+    cases: Annotated[Sequence[CaseResult], *KeepRecordSequence] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     case_selection: str | None = Field(
         default=None,
@@ -281,6 +283,6 @@ class RunResult(BaseModel):
     def counts(self) -> dict[str, int]:
         """Case results by status."""
         totals = {"passed": 0, "failed": 0, "error": 0}
-        for case in self.cases:
-            totals[case.status] += 1
+        for status in record_statuses(self.cases):
+            totals[status] += 1
         return totals

@@ -10,9 +10,10 @@ No escaping here: JSON is data, and whoever renders it later escapes it.
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import Any, TextIO
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from evalward.errors import EvalFileError, FileProblem
 from evalward.model import SCHEMA_VERSION, RunResult
@@ -22,7 +23,43 @@ from evalward.redact import redact_model
 def render_json(run: RunResult) -> str:
     """Pretty JSON (two-space indent, non-ASCII kept) of the run, ending with a newline; secrets redacted
     in the data, so the file stays valid JSON."""
-    return redact_model(run).model_dump_json(indent=2) + "\n"
+    return "".join(iter_json(run))
+
+
+def write_json(run: RunResult, target: TextIO) -> None:
+    """`render_json(run)` written to `target` piece by piece: a run of any size without its whole text."""
+    for piece in iter_json(run):
+        target.write(piece)
+
+
+_PER_CASE_LISTS = ("case_summaries", "cases")
+"""The run's lists with one entry per case (or case × repetition): written entry by entry."""
+
+
+def iter_json(run: RunResult) -> Iterator[str]:
+    """The pieces of `render_json(run)`: the run without its per-case lists, split where each list goes, and
+    each entry dumped on its own (redacted on its own: redaction replaces values, so entry by entry gives
+    the same text as the whole run at once). A run's cases may live in a temporary file (`evalward.spill`);
+    this reads them one at a time."""
+    header = redact_model(run.model_copy(update={key: [] for key in _PER_CASE_LISTS})).model_dump_json(indent=2)
+    rest = header
+    for name in _PER_CASE_LISTS:
+        marker = f'\n  "{name}": [],'
+        head, found, rest = rest.partition(marker)
+        if not found:  # the model's shape changed: the whole run at once is always right
+            yield redact_model(run).model_dump_json(indent=2) + "\n"
+            return
+        yield head
+        entries: Sequence[BaseModel] = getattr(run, name)
+        if not len(entries):
+            yield marker
+            continue
+        yield f'\n  "{name}": ['
+        for index, entry in enumerate(entries):
+            text = redact_model(entry).model_dump_json(indent=2).replace("\n", "\n    ")
+            yield ("\n    " if index == 0 else ",\n    ") + text
+        yield "\n  ],"
+    yield rest + "\n"
 
 
 def load_run_json(text: str, *, source: str = "<json>") -> RunResult:

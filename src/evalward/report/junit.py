@@ -14,7 +14,11 @@ since reporters copy these messages into logs and PR comments.
 
 from __future__ import annotations
 
+import io
+import shutil
+import tempfile
 import xml.etree.ElementTree as ET
+from typing import IO, TextIO
 
 from evalward.model import CaseResult, InvocationResult, RunResult
 from evalward.redact import redact
@@ -28,37 +32,88 @@ _MESSAGE_CHARS = 500
 
 def render_junit(run: RunResult, *, title: str = "evalward") -> str:
     """JUnit XML text (UTF-8 declaration, two-space indentation)."""
-    set_ids = [info.eval_set_id for info in run.eval_sets]
-    set_ids += [c.eval_set_id for c in run.cases if c.eval_set_id not in set_ids]
-    set_ids = list(dict.fromkeys(set_ids))
-
-    root = ET.Element("testsuites", {"name": xml_text(title)})
-    for set_id in set_ids:
-        cases = [c for c in run.cases if c.eval_set_id == set_id]
-        suite = ET.SubElement(root, "testsuite", {"name": xml_text(set_id), **_counts(cases)})
-        if run.started_at is not None:
-            suite.set("timestamp", run.started_at.isoformat())
-        for case in cases:
-            _testcase(suite, case)
-    root.attrib.update(_counts(run.cases))
-    ET.indent(root, space="  ")
-    return redact('<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n")
+    with io.StringIO() as out:
+        write_junit(run, out, title=title)
+        return out.getvalue()
 
 
-def _counts(cases: list[CaseResult]) -> dict[str, str]:
-    seconds = sum(c.latency_s or 0.0 for c in cases)
-    return {
-        "tests": str(len(cases)),
-        "failures": str(sum(c.status == "failed" for c in cases)),
-        "errors": str(sum(c.status == "error" for c in cases)),
-        "skipped": "0",
-        "time": fmt.JUNIT_TIME_FORMAT.format(seconds),
-    }
+def write_junit(run: RunResult, target: TextIO, *, title: str = "evalward") -> None:
+    """`render_junit(run)` written to `target` in one pass over the cases, each rendered on its own.
+
+    The counts open each `<testsuite>`, so every suite's test cases wait in a temporary file (in memory
+    while small) until the pass is over; a run's cases may themselves live in a temporary file
+    (`evalward.spill`), and this holds one case at a time. Secrets are redacted case by case (redaction
+    replaces values, so this gives the text of redacting the whole document)."""
+    set_ids = list(dict.fromkeys([info.eval_set_id for info in run.eval_sets]))
+    suites: dict[str, tuple[_Counts, IO[str] | None]] = {}
+    total = _Counts()
+    try:
+        for case in run.cases:
+            if case.eval_set_id not in suites:
+                suites[case.eval_set_id] = (_Counts(), tempfile.SpooledTemporaryFile(1 << 20, mode="w+"))  # noqa: SIM115  # closed below
+                if case.eval_set_id not in set_ids:
+                    set_ids.append(case.eval_set_id)
+            counts, buffer = suites[case.eval_set_id]
+            assert buffer is not None
+            counts.add(case)
+            total.add(case)
+            element = _testcase(case)
+            ET.indent(element, space="  ", level=2)
+            buffer.write("\n    " + redact(ET.tostring(element, encoding="unicode")))
+        target.write('<?xml version="1.0" encoding="UTF-8"?>\n')
+        root = {"name": xml_text(title), **total.attributes()}
+        if not set_ids:
+            target.write(_tag("testsuites", root, empty=True) + "\n")
+            return
+        target.write(_tag("testsuites", root))
+        for set_id in set_ids:
+            counts, buffer = suites[set_id] if set_id in suites else (_Counts(), None)
+            attributes = {"name": xml_text(set_id), **counts.attributes()}
+            if run.started_at is not None:
+                attributes["timestamp"] = run.started_at.isoformat()
+            target.write("\n  " + _tag("testsuite", attributes, empty=buffer is None))
+            if buffer is not None:
+                buffer.seek(0)
+                shutil.copyfileobj(buffer, target)
+                target.write("\n  </testsuite>")
+        target.write("\n</testsuites>\n")
+    finally:
+        for _, buffer in suites.values():
+            if buffer is not None:
+                buffer.close()
 
 
-def _testcase(suite: ET.Element, case: CaseResult) -> None:
-    element = ET.SubElement(
-        suite,
+def _tag(name: str, attributes: dict[str, str], *, empty: bool = False) -> str:
+    """The opening tag (or the empty element) exactly as ElementTree writes it, escaping included."""
+    text = redact(ET.tostring(ET.Element(name, attributes), encoding="unicode"))
+    return text if empty else text.removesuffix(" />") + ">"
+
+
+class _Counts:
+    """`tests`, `failures`, `errors`, `skipped`, `time` of a group of case results, summed as they pass."""
+
+    def __init__(self) -> None:
+        self.tests = self.failures = self.errors = 0
+        self.seconds = 0.0
+
+    def add(self, case: CaseResult) -> None:
+        self.tests += 1
+        self.failures += case.status == "failed"
+        self.errors += case.status == "error"
+        self.seconds += case.latency_s or 0.0
+
+    def attributes(self) -> dict[str, str]:
+        return {
+            "tests": str(self.tests),
+            "failures": str(self.failures),
+            "errors": str(self.errors),
+            "skipped": "0",
+            "time": fmt.JUNIT_TIME_FORMAT.format(self.seconds),
+        }
+
+
+def _testcase(case: CaseResult) -> ET.Element:
+    element = ET.Element(
         "testcase",
         {
             "classname": xml_text(case.eval_set_id),
@@ -87,6 +142,7 @@ def _testcase(suite: ET.Element, case: CaseResult) -> None:
             element, "failure", {"type": "metric_failed", "message": _attribute(message or "no metric passed")}
         )
         node.text = xml_text("\n".join(_failure_lines(case)))
+    return element
 
 
 def _attribute(text: str) -> str:

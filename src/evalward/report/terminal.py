@@ -18,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from evalward.model import CaseResult, InvocationResult, MetricResult, RunResult, ToolCall
+from evalward.model.records import record_keys, records_where
 from evalward.model.text import compact_json
 from evalward.report import formatting as fmt
 from evalward.report.escape import strip_unsafe_chars, truncate, workflow_command_safe
@@ -40,7 +41,7 @@ _WARNING_CHARS = 300
 
 def print_run(run: RunResult, console: Console, *, detailed: bool = False) -> None:
     """Print the run to `console` (see the module docstring)."""
-    with_set = len({c.eval_set_id for c in run.cases}) > 1
+    with_set = len({key[0] for key in record_keys(run.cases)}) > 1
     with_rep = run.repetitions > 1
 
     def out(*parts: Text | Table) -> None:
@@ -54,11 +55,11 @@ def print_run(run: RunResult, console: Console, *, detailed: bool = False) -> No
         out(_summary_table(run))
     for warning in run.warnings:
         out(Text.assemble(("warning: ", "yellow"), _label(warning, _WARNING_CHARS)))
-    failing = [c for c in run.cases if c.status != "passed"]
-    if failing:
-        out(Text("Failing cases:", style="bold"))
-        for case in failing:
-            out(_failing_line(case, with_set=with_set, with_rep=with_rep))
+    failing = records_where(run.cases, lambda status: status != "passed")  # read back only these
+    for index, case in enumerate(failing):
+        if index == 0:
+            out(Text("Failing cases:", style="bold"))
+        out(_failing_line(case, with_set=with_set, with_rep=with_rep))
     if detailed:
         for case in run.cases:
             out(Text(""))

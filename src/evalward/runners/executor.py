@@ -49,8 +49,8 @@ import logging
 import random
 import time
 import uuid
-from collections import deque
-from collections.abc import Awaitable, Callable, Collection, Sequence
+from array import array
+from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -140,7 +140,12 @@ class ExecutionSummary:
     """The outcome of `execute`."""
 
     completed: list[CaseRun] = field(default_factory=list)
-    """Finished cases (successful or with an error), in completion order."""
+    """Finished cases (successful or with an error), in completion order — kept only when `execute` has no
+    `on_case_done` to hand them to (a large run must not hold every case's outputs)."""
+    finished: int = 0
+    """How many cases finished (successful or with an error)."""
+    failed: int = 0
+    """How many of them ended with an error."""
     not_run: list[WorkItem] = field(default_factory=list)
     """Items not finished because the run was cancelled (in flight or never started)."""
     cancelled: bool = False
@@ -148,7 +153,7 @@ class ExecutionSummary:
 
     @property
     def errors(self) -> int:
-        return sum(1 for run in self.completed if run.error is not None)
+        return self.failed
 
 
 # --- planning ---------------------------------------------------------------------------------------------
@@ -207,20 +212,84 @@ def sample_cases(sets: Sequence[EvalSet], count: int) -> list[EvalSet]:
 
 def select_shard(items: Sequence[WorkItem], shard: tuple[int, int]) -> list[WorkItem]:
     """The items of shard `k` of `n` (1-based), keeping the input order (rule in the module docstring)."""
-    index, count = shard
-    if count < 1 or not 1 <= index <= count:
-        raise UsageError(f"--shard must be k/n with 1 <= k <= n; found {index}/{count}")
-    cases = sorted({(i.eval_set.eval_set_id, i.case.case_id) for i in items}, key=lambda c: (shard_rank_key(*c), c))
-    mine = {case for rank, case in enumerate(cases) if rank % count == index - 1}
+    mine = shard_cases({(i.eval_set.eval_set_id, i.case.case_id) for i in items}, shard)
     return [i for i in items if (i.eval_set.eval_set_id, i.case.case_id) in mine]
 
 
-def plan_work(sets: Sequence[EvalSet], repeat: int, shard: tuple[int, int] | None = None) -> list[WorkItem]:
+def shard_cases(cases: Collection[tuple[str, str]], shard: tuple[int, int]) -> set[tuple[str, str]]:
+    """The (eval set, case id) pairs of shard `k` of `n` among `cases` (rule in the module docstring)."""
+    index, count = shard
+    if count < 1 or not 1 <= index <= count:
+        raise UsageError(f"--shard must be k/n with 1 <= k <= n; found {index}/{count}")
+    ranked = sorted(set(cases), key=lambda c: (shard_rank_key(*c), c))
+    return {case for rank, case in enumerate(ranked) if rank % count == index - 1}
+
+
+class WorkPlan(Sequence[WorkItem]):
+    """Case × repetition items in plan order, made when they are taken: an item holds its case, and a large
+    eval set's cases are read back one at a time (`EvalSet.cases` may be lazy), so the plan keeps only
+    (set, case position, repetition) numbers and never every case at once."""
+
+    def __init__(self, sets: Sequence[EvalSet], slots: Iterable[tuple[int, int, int]]) -> None:
+        self.sets = list(sets)
+        self._ids = [s.case_ids() for s in self.sets]
+        # Three parallel arrays: a few bytes per item where tuples would take ~70.
+        self._set_index, self._case_index, self._repetition = array("i"), array("q"), array("i")
+        for set_index, case_index, repetition in slots:
+            self._set_index.append(set_index)
+            self._case_index.append(case_index)
+            self._repetition.append(repetition)
+
+    def __len__(self) -> int:
+        return len(self._set_index)
+
+    def __getitem__(self, index: int) -> WorkItem:  # type: ignore[override]  # slices are not needed
+        eval_set = self.sets[self._set_index[index]]
+        return WorkItem(eval_set, eval_set.cases[self._case_index[index]], self._repetition[index])
+
+    def __iter__(self) -> Iterator[WorkItem]:
+        for index in range(len(self)):
+            yield self[index]
+
+    def key(self, index: int) -> tuple[str, str, int]:
+        """Item `index`'s (eval set id, case id, repetition), without reading its case."""
+        set_index = self._set_index[index]
+        return (
+            self.sets[set_index].eval_set_id,
+            self._ids[set_index][self._case_index[index]],
+            self._repetition[index],
+        )
+
+    def keys(self) -> Iterator[tuple[str, str, int]]:
+        return (self.key(index) for index in range(len(self)))
+
+    def only(self, wanted: Collection[tuple[str, str, int]]) -> WorkPlan:
+        """The items whose key is in `wanted`, in plan order (resuming a run)."""
+        wanted = set(wanted)
+        kept = (
+            (self._set_index[i], self._case_index[i], self._repetition[i])
+            for i in range(len(self))
+            if self.key(i) in wanted
+        )
+        return WorkPlan(self.sets, kept)
+
+
+def plan_work(sets: Sequence[EvalSet], repeat: int, shard: tuple[int, int] | None = None) -> WorkPlan:
     """Every case of every set × `repeat` repetitions (set, case, repetition order), narrowed to `shard`."""
     if repeat < 1:
         raise UsageError(f"--repeat must be at least 1; found {repeat}")
-    items = [WorkItem(s, c, r) for s in sets for c in s.cases for r in range(repeat)]
-    return select_shard(items, shard) if shard is not None else items
+    ids = [s.case_ids() for s in sets]
+    mine = None
+    if shard is not None:
+        mine = shard_cases({(s.eval_set_id, i) for s, set_ids in zip(sets, ids, strict=True) for i in set_ids}, shard)
+    slots = (
+        (set_index, case_index, repetition)
+        for set_index, eval_set in enumerate(sets)
+        for case_index, case_id in enumerate(ids[set_index])
+        if mine is None or (eval_set.eval_set_id, case_id) in mine
+        for repetition in range(repeat)
+    )
+    return WorkPlan(sets, slots)
 
 
 # --- rate limiting ----------------------------------------------------------------------------------------
@@ -482,7 +551,9 @@ async def execute(
         limiter = RateLimiter(options.rate_limit_per_s)
     runner = _CaseRunner(agent, options, limiter, uuid.uuid4().hex[:8], random.Random(), simulator)
     summary = ExecutionSummary(total=len(items))
-    queue: deque[WorkItem] = deque(items)
+    # Items are taken one at a time (a `WorkPlan` reads each case as it is taken).
+    queue: Iterator[WorkItem] = iter(items)
+    remaining = len(items)
     in_flight: dict[int, WorkItem] = {}
     deliveries: set[asyncio.Task[None]] = set()
 
@@ -500,9 +571,12 @@ async def execute(
         try:
             if on_case_done is not None:
                 await on_case_done(case_run)
-            summary.completed.append(case_run)
+            if on_case_done is None:
+                summary.completed.append(case_run)
+            summary.finished += 1
+            summary.failed += case_run.error is not None
             if on_progress is not None:
-                on_progress(len(summary.completed), summary.total)
+                on_progress(summary.finished, summary.total)
         finally:
             pending.release()
 
@@ -516,8 +590,10 @@ async def execute(
                 other.cancel()
 
     async def worker(worker_id: int) -> None:
-        while queue and not failures:
-            item = queue.popleft()
+        nonlocal remaining
+        while remaining and not failures:
+            remaining -= 1
+            item = next(queue)
             in_flight[worker_id] = item
             if slots is None:
                 case_run = await runner.run(item)
@@ -552,7 +628,7 @@ async def execute(
             raise failures[0]
         if summary.cancelled:
             await _stop(workers, deliveries)
-            summary.not_run = [*in_flight.values(), *queue]
+            summary.not_run = [*in_flight.values(), *queue]  # read only when a run is cancelled
     finally:
         await agent.aclose()
     return summary

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict
 
 from evalward.errors import GateInputError, UsageError
 from evalward.model import CaseResult, RunResult
+from evalward.model.records import record_keys
 from evalward.model.verdict import Verdict
 from evalward.redact import redact_model
 from evalward.store.comparability import comparability_key
@@ -269,8 +270,9 @@ class Store:
         A run that was never begun is inserted whole (its cases become its manifest).
         """
         with write_transaction(self.engine) as conn:
+            keys = record_keys(run.cases)  # a run's cases may live in a temporary file: keys without reading
             if not self._run_exists(conn, run.run_id):
-                self._insert_run(conn, run, run.status, _unique_keys(c.key for c in run.cases))
+                self._insert_run(conn, run, run.status, _unique_keys(keys))
             else:
                 from sqlalchemy import update
 
@@ -279,7 +281,7 @@ class Store:
                     .where(runs_table.c.run_id == run.run_id)
                     .values(
                         **_run_columns(run, run.status),
-                        case_order=[list(c.key) for c in run.cases],
+                        case_order=[list(key) for key in keys],
                     )
                 )
             self._insert_cases(conn, run.run_id, run.cases)
@@ -771,21 +773,23 @@ class Store:
             )
 
     def _insert_cases(self, conn: Connection, run_id: str, cases: Sequence[CaseResult]) -> int:
-        """Insert the cases not stored yet (checked under the caller's write transaction); return how many."""
+        """Insert the cases not stored yet (checked under the caller's write transaction); return how many.
+        Only those are read (a run's cases may live in a temporary file, `evalward.spill`)."""
         from sqlalchemy import insert
 
         if not cases:
             return 0
-        stored = self._recorded_keys(conn, run_id, [c.key for c in cases])
+        keys = record_keys(cases)
+        stored = self._recorded_keys(conn, run_id, keys)
         now = _now()
         case_rows: list[dict[str, Any]] = []
         score_rows: list[dict[str, Any]] = []
         seen: set[ItemKey] = set()
-        for case in cases:
-            if case.key in stored or case.key in seen:
+        for index, key in enumerate(keys):
+            if key in stored or key in seen:
                 continue
-            seen.add(case.key)
-            row, scores = _case_rows(run_id, case, now)
+            seen.add(key)
+            row, scores = _case_rows(run_id, cases[index], now)
             case_rows.append(row)
             score_rows.extend(scores)
         if case_rows:

@@ -1,0 +1,94 @@
+"""Per-case lists of a run that may live outside memory.
+
+A run of 100,000 cases cannot hold every `CaseResult` (with its turns) and every `CaseSummary` at once in a
+few hundred megabytes, so the pipeline keeps them in a `RecordSequence`: a read-only sequence that knows
+each record's key and status without reading the record back (the implementation that writes records to a
+temporary file is `evalward.spill`). `RunResult.cases` and `RunResult.case_summaries` accept one in place
+of a list (`KeepRecordSequence`); everything that reads them as a sequence works unchanged, and the helpers below
+answer the common questions (keys, statuses, the failing cases) without reading every record.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Generic, TypeVar
+
+from pydantic import (
+    BaseModel,
+    SerializerFunctionWrapHandler,
+    ValidatorFunctionWrapHandler,
+    WrapSerializer,
+    WrapValidator,
+)
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class RecordSequence(Sequence[M], Generic[M]):
+    """A read-only sequence of records whose keys and statuses are known without reading the records."""
+
+    @abstractmethod
+    def keys(self) -> Sequence[tuple[Any, ...]]:
+        """Each record's key (`CaseResult.key`, or `(eval_set_id, case_id)` for a summary), in order."""
+
+    @abstractmethod
+    def statuses(self) -> Sequence[str]:
+        """Each record's status (`CaseResult.status`; "passed"/"failed" for a summary), in order."""
+
+    def where(self, keep: Callable[[str], bool]) -> Iterator[M]:
+        """The records whose status `keep` accepts, in order; the others are not read."""
+        for index, status in enumerate(self.statuses()):
+            if keep(status):
+                yield self[index]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, str):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # mutable-looking, compared by content
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} of {len(self)} records>"
+
+
+def record_keys(records: Sequence[Any]) -> list[tuple[Any, ...]]:
+    """Every record's `key`, without reading records a `RecordSequence` keeps elsewhere."""
+    if isinstance(records, RecordSequence):
+        return list(records.keys())
+    return [record.key for record in records]
+
+
+def record_statuses(records: Sequence[Any]) -> list[str]:
+    """Every record's `status`, without reading records a `RecordSequence` keeps elsewhere."""
+    if isinstance(records, RecordSequence):
+        return list(records.statuses())
+    return [record.status for record in records]
+
+
+def records_where(records: Sequence[M], keep: Callable[[str], bool]) -> Iterator[M]:
+    """The records whose `status` `keep` accepts, in order (a `RecordSequence` reads only those)."""
+    if isinstance(records, RecordSequence):
+        yield from records.where(keep)
+        return
+    for record in records:
+        if keep(getattr(record, "status")):  # noqa: B009  # every record type kept here has a status
+            yield record
+
+
+def _keep_record_sequences(value: Any, validate: ValidatorFunctionWrapHandler) -> Any:
+    return value if isinstance(value, RecordSequence) else validate(value)
+
+
+def _dump_record_sequences(value: Any, serialize: SerializerFunctionWrapHandler) -> Any:
+    return serialize(list(value) if isinstance(value, RecordSequence) else value)
+
+
+KeepRecordSequence = (
+    WrapValidator(_keep_record_sequences),
+    WrapSerializer(_dump_record_sequences),
+)
+"""`Annotated[Sequence[X], *KeepRecordSequence]`: a model field that holds a list of `X` or a `RecordSequence`.
+Validation keeps a `RecordSequence` as it is and validates anything else as a sequence of `X`; serialisation
+and the JSON schema are those of a list of `X` (a `RecordSequence` is read record by record when dumped)."""

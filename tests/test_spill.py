@@ -1,0 +1,89 @@
+"""`evalward.spill`: records kept as objects while few, in a temporary file once many — same records back."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from evalward.errors import UsageError
+from evalward.model import CaseResult, CaseSummary, RunResult
+from evalward.model.records import record_keys, record_statuses, records_where
+from evalward.report.json_report import load_run_json, render_json
+from evalward.spill import RecordLog, max_records_in_memory
+
+RUN = Path(__file__).parent / "ci" / "data" / "regression-artifact" / "run.json"
+
+
+def recorded(cases: list[CaseResult], max_in_memory: int) -> RecordLog[CaseResult]:
+    log: RecordLog[CaseResult] = RecordLog(CaseResult, max_in_memory=max_in_memory)
+    for case in cases:
+        log.append(case, case.key, case.status)
+    return log
+
+
+@pytest.mark.parametrize("max_in_memory", [0, 3, 1000])
+def test_records_come_back_equal_whether_kept_or_spilled(max_in_memory: int) -> None:
+    cases = list(load_run_json(RUN.read_text(encoding="utf-8")).cases)
+    log = recorded(cases, max_in_memory)
+    assert log.spilled is (len(cases) > max_in_memory)
+    assert len(log) == len(cases)
+    assert list(log) == cases and log == cases
+    assert log[0] == cases[0] and log[-1] == cases[-1] and log[2:5] == cases[2:5]
+    assert [c.model_dump_json() for c in log] == [c.model_dump_json() for c in cases]
+    with pytest.raises(IndexError):
+        log[len(cases)]
+    assert record_keys(log) == [c.key for c in cases] == record_keys(cases)
+    assert record_statuses(log) == [c.status for c in cases]
+
+
+def test_the_ordered_view_sorts_by_key_and_reads_only_what_is_asked() -> None:
+    cases = list(load_run_json(RUN.read_text(encoding="utf-8")).cases)
+    shuffled = cases[::-1]
+    log = recorded(shuffled, 0)
+    view = log.ordered()
+    expected = sorted(shuffled, key=lambda c: c.key)
+    assert list(view) == expected and view[1] == expected[1]
+    assert list(view.keys()) == [c.key for c in expected]
+    failing = [c for c in expected if c.status != "passed"]
+    assert failing, "the fixture run has failing cases"
+    assert list(records_where(view, lambda s: s != "passed")) == failing
+
+    reads: list[int] = []
+    original = log._read
+
+    def counting(index: int) -> CaseResult:
+        reads.append(index)
+        return original(index)
+
+    log._read = counting  # type: ignore[method-assign]
+    list(records_where(view, lambda s: s != "passed"))
+    assert len(reads) == len(failing)  # the passing cases were not read back
+
+
+def test_a_run_renders_the_same_json_with_its_cases_spilled() -> None:
+    run = load_run_json(RUN.read_text(encoding="utf-8"))
+    summaries: RecordLog[CaseSummary] = RecordLog(CaseSummary, max_in_memory=0)
+    for summary in run.case_summaries:
+        summaries.append(summary, (summary.eval_set_id, summary.case_id), "passed" if summary.passed else "failed")
+    spilled = run.model_copy(update={"cases": recorded(list(run.cases), 0).ordered(), "case_summaries": summaries})
+    assert render_json(spilled) == render_json(run)
+    assert spilled.counts() == run.counts()
+    assert RunResult.model_validate_json(render_json(spilled)) == run
+    assert json.loads(spilled.model_dump_json()) == json.loads(run.model_dump_json())
+
+
+def test_closing_a_log_removes_its_file_and_an_unclosed_one_leaves_nothing(tmp_path: Path) -> None:
+    log = recorded(list(load_run_json(RUN.read_text(encoding="utf-8")).cases), 0)
+    log.close()
+    with pytest.raises(OSError):
+        log[0]
+
+
+def test_the_in_memory_limit_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EVALWARD_MAX_RECORDS_IN_MEMORY", "7")
+    assert max_records_in_memory() == 7
+    monkeypatch.setenv("EVALWARD_MAX_RECORDS_IN_MEMORY", "many")
+    with pytest.raises(UsageError, match="EVALWARD_MAX_RECORDS_IN_MEMORY must be a whole number, found 'many'"):
+        max_records_in_memory()
