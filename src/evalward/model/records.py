@@ -11,7 +11,7 @@ answer the common questions (keys, statuses, the failing cases) without reading 
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
 from pydantic import (
@@ -92,3 +92,35 @@ KeepRecordSequence = (
 """`Annotated[Sequence[X], *KeepRecordSequence]`: a model field that holds a list of `X` or a `RecordSequence`.
 Validation keeps a `RecordSequence` as it is and validates anything else as a sequence of `X`; serialisation
 and the JSON schema are those of a list of `X` (a `RecordSequence` is read record by record when dumped)."""
+
+
+V = TypeVar("V")
+
+
+class FactsMapping(Mapping[str, V], Generic[V]):
+    """A read-only {case id: fact} mapping computed from a compact index instead of stored as a dict (a large
+    eval set's content hashes, input hashes and sources: `EvalSet.case_hashes()` and its siblings). Fields
+    annotated with `KeepFactsMapping` hold one as it is."""
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Mapping):
+            return dict(self.items()) == dict(other.items())
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} of {len(self)} cases>"
+
+
+def _keep_facts_mappings(value: Any, validate: ValidatorFunctionWrapHandler) -> Any:
+    return value if isinstance(value, FactsMapping) else validate(value)
+
+
+def _dump_facts_mappings(value: Any, serialize: SerializerFunctionWrapHandler) -> Any:
+    return serialize(dict(value.items()) if isinstance(value, FactsMapping) else value)
+
+
+KeepFactsMapping = (WrapValidator(_keep_facts_mappings), WrapSerializer(_dump_facts_mappings))
+"""`Annotated[Mapping[str, X], *KeepFactsMapping]`: a model field holding a dict or a `FactsMapping` (kept as it
+is, dumped as a dict)."""

@@ -6,14 +6,14 @@ dashboard all render it, and nothing re-derives its scores elsewhere.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from evalward.model.evalset import EvalFormat, MetricSpec
-from evalward.model.records import KeepRecordSequence, record_statuses
+from evalward.model.records import KeepFactsMapping, KeepRecordSequence, record_statuses
 from evalward.model.trajectory import AgentOutput, ToolCall, Usage
 
 SCHEMA_VERSION = 1
@@ -203,14 +203,16 @@ class EvalSetInfo(BaseModel):
     content_hash: str
     criteria: list[MetricSpec] = Field(default_factory=list)
     criteria_origin: str = ""
-    case_hashes: dict[str, str] = Field(default_factory=dict, description="{case_id: content hash}.")
-    case_input_hashes: dict[str, str] = Field(
+    case_hashes: Annotated[Mapping[str, str], *KeepFactsMapping] = Field(
+        default_factory=dict, description="{case_id: content hash}."
+    )
+    case_input_hashes: Annotated[Mapping[str, str], *KeepFactsMapping] = Field(
         default_factory=dict,
         description="{case_id: input hash}: what the agent was asked (turn queries and inputs, initial session). "
         "Equal input hashes pair a baseline's recorded outputs with this run's case even when expectations "
         "differ (the baseline is then re-scored). Empty for runs made before evalward recorded it.",
     )
-    case_sources: dict[str, dict[str, Any]] = Field(
+    case_sources: Annotated[Mapping[str, dict[str, Any]], *KeepFactsMapping] = Field(
         default_factory=dict, description="{case_id: SourceLocation as dict}, for annotations."
     )
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 from urllib.parse import quote
 
 from evalward.model import CaseResult, InvocationResult, MetricResult, RunResult
+from evalward.model.records import record_keys, records_where
 from evalward.report import formatting as fmt
 from evalward.report.diff import diff_text, steps_diff, trajectory_diff
 from evalward.report.escape import html_inline, md_code_block, md_code_span, md_inline
@@ -44,13 +45,13 @@ def render_run_markdown(
     """
     if max_chars < MIN_MAX_CHARS:
         raise ValueError(f"max_chars must be at least {MIN_MAX_CHARS}, got {max_chars}")
-    with_set = len({c.eval_set_id for c in run.cases}) > 1
+    with_set = len({key[0] for key in record_keys(run.cases)}) > 1
     with_rep = run.repetitions > 1
     head = "\n\n".join(
         part for part in (_verdict(run, title), _facts(run), _summary_table(run), _warnings(run)) if part
     )
 
-    failing = [c for c in run.cases if c.status != "passed"]
+    failing = list(records_where(run.cases, lambda status: status != "passed"))  # only these are read back
     failing.sort(key=lambda c: (not c.must_pass, c.status != "failed"))
     sections = [_case_section(case, run, with_set=with_set, with_rep=with_rep) for case in failing]
 

@@ -314,14 +314,22 @@ def compose(current: RunResult, runs: Sequence[RunResult]) -> RunResult:
                 info.eval_set_id,
                 info.model_copy(update={"case_hashes": {}, "case_input_hashes": {}, "case_sources": {}}),
             )
+            hashes, input_hashes, sources = (
+                dict(target.case_hashes),
+                dict(target.case_input_hashes),
+                dict(target.case_sources),
+            )
             for set_id, case_id in take:
                 if set_id != info.eval_set_id:
                     continue
-                target.case_hashes[case_id] = info.case_hashes[case_id]
+                hashes[case_id] = info.case_hashes[case_id]
                 if case_id in info.case_input_hashes:
-                    target.case_input_hashes[case_id] = info.case_input_hashes[case_id]
+                    input_hashes[case_id] = info.case_input_hashes[case_id]
                 if case_id in info.case_sources:
-                    target.case_sources[case_id] = info.case_sources[case_id]
+                    sources[case_id] = info.case_sources[case_id]
+            infos[info.eval_set_id] = target.model_copy(
+                update={"case_hashes": hashes, "case_input_hashes": input_hashes, "case_sources": sources}
+            )
         have |= take
         warnings.append(f"composed from run {older.run_id}")
     if not warnings:
