@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from vs_adk_eval import write_project  # noqa: E402  # the same generated project as the `adk eval` benchmark
+from vs_adk_eval import write_project  # the same generated project as the `adk eval` benchmark
 
 RUN_RSS_GOAL_MB = 300.0
 VALIDATE_RSS_GOAL_MB = 150.0
