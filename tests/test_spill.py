@@ -9,7 +9,8 @@ import pytest
 
 from evalward.errors import UsageError
 from evalward.model import CaseResult, CaseSummary, RunResult
-from evalward.model.records import record_keys, record_statuses, records_where
+from evalward.model.records import iter_model_json, record_keys, record_statuses, records_where
+from evalward.model.results import PER_CASE_FIELDS
 from evalward.report.json_report import load_run_json, render_json
 from evalward.spill import RecordLog, max_records_in_memory
 
@@ -87,3 +88,35 @@ def test_the_in_memory_limit_comes_from_the_environment(monkeypatch: pytest.Monk
     monkeypatch.setenv("EVALWARD_MAX_RECORDS_IN_MEMORY", "many")
     with pytest.raises(UsageError, match="EVALWARD_MAX_RECORDS_IN_MEMORY must be a whole number, found 'many'"):
         max_records_in_memory()
+
+
+@pytest.mark.parametrize("indent", [None, 2])
+def test_a_run_is_dumped_piece_by_piece_as_it_is_whole(indent: int | None) -> None:
+    run = load_run_json(RUN.read_text(encoding="utf-8"))
+    # Nested values that look like the per-case lists must not be taken for them.
+    info = run.eval_sets[0]
+    spec = info.criteria[0].model_copy(update={"options": {"cases": [], "case_summaries": []}})
+    run = run.model_copy(
+        update={
+            "eval_sets": [info.model_copy(update={"criteria": [spec]}), *run.eval_sets[1:]],
+            "warnings": ['"cases": [] and "cases":[] in a warning'],
+            "case_selection": '"cases":[]',
+        }
+    )
+    spilled = run.model_copy(update={"cases": recorded(list(run.cases), 0)})
+    for whole in (run, spilled, run.model_copy(update={"cases": [], "case_summaries": []})):
+        assert "".join(iter_model_json(whole, PER_CASE_FIELDS, indent=indent)) == run.model_copy(
+            update={"cases": list(whole.cases), "case_summaries": list(whole.case_summaries)}
+        ).model_dump_json(indent=indent)
+
+
+def test_a_stored_run_with_spilled_records_loads_back_the_same(tmp_path: Path) -> None:
+    from evalward.store import open_store
+
+    run = load_run_json(RUN.read_text(encoding="utf-8"))
+    summaries: RecordLog[CaseSummary] = RecordLog(CaseSummary, max_in_memory=0)
+    for summary in run.case_summaries:
+        summaries.append(summary, (summary.eval_set_id, summary.case_id), "passed" if summary.passed else "failed")
+    store = open_store(f"sqlite:///{tmp_path / 'h.db'}")
+    store.finish_run(run.model_copy(update={"cases": recorded(list(run.cases), 0), "case_summaries": summaries}))
+    assert store.load_run(run.run_id) == run

@@ -124,3 +124,41 @@ def _dump_facts_mappings(value: Any, serialize: SerializerFunctionWrapHandler) -
 KeepFactsMapping = (WrapValidator(_keep_facts_mappings), WrapSerializer(_dump_facts_mappings))
 """`Annotated[Mapping[str, X], *KeepFactsMapping]`: a model field holding a dict or a `FactsMapping` (kept as it
 is, dumped as a dict)."""
+
+
+def iter_model_json(
+    model: BaseModel,
+    record_fields: Sequence[str],
+    *,
+    indent: int | None = None,
+    each: Callable[[BaseModel], BaseModel] = lambda record: record,
+) -> Iterator[str]:
+    """`each(model).model_dump_json(indent=indent)` in pieces, with the top-level list fields `record_fields`
+    (the last fields of the model but for plain values, in field order) dumped entry by entry: a run whose
+    cases live in a temporary file is written without holding them. `each` is applied to the model without
+    those lists and to every entry (redaction, which replaces values, gives the same text either way).
+
+    The model is dumped with those fields empty, and each field's empty list is replaced by its entries;
+    the last `"<field>": []` is the top-level one (only plain strings follow it, whose quotes are escaped)."""
+    header = each(model.model_copy(update={name: [] for name in record_fields})).model_dump_json(indent=indent)
+    cut: list[tuple[str, str]] = []  # (text before the field's list, field) from the last field backwards
+    rest = header
+    for name in reversed(record_fields):
+        marker = f'"{name}": []' if indent else f'"{name}":[]'
+        head, found, tail = rest.rpartition(marker)
+        if not found:  # the model's shape is not what this expects: dump the whole model at once
+            yield each(model).model_dump_json(indent=indent)
+            return
+        cut.append((tail, name))
+        rest = head
+    yield rest
+    pad = "\n" + " " * (2 * indent if indent else 0)
+    for tail, name in reversed(cut):
+        entries: Sequence[BaseModel] = getattr(model, name)
+        yield f'"{name}":' + (" [" if indent else "[")
+        for index, entry in enumerate(entries):
+            text = each(entry).model_dump_json(indent=indent)
+            if indent:
+                text = pad + text.replace("\n", pad)
+            yield ("," if index else "") + text
+        yield ("\n" + " " * indent + "]" if indent and len(entries) else "]") + tail

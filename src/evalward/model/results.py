@@ -249,6 +249,11 @@ class RunContext(BaseModel):
     )
 
 
+PER_CASE_FIELDS = ("case_summaries", "cases")
+"""`RunResult`'s fields with an entry per case (or case × repetition), in field order: the ones a large run keeps
+in a temporary file and that are written entry by entry (`records.iter_model_json`)."""
+
+
 class RunResult(BaseModel):
     """One run of one or more eval sets against one agent."""
 

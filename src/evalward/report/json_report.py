@@ -10,13 +10,15 @@ No escaping here: JSON is data, and whoever renders it later escapes it.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any, TextIO
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from evalward.errors import EvalFileError, FileProblem
 from evalward.model import SCHEMA_VERSION, RunResult
+from evalward.model.records import iter_model_json
+from evalward.model.results import PER_CASE_FIELDS
 from evalward.redact import redact_model
 
 
@@ -32,34 +34,11 @@ def write_json(run: RunResult, target: TextIO) -> None:
         target.write(piece)
 
 
-_PER_CASE_LISTS = ("case_summaries", "cases")
-"""The run's lists with one entry per case (or case × repetition): written entry by entry."""
-
-
 def iter_json(run: RunResult) -> Iterator[str]:
-    """The pieces of `render_json(run)`: the run without its per-case lists, split where each list goes, and
-    each entry dumped on its own (redacted on its own: redaction replaces values, so entry by entry gives
-    the same text as the whole run at once). A run's cases may live in a temporary file (`evalward.spill`);
-    this reads them one at a time."""
-    header = redact_model(run.model_copy(update={key: [] for key in _PER_CASE_LISTS})).model_dump_json(indent=2)
-    rest = header
-    for name in _PER_CASE_LISTS:
-        marker = f'\n  "{name}": [],'
-        head, found, rest = rest.partition(marker)
-        if not found:  # the model's shape changed: the whole run at once is always right
-            yield redact_model(run).model_dump_json(indent=2) + "\n"
-            return
-        yield head
-        entries: Sequence[BaseModel] = getattr(run, name)
-        if not len(entries):
-            yield marker
-            continue
-        yield f'\n  "{name}": ['
-        for index, entry in enumerate(entries):
-            text = redact_model(entry).model_dump_json(indent=2).replace("\n", "\n    ")
-            yield ("\n    " if index == 0 else ",\n    ") + text
-        yield "\n  ],"
-    yield rest + "\n"
+    """The pieces of `render_json(run)`: the run's cases and case summaries dumped one at a time (they may live
+    in a temporary file, `evalward.spill`) and redacted one at a time."""
+    yield from iter_model_json(run, PER_CASE_FIELDS, indent=2, each=redact_model)
+    yield "\n"
 
 
 def load_run_json(text: str, *, source: str = "<json>") -> RunResult:

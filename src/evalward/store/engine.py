@@ -20,6 +20,7 @@ PostgreSQL needs none of this; its connections use the default READ COMMITTED is
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -71,6 +72,19 @@ def sqlite_path(url: str) -> Path | None:
     return Path(database)
 
 
+class JSONText(str):
+    """JSON already written (a large run's row, dumped piece by piece): stored as it is, not dumped again."""
+
+    __slots__ = ()
+
+
+def dump_json(value: Any) -> str:
+    """The engine's JSON serialiser: `JSONText` as it is, anything else as `json.dumps` writes it."""
+    if isinstance(value, JSONText):
+        return str(value)
+    return json.dumps(value)
+
+
 def create_db_engine(url: str) -> Engine:
     """An engine for `url` with the connection setup described in the module docstring.
 
@@ -78,7 +92,7 @@ def create_db_engine(url: str) -> Engine:
     """
     from sqlalchemy import create_engine, event
 
-    kwargs: dict[str, Any] = {"future": True}
+    kwargs: dict[str, Any] = {"future": True, "json_serializer": dump_json}
     if is_sqlite(url):
         path = sqlite_path(url)
         if path is not None:

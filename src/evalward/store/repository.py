@@ -23,11 +23,12 @@ from pydantic import BaseModel, ConfigDict
 
 from evalward.errors import GateInputError, UsageError
 from evalward.model import CaseResult, RunResult
-from evalward.model.records import record_keys
+from evalward.model.records import iter_model_json, record_keys
+from evalward.model.results import PER_CASE_FIELDS
 from evalward.model.verdict import Verdict
 from evalward.redact import redact_model
 from evalward.store.comparability import comparability_key
-from evalward.store.engine import read_transaction, write_transaction
+from evalward.store.engine import JSONText, read_transaction, write_transaction
 from evalward.store.schema import cases_table, gate_verdicts_table, plan_table, runs_table, scores_table
 
 if TYPE_CHECKING:
@@ -109,9 +110,11 @@ def _now() -> datetime:
 def _run_columns(run: RunResult, status: str) -> dict[str, Any]:
     """The runs row for `run` (without planned_count/created_at), run JSON without its cases; secrets
     redacted, like every row written (`evalward.redact`)."""
-    run = redact_model(run.model_copy(update={"cases": []}))
-    run_json = run.model_dump(mode="json", exclude={"cases"})
-    run_json["status"] = status
+    run = run.model_copy(update={"cases": [], "status": status})
+    # Dumped piece by piece (a large run's case summaries live in a temporary file) into JSON text that the
+    # engine stores as it is (`engine.JSONText`), instead of a dict of every summary.
+    run_json = JSONText("".join(iter_model_json(run, PER_CASE_FIELDS, each=redact_model)))
+    run = redact_model(run.model_copy(update={"case_summaries": []}))  # the columns below, redacted
     ctx = run.context
     return {
         "run_id": run.run_id,
