@@ -120,3 +120,10 @@ def test_a_stored_run_with_spilled_records_loads_back_the_same(tmp_path: Path) -
     store = open_store(f"sqlite:///{tmp_path / 'h.db'}")
     store.finish_run(run.model_copy(update={"cases": recorded(list(run.cases), 0), "case_summaries": summaries}))
     assert store.load_run(run.run_id) == run
+
+
+def test_copies_of_a_run_share_its_spilled_records() -> None:
+    run = load_run_json(RUN.read_text(encoding="utf-8"))
+    spilled = run.model_copy(update={"cases": recorded(list(run.cases), 0)})
+    copied = spilled.model_copy(deep=True)
+    assert copied.cases is spilled.cases and list(copied.cases) == list(run.cases)

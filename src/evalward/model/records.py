@@ -52,6 +52,14 @@ class RecordSequence(Sequence[M], Generic[M]):
     def __repr__(self) -> str:
         return f"<{type(self).__name__} of {len(self)} records>"
 
+    # Read-only to its readers, so a copy of a model holding one (`model_copy(deep=True)`) shares it rather
+    # than duplicating a temporary file.
+    def __copy__(self) -> RecordSequence[M]:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> RecordSequence[M]:
+        return self
+
 
 def record_keys(records: Sequence[Any]) -> list[tuple[Any, ...]]:
     """Every record's `key`, without reading records a `RecordSequence` keeps elsewhere."""
