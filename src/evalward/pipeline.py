@@ -715,8 +715,10 @@ async def run_prepared(
             fold_case(by_case.pop((result.eval_set_id, result.case_id)))
 
     def fold_case(group: list[CaseResult]) -> None:
-        summary = fold.add(sorted(group, key=lambda c: c.key))
-        case_summaries.append(summary, (summary.eval_set_id, summary.case_id), "passed" if summary.passed else "failed")
+        group.sort(key=lambda c: c.key)
+        key = (group[0].eval_set_id, group[0].case_id)  # one tuple (and id string) for the fold and the log
+        summary = fold.add(group, key)
+        case_summaries.append(summary, key, "passed" if summary.passed else "failed")
 
     for done in existing:
         record(done)

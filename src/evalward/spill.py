@@ -85,7 +85,7 @@ class RecordLog(RecordSequence[M], Generic[M]):
         self._statuses: list[str] = []
         self._file: _SpillFile | None = None
         self._offsets = array("q")
-        self._lengths = array("q")
+        self._lengths = array("I")  # a record is far below 4 GB
         self._interned: dict[str, str] = {}
 
     @property
@@ -93,8 +93,11 @@ class RecordLog(RecordSequence[M], Generic[M]):
         return self._file is not None
 
     def append(self, record: M, key: tuple[Any, ...], status: str) -> None:
-        # Keys repeat their eval set id in every record; one string per id keeps the index small.
-        key = tuple(self._interned.setdefault(part, part) if isinstance(part, str) else part for part in key)
+        # Keys start with their eval set id, the same in thousands of records: one string per id.
+        if key and isinstance(key[0], str):
+            first = self._interned.setdefault(key[0], key[0])
+            if first is not key[0]:
+                key = (first, *key[1:])
         self._keys.append(key)
         self._statuses.append(self._interned.setdefault(status, status))
         if self._file is None and len(self._objects) < self.max_in_memory:

@@ -335,7 +335,7 @@ class _MetricColumn:
     def __init__(self) -> None:
         self.flags = bytearray()
         self.floats = array("d")  # threshold, case mean: two per slot
-        self.counts = array("q")  # n_scored, n_gated, n_passed: three per slot
+        self.counts = array("i")  # n_scored, n_gated, n_passed: three per slot
 
     def put(self, slot: int, part: MetricPart | None) -> None:
         while len(self.flags) < slot:
@@ -385,10 +385,11 @@ class RunFold:
         self._first_seen: dict[str, tuple[tuple[str, str], int]] = {}
         self.all_passed = True
 
-    def add(self, runs: Sequence[CaseResult]) -> CaseSummary:
-        """Fold one case's results (all its repetitions, sorted by key); return its summary."""
+    def add(self, runs: Sequence[CaseResult], key: tuple[str, str] | None = None) -> CaseSummary:
+        """Fold one case's results (all its repetitions, sorted by key); return its summary. `key` is the
+        case's (eval set id, case id), when the caller already holds that tuple (one copy per case)."""
         summary = summarize_case(runs, repetitions=self.repetitions, pass_rule=self.pass_rule)
-        key = (runs[0].eval_set_id, runs[0].case_id)
+        key = key or (runs[0].eval_set_id, runs[0].case_id)
         slot = len(self._case_keys)
         self._case_keys.append(key)
         for position, (name, part) in enumerate(case_metric_parts(runs).items()):
