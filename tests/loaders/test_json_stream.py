@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from evalward.loaders.documents import DocumentError
-from evalward.loaders.json_stream import JsonlWalk, JsonWalk, WholeFile, _line_spans, exceeds
+from evalward.loaders.json_stream import JsonlWalk, JsonWalk, WholeFile, _line_spans, exceeds, may_exceed
 from evalward.loaders.positions import StructureLimits
 
 _line_text = st.text(alphabet=st.sampled_from(list('ab {}"\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029')), max_size=30)
@@ -68,3 +70,20 @@ def test_exceeds_measures_as_index_json_counts(
     # Hand count: [[[]]] at depth 1 has its innermost array at depth 3, which max_depth=3 refuses (a container
     # at depth >= max_depth); {"a": 1, "b": [2]} is 4 values (the object, 1, the list, 2), one over 3.
     assert exceeds(value, depth, limits) is expected
+
+
+_values = st.recursive(
+    st.none() | st.integers() | st.text(alphabet="[{x", max_size=3),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(alphabet="ab", max_size=2), inner, max_size=3),
+    max_leaves=15,
+)
+
+
+@given(value=_values, depth=st.integers(0, 4), max_depth=st.integers(1, 6), max_values=st.integers(1, 12))
+def test_may_exceed_never_rules_out_what_exceeds_finds(
+    value: object, depth: int, max_depth: int, max_values: int
+) -> None:
+    limits = StructureLimits(max_depth=max_depth, max_values=max_values)
+    text = json.dumps(value, separators=(",", ":"))
+    if exceeds(value, depth, limits):
+        assert may_exceed(text, 0, len(text), depth, limits)

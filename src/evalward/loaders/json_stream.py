@@ -111,6 +111,14 @@ class _Decoder:
         return self._json.decode(text)
 
 
+def may_exceed(text: str, start: int, end: int, depth: int, limits: StructureLimits) -> bool:
+    """Whether the value in `text[start:end]`, `depth` levels deep, could exceed `limits` at all, counted in C:
+    nesting to `max_depth` needs that many `[` or `{` characters, and every value takes a character. Nearly
+    every case of an eval file is far from both, and then need not be walked (`exceeds`)."""
+    openings = text.count("[", start, end) + text.count("{", start, end)
+    return openings > limits.max_depth - depth - 1 or end - start > limits.max_values
+
+
 def exceeds(value: Any, depth: int, limits: StructureLimits) -> bool:
     """Whether `value`, `depth` levels deep, holds an array or object at `limits.max_depth` or deeper, or more
     than `limits.max_values` values (as `index_json` counts them: every value, keys not included)."""
@@ -296,7 +304,10 @@ class JsonWalk:
             if self._limit is None:
                 raise WholeFile from None
             raise _Stop from None
-        if self._limit is None and (self._decoder.repeated or exceeds(value, depth, self._limits)):
+        if self._limit is None and (
+            self._decoder.repeated
+            or (may_exceed(self.text, offset, end, depth, self._limits) and exceeds(value, depth, self._limits))
+        ):
             self._index(offset, path, depth, line, column)
         return value, end
 
@@ -369,7 +380,9 @@ class JsonlWalk:
             except (IntegerTooLong, RecursionError):
                 self._index(line, path, number)
                 return
-            if self._decoder.repeated or exceeds(value, 0, self._limits):
+            if self._decoder.repeated or (
+                may_exceed(line, 0, len(line), 0, self._limits) and exceeds(value, 0, self._limits)
+            ):
                 self._index(line, path, number)
                 if self._structure:
                     return

@@ -112,6 +112,8 @@ class LocatedIndex(PositionIndex):
 
 
 def _skip(text: str, offset: int) -> int:
+    if offset < len(text) and text[offset] not in " \t\n\r":
+        return offset  # the usual case, without a regular expression
     return _SKIP.match(text, offset).end()  # type: ignore[union-attr]  # `*` always matches
 
 
