@@ -105,6 +105,17 @@ def test_a_small_set_keeps_every_case_it_mapped(ten: Path) -> None:
     assert all(cases[i] is cases[i] for i in range(10))
 
 
+def test_a_kept_case_changed_by_its_holder_hashes_as_changed(ten: Path) -> None:
+    # As with a list: whoever holds a kept case may change it, and its content hash is then of the change.
+    _, cases = indexed(ten, cache_size=3, whole_set=10)
+    case = cases[2]
+    before = case.content_hash
+    fresh = cases[3]
+    fresh.session_input = None
+    assert fresh.content_hash != cases.content_hash_at(3)
+    assert case.content_hash == before == cases.content_hash_at(2)
+
+
 def test_facts_need_no_case_read_back(ten: Path, whole: EvalSet, monkeypatch: pytest.MonkeyPatch) -> None:
     eval_set, cases = indexed(ten, cache_size=1, whole_set=0)
     eval_set.path = whole.path

@@ -24,6 +24,7 @@ from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from evalward.errors import EvalFileError, FileProblem
@@ -205,9 +206,9 @@ class IndexedCases(CaseSequence):
         # of what a case asks), and the last ones read are kept as a load keeps them.
         content, inputs = bytearray(), bytearray()
         for index in range(len(self)):
-            case = edited.case_at(index)
-            content += bytes.fromhex(case.content_hash)
-            inputs += bytes.fromhex(case.input_hash)
+            case_content, case_inputs = digests(edited.case_at(index))
+            content += case_content
+            inputs += case_inputs
         edited._content, edited._inputs = content, inputs
         return edited
 
@@ -247,6 +248,20 @@ class IndexedCases(CaseSequence):
         for edit in self._edits:
             edit(case)
         return case
+
+
+def digests(case: EvalCase) -> tuple[bytes, bytes]:
+    """The case's content and input hashes as 32-byte digests, computed without caching them on the case: a
+    kept case may be changed by whoever it is handed to (as a listed one may), and its hashes must then be
+    those of what it became."""
+    return (
+        bytes.fromhex(_CONTENT_HASH.func(case)),
+        bytes.fromhex(_INPUT_HASH.func(case)),
+    )
+
+
+_CONTENT_HASH: cached_property[str] = EvalCase.__dict__["content_hash"]
+_INPUT_HASH: cached_property[str] = EvalCase.__dict__["input_hash"]
 
 
 class IndexBuilder:
@@ -291,8 +306,9 @@ class IndexBuilder:
         if self._elements is not None:
             self._elements.append(element)
         self._ids.append(case.case_id)
-        self._content += bytes.fromhex(case.content_hash)
-        self._inputs += bytes.fromhex(case.input_hash)
+        content, inputs = digests(case)
+        self._content += content
+        self._inputs += inputs
         first = self._bytes.at(start)
         self._starts.append(first)
         self._lengths.append(self._bytes.at(end) - first)
