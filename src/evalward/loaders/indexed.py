@@ -71,8 +71,11 @@ class _Origin:
 
     def read(self, row: int) -> EvalCase:
         """The case at `row`, mapped afresh from the file (no edits applied)."""
-        text = self._text(row)
-        value = json.loads(text)
+        try:
+            text = self._text(row)
+            value = json.loads(text)
+        except ValueError:  # not the text it was (a change that kept size, time and inode)
+            raise self._changed() from None
         path = self.path_of(row)
         index = LocatedIndex(text, 0, prefix=path, line=self.lines[row], column=self.columns[row])
         problems = Problems(Document(path=self.shown, data=value, index=index, kind=self.kind))
@@ -83,7 +86,9 @@ class _Origin:
 
     def _text(self, row: int) -> str:
         try:
-            descriptor = os.open(self.file, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            # O_NONBLOCK: a FIFO put in the file's place cannot block the read (its signature then differs).
+            flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+            descriptor = os.open(self.file, flags)
         except OSError:
             raise self._changed() from None
         try:
