@@ -36,7 +36,7 @@ _FOREIGN_BYTE_ORDER_MARKS: tuple[tuple[bytes, str], ...] = (
     (b"\xff\xfe", "UTF-16 LE"),
     (b"\xfe\xff", "UTF-16 BE"),
 )
-_UTF8_BYTE_ORDER_MARK = b"\xef\xbb\xbf"
+UTF8_BYTE_ORDER_MARK = b"\xef\xbb\xbf"
 
 _max_file_size = DEFAULT_MAX_FILE_SIZE
 
@@ -94,7 +94,9 @@ def read_file_bytes(path: str | Path, shown: str | None = None, *, limit: int | 
         _check_size(opened.st_size, limit, shown)
         chunks: list[bytes] = []
         total = 0
-        while chunk := os.read(descriptor, min(_READ_CHUNK, limit + 1 - total)):
+        # The size the file says it has (+1 to see it grew) in one read where possible: joining chunks would
+        # hold a large file twice.
+        while chunk := os.read(descriptor, min(max(_READ_CHUNK, opened.st_size + 1 - total), limit + 1 - total)):
             chunks.append(chunk)
             total += len(chunk)
             _check_size(total, limit, shown, at_least=True)
@@ -115,7 +117,7 @@ def decode_text(raw: bytes, shown: str) -> str:
                 expected="UTF-8",
                 found=encoding,
             )
-    body = raw.removeprefix(_UTF8_BYTE_ORDER_MARK)
+    body = raw.removeprefix(UTF8_BYTE_ORDER_MARK)
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:

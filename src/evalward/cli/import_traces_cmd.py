@@ -77,6 +77,7 @@ def execute_import(
 ) -> None:
     from evalward.cli.run_cmd import open_history, write_reports
     from evalward.context import detect_context
+    from evalward.model.cases import keep_ids
     from evalward.pipeline import RunOptions, prepare, run_prepared
     from evalward.runners.replay import ReplayAgent, trace_options_from_env
     from evalward.traces.recordings import load_recordings
@@ -98,7 +99,7 @@ def execute_import(
     recorded_cases = {case_id for _, case_id in recordings.case_keys()}
     if only_recorded:
         for eval_set in prepared.sets:
-            eval_set.cases = [c for c in eval_set.cases if c.case_id in recorded_cases]
+            eval_set.cases = keep_ids(eval_set.cases, recorded_cases.__contains__)
         prepared.sets = [s for s in prepared.sets if s.cases]
         if not prepared.sets:
             raise UsageError(
@@ -107,7 +108,7 @@ def execute_import(
                 + (" …" if len(recorded_cases) > 5 else "")
                 + f"; set --case-attribute to the span attribute that names the case (now {case_attribute!r})"
             )
-    known = {case.case_id for eval_set in prepared.sets for case in eval_set.cases}
+    known = {case_id for eval_set in prepared.sets for case_id in eval_set.case_ids()}
     echo_warnings(prepared.warnings)
     for note in recordings.notes:
         click.echo(f"note: {note}", err=True)

@@ -23,19 +23,21 @@ def validate_command(paths: tuple[str, ...], test_config: str | None) -> None:
     """
     from evalward.cli.common import echo_warnings
     from evalward.errors import printable
-    from evalward.pipeline import RunOptions, describe_sets, prepare
+    from evalward.pipeline import RunOptions, prepare
     from evalward.report.escape import workflow_command_safe
 
     if not paths:
         raise UsageError("no eval files given: pass files or directories")
     prepared = prepare(RunOptions(paths=list(paths), agent="-", config_path=test_config))
     echo_warnings(prepared.warnings)
-    for info in describe_sets(prepared.sets):
+    for eval_set in prepared.sets:
+        # Counted from the set's per-case facts: a large file's cases are not read back to be counted.
+        criteria = ", ".join(m.describe() for m in eval_set.criteria.metrics) or "none"
         # File names come from outside: one line each, and no workflow command (`::error …`) in a CI log.
         click.echo(
             workflow_command_safe(
-                f"ok  {printable(info['path'])}  [{info['format']}]  set {info['eval_set_id']!r}: "
-                f"{info['cases']} cases, {info['turns']} turns; criteria ({info['criteria_origin']}): "
-                + (", ".join(info["criteria"]) or "none")
+                f"ok  {printable(eval_set.path or '')}  [{eval_set.format}]  set {eval_set.eval_set_id!r}: "
+                f"{len(eval_set.cases)} cases, {eval_set.turn_count()} turns; "
+                f"criteria ({eval_set.criteria.origin}): {criteria}"
             )
         )

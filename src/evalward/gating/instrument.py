@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from evalward.errors import EvalwardError
 from evalward.model import MetricSpec, RunResult
+from evalward.model.cases import keep_ids
 
 if TYPE_CHECKING:
     from evalward.judging.config import JudgeConfig
@@ -67,8 +68,9 @@ def load_instrument(run: RunResult, *, root: Path | None = None, judge: JudgeCon
         if info is None:
             return LoadedInstrument(None, f"eval set {eval_set.eval_set_id!r} was not part of the run")
         if run.case_selection:  # the run ran selected cases (`--case`, `--sample`, FILE:IDS): those again
-            eval_set.cases = [c for c in eval_set.cases if c.case_id in info.case_hashes]
-        changed = [c.case_id for c in eval_set.cases if info.case_hashes.get(c.case_id) != c.content_hash]
+            eval_set.cases = keep_ids(eval_set.cases, info.case_hashes.__contains__)
+        hashes = eval_set.case_hashes()  # kept per case: no case is read back to be compared
+        changed = [i for i in eval_set.case_ids() if info.case_hashes.get(i) != hashes[i]]
         if changed:
             return LoadedInstrument(
                 None, f"eval set {eval_set.eval_set_id!r} changed since the run (e.g. case {changed[0]!r})"

@@ -229,6 +229,22 @@ def content_text(content: _Content | None) -> str | None:
 
 def load_adk_evalset(problems: Problems, default_id: str) -> EvalSet | None:
     """Map a current-schema ADK eval set; record problems and return None when it is not usable."""
+    shell, cases_key = evalset_head(problems)
+    raw_cases = problems.document.data.get(cases_key)
+    cases = [
+        case
+        for position, raw in enumerate(raw_cases if isinstance(raw_cases, list) else [])
+        if (case := map_case(problems, raw, (cases_key, position))) is not None
+    ]
+    return evalset_from_head(shell, default_id, cases) if shell is not None else None
+
+
+def evalset_head(problems: Problems) -> tuple[_EvalSetShell | None, str]:
+    """Check the eval set's own keys (the document's cases are not looked at): the validated shell (None
+    after recording why it is unusable), and the key whose list (when it is one) holds the cases to map —
+    mapped even when the shell is unusable, so every problem in the file is reported.
+
+    The document's case list may be a placeholder (`[]`) when its cases are mapped one at a time."""
     data = problems.document.data
     camel = [key for key in data if key in _CAMEL_SET_KEYS and _CAMEL_SET_KEYS[key] not in data]
     for key in camel:
@@ -240,24 +256,13 @@ def load_adk_evalset(problems: Problems, default_id: str) -> EvalSet | None:
             found=f"'{key}'",
         )
     if camel:
-        cases_key = "eval_cases" if "eval_cases" in data else "evalCases"
-        raw_cases = data.get(cases_key)
-        if isinstance(raw_cases, list):
-            for position, raw in enumerate(raw_cases):
-                _map_case(problems, raw, (cases_key, position))
-        return None
+        return None, "eval_cases" if "eval_cases" in data else "evalCases"
     shell = problems.validate(_EvalSetShell, data)
-    if shell is None:
-        raw_cases = data.get("eval_cases")
-        if isinstance(raw_cases, list):
-            for position, raw in enumerate(raw_cases):
-                _map_case(problems, raw, ("eval_cases", position))
-        return None
-    cases = [
-        case
-        for position, raw in enumerate(shell.eval_cases)
-        if (case := _map_case(problems, raw, ("eval_cases", position))) is not None
-    ]
+    return shell, "eval_cases"
+
+
+def evalset_from_head(shell: _EvalSetShell, default_id: str, cases: list[EvalCase]) -> EvalSet:
+    """The eval set a valid shell describes, holding `cases`."""
     return EvalSet(
         eval_set_id=shell.eval_set_id or default_id,
         name=shell.name,
@@ -267,7 +272,8 @@ def load_adk_evalset(problems: Problems, default_id: str) -> EvalSet | None:
     )
 
 
-def _map_case(problems: Problems, raw: Any, at: PathKey) -> EvalCase | None:
+def map_case(problems: Problems, raw: Any, at: PathKey) -> EvalCase | None:
+    """One element of `eval_cases` (found at `at`) as an `EvalCase`; None after recording its problems."""
     case_id = None
     if isinstance(raw, dict):
         found = raw.get("eval_id", raw.get("evalId"))

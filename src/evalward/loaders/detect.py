@@ -30,14 +30,21 @@ def detect_format(data: Any) -> EvalFormat | None:
         if any(key in data for key in _ADK_SET_KEYS):
             return "adk_evalset"
         return None
-    if not isinstance(data, list) or not data or not isinstance(data[0], dict):
+    if not isinstance(data, list) or not data:
         return None
-    first: dict[str, Any] = data[0]
+    return detect_list_format(data[0], any_expected_steps=any(has_expected_steps(item) for item in data))
+
+
+def detect_list_format(first: Any, *, any_expected_steps: bool) -> EvalFormat | None:
+    """Rules 3-7 for a list whose first item is `first`, given whether any item `has_expected_steps` (a
+    file read item by item knows the first item early and the rest only at its end)."""
+    if not isinstance(first, dict):
+        return None
     if "name" in first and "data" in first:
         return "adk_legacy_evalset"
     if "query" in first:
         return "adk_legacy_test"
-    if any(_has_expected_steps(item) for item in data):
+    if any_expected_steps:
         return "langchain_benchmarks"
     if "expected" in first and "input" in first:
         return "multi_agent"
@@ -46,7 +53,8 @@ def detect_format(data: Any) -> EvalFormat | None:
     return None
 
 
-def _has_expected_steps(item: Any) -> bool:
+def has_expected_steps(item: Any) -> bool:
+    """Whether `item`'s `output` or `outputs` object names `expected_steps` (rule 4)."""
     if not isinstance(item, dict):
         return False
     return any(isinstance(item.get(key), dict) and "expected_steps" in item[key] for key in ("output", "outputs"))

@@ -28,7 +28,7 @@ from evalward.loaders.positions import (
     format_json_path,
     index_json,
 )
-from evalward.reading import read_text_file
+from evalward.reading import UTF8_BYTE_ORDER_MARK, decode_text, read_file_bytes
 
 DocumentKind = Literal["json", "jsonl", "yaml"]
 
@@ -51,19 +51,59 @@ class DocumentError(Exception):
         self.problems = problems
 
 
+@dataclass(frozen=True)
+class SourceText:
+    """A file's text as read, and what reading part of it again later needs (`loaders.indexed`)."""
+
+    path: Path
+    shown: str
+    text: str
+    offset: int
+    """Bytes in the file before `text[0]`: 3 after a UTF-8 byte order mark, else 0."""
+    signature: tuple[int, int, int]
+    """(size, modification time in ns, inode) when read: a file that no longer matches has changed."""
+
+    @property
+    def suffix(self) -> str:
+        return _suffix(self.path)
+
+
 def read_document(path: Path, shown: str) -> Document:
     """Parse `path` (reported as `shown`); raise DocumentError with every syntax problem found."""
+    return parse_source(read_source(path, shown))
+
+
+def read_source(path: Path, shown: str) -> SourceText:
+    """The text of `path` (`evalward.reading`'s checks); DocumentError when unreadable or empty."""
     try:
-        text = read_text_file(path, shown)
+        raw = read_file_bytes(path, shown)
+        offset = len(UTF8_BYTE_ORDER_MARK) if raw.startswith(UTF8_BYTE_ORDER_MARK) else 0
+        text = decode_text(raw, shown)
     except EvalFileError as exc:
         raise DocumentError(exc.problems) from None
-    if not text.strip():
-        raise DocumentError([FileProblem(path=shown, message="the file is empty", expected="an eval file")])
     try:
-        return parse_text(text, shown, suffix=_suffix(path))
+        status = path.stat()
+        signature = (status.st_size, status.st_mtime_ns, status.st_ino)
+    except OSError:  # gone right after it was read: nothing read later can match it
+        signature = (-1, -1, -1)
+    del raw  # the text is all that is kept: at most one copy of a large file at a time
+    # `not text.strip()` would copy the whole text to ask whether it is blank.
+    if not text or text.isspace():
+        raise DocumentError([FileProblem(path=shown, message="the file is empty", expected="an eval file")])
+    return SourceText(path, shown, text, offset, signature)
+
+
+def parse_source(source: SourceText) -> Document:
+    """Parse the text read by `read_source`; raise DocumentError with every syntax problem found."""
+    try:
+        return parse_text(source.text, source.shown, suffix=source.suffix)
     except RecursionError:
         raise DocumentError(
-            [FileProblem(path=shown, message="values are nested too deeply to read", expected="a shallower document")]
+            [
+                FileProblem(
+                    path=source.shown, message="values are nested too deeply to read", expected="a shallower document"
+                )
+            ]
         ) from None
 
 
@@ -75,10 +115,10 @@ def parse_text(text: str, shown: str, *, suffix: str = "") -> Document:
     try:
         return _parse_text(text, shown, suffix)
     except StructureError as exc:
-        raise DocumentError([_structure_problem(shown, problem) for problem in exc.problems]) from None
+        raise DocumentError([structure_problem(shown, problem) for problem in exc.problems]) from None
 
 
-def _structure_problem(shown: str, problem: StructureProblem) -> FileProblem:
+def structure_problem(shown: str, problem: StructureProblem) -> FileProblem:
     return FileProblem(
         path=shown,
         message=problem.message,
@@ -90,22 +130,24 @@ def _structure_problem(shown: str, problem: StructureProblem) -> FileProblem:
     )
 
 
-class _IntegerTooLong(ValueError):
-    """Raised from inside `json.loads`; the scan of the same text then says where the integer is."""
+class IntegerTooLong(ValueError):
+    """Raised from inside `json.loads` (by `bounded_int`); the scan of the same text then says where the
+    integer is."""
 
 
-def _bounded_int(digits: str) -> int:
+def bounded_int(digits: str) -> int:
+    """`int(digits)`, or IntegerTooLong beyond `StructureLimits.max_integer_digits` digits."""
     # Before `int()`: converting a huge integer is quadratic, and beyond 4,300 digits a ValueError.
     if len(digits) > DEFAULT_LIMITS.max_integer_digits:
-        raise _IntegerTooLong(digits[:20])
+        raise IntegerTooLong(digits[:20])
     return int(digits)
 
 
 def _load_json(text: str, *, prefix: PathKey = (), first_line: int = 1) -> Any:
     """`json.loads` with integers bounded; an over-long integer is reported where the scan finds it."""
     try:
-        return json.loads(text, parse_int=_bounded_int)
-    except (_IntegerTooLong, RecursionError):
+        return json.loads(text, parse_int=bounded_int)
+    except (IntegerTooLong, RecursionError):
         # The scan stops at the same integer, or at the depth limit long before recursion runs out.
         index_json(text, prefix=prefix, first_line=first_line)
         raise
@@ -125,13 +167,13 @@ def _parse_text(text: str, shown: str, suffix: str) -> Document:
                     return _parse_jsonl(text, shown)
                 except DocumentError:
                     pass
-            raise DocumentError([_json_problem(shown, exc)]) from None
+            raise DocumentError([json_problem(shown, exc)]) from None
         return Document(path=shown, data=data, index=index_json(text), kind="json")
     if suffix == ".json":
         try:
             _load_json(text)
         except json.JSONDecodeError as exc:
-            raise DocumentError([_json_problem(shown, exc)]) from None
+            raise DocumentError([json_problem(shown, exc)]) from None
     return _parse_yaml(text, shown)
 
 
@@ -139,7 +181,7 @@ def _suffix(path: Path) -> str:
     return path.suffix.lower()
 
 
-def _json_problem(shown: str, exc: json.JSONDecodeError, *, line_offset: int = 0) -> FileProblem:
+def json_problem(shown: str, exc: json.JSONDecodeError, *, line_offset: int = 0) -> FileProblem:
     return FileProblem(
         path=shown,
         message=f"invalid JSON: {exc.msg}",
@@ -160,7 +202,7 @@ def _parse_jsonl(text: str, shown: str) -> Document:
         try:
             value = _load_json(line, prefix=prefix, first_line=line_number)
         except json.JSONDecodeError as exc:
-            problems.append(_json_problem(shown, exc, line_offset=line_number - 1))
+            problems.append(json_problem(shown, exc, line_offset=line_number - 1))
             continue
         # The value budget is for the whole file, not each line.
         remaining = dataclasses.replace(DEFAULT_LIMITS, max_values=DEFAULT_LIMITS.max_values - len(index.values))

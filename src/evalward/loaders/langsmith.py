@@ -128,64 +128,83 @@ def _cluster(problems: Problems, metadata: dict[str, Any] | None, at: PathKey, c
 
 def load_langsmith(problems: Problems, default_id: str) -> EvalSet | None:
     cases: list[EvalCase] = []
-    failed = False
-    output_keys: list[str] = []
+    defaults = DefaultCriteria()
     for position, raw in enumerate(problems.document.data):
-        at: PathKey = (position,)
-        example = problems.validate(_Example, raw, at)
-        if example is None:
-            failed = True
-            continue
-        given_id = example.id if example.id is not None else example.example_id
-        case_id = str(given_id) if given_id is not None else example_case_id(example.inputs)
-        outputs = problems.validate(_Outputs, example.outputs or {}, (*at, "outputs"), case_id=case_id)
-        if outputs is None:
-            failed = True
-            continue
-        others = dict(outputs.model_extra or {})
-        output_keys.extend(k for k in others if k not in output_keys)
-        inputs, reference = example.inputs, None
-        if looks_like_messages(inputs.get("trajectory")):
-            try:
-                reference = [lc_message(m, f"inputs.trajectory[{k}]") for k, m in enumerate(inputs["trajectory"])]
-            except ValueError as exc:
-                problems.add(str(exc), (*at, "inputs", "trajectory"), case_id=case_id)
-                failed = True
-                continue
-            inputs = {k: v for k, v in inputs.items() if k != "trajectory"}
-        query = query_from_inputs(inputs)
-        if not query and reference is not None:
-            lead = []
-            for message in reference:
-                if message.role == "assistant":
-                    break
-                lead.append(message)
-            query = next((m.content or "" for m in reversed(lead) if m.role == "user"), "")
-        turn = Invocation(
-            query=query,
-            inputs=inputs,
-            reference_messages=reference,
-            expected_response=reference_text(outputs.response),
-            expected_trajectory=outputs.trajectory,
-            expected_outputs=others,
-            source=problems.source(at),
-        )
-        usable, cluster = _cluster(problems, example.metadata, at, case_id)
-        if not usable:
-            failed = True
-            continue
-        cases.append(EvalCase(case_id=case_id, turns=[turn], cluster=cluster, source=problems.source(at)))
-    if failed:
+        case = map_example(problems, raw, (position,))
+        if case is not None:
+            defaults.add(case)
+            cases.append(case)
+    if problems.items:
         return None
-    metrics: list[MetricSpec] = []
-    if any(c.turns[0].expected_trajectory is not None for c in cases):
-        metrics.append(MetricSpec(name="trajectory_subsequence", threshold=1.0))
-    metrics.extend(MetricSpec(name="output_match", threshold=1.0, options={"key": key}) for key in output_keys)
-    if any(c.turns[0].expected_response is not None for c in cases):
-        metrics.append(MetricSpec(name="response_rouge1"))
-    return EvalSet(
-        eval_set_id=default_id,
-        format="langsmith",
-        cases=cases,
-        criteria=Criteria(metrics=metrics, origin="format_defaults"),
+    return langsmith_set(default_id, cases, defaults)
+
+
+def langsmith_set(default_id: str, cases: list[EvalCase], defaults: DefaultCriteria) -> EvalSet:
+    """The eval set of mapped examples, with the default criteria gathered from them."""
+    return EvalSet(eval_set_id=default_id, format="langsmith", cases=cases, criteria=defaults.criteria())
+
+
+class DefaultCriteria:
+    """The default criteria (module docstring), gathered case by case: a file read one case at a time keeps
+    these three facts instead of its cases."""
+
+    def __init__(self) -> None:
+        self._trajectory = False
+        self._output_keys: dict[str, None] = {}  # in order of first appearance
+        self._response = False
+
+    def add(self, case: EvalCase) -> None:
+        turn = case.turns[0]
+        self._trajectory = self._trajectory or turn.expected_trajectory is not None
+        self._output_keys.update(dict.fromkeys(turn.expected_outputs))
+        self._response = self._response or turn.expected_response is not None
+
+    def criteria(self) -> Criteria:
+        metrics: list[MetricSpec] = []
+        if self._trajectory:
+            metrics.append(MetricSpec(name="trajectory_subsequence", threshold=1.0))
+        metrics.extend(MetricSpec(name="output_match", threshold=1.0, options={"key": k}) for k in self._output_keys)
+        if self._response:
+            metrics.append(MetricSpec(name="response_rouge1"))
+        return Criteria(metrics=metrics, origin="format_defaults")
+
+
+def map_example(problems: Problems, raw: Any, at: PathKey) -> EvalCase | None:
+    """One example (found at `at`) as a one-turn `EvalCase`; None after recording its problems."""
+    example = problems.validate(_Example, raw, at)
+    if example is None:
+        return None
+    given_id = example.id if example.id is not None else example.example_id
+    case_id = str(given_id) if given_id is not None else example_case_id(example.inputs)
+    outputs = problems.validate(_Outputs, example.outputs or {}, (*at, "outputs"), case_id=case_id)
+    if outputs is None:
+        return None
+    inputs, reference = example.inputs, None
+    if looks_like_messages(inputs.get("trajectory")):
+        try:
+            reference = [lc_message(m, f"inputs.trajectory[{k}]") for k, m in enumerate(inputs["trajectory"])]
+        except ValueError as exc:
+            problems.add(str(exc), (*at, "inputs", "trajectory"), case_id=case_id)
+            return None
+        inputs = {k: v for k, v in inputs.items() if k != "trajectory"}
+    query = query_from_inputs(inputs)
+    if not query and reference is not None:
+        lead = []
+        for message in reference:
+            if message.role == "assistant":
+                break
+            lead.append(message)
+        query = next((m.content or "" for m in reversed(lead) if m.role == "user"), "")
+    turn = Invocation(
+        query=query,
+        inputs=inputs,
+        reference_messages=reference,
+        expected_response=reference_text(outputs.response),
+        expected_trajectory=outputs.trajectory,
+        expected_outputs=dict(outputs.model_extra or {}),
+        source=problems.source(at),
     )
+    usable, cluster = _cluster(problems, example.metadata, at, case_id)
+    if not usable:
+        return None
+    return EvalCase(case_id=case_id, turns=[turn], cluster=cluster, source=problems.source(at))

@@ -19,6 +19,11 @@ a case with one keeps its own, each state key and `app_name`/`user_id` it leaves
 Case selection: a path `FILE:ID1,ID2` (ADK's syntax, `discovery`) keeps only those cases of FILE; an id the
 file does not have is a problem listing the ids it has. `LoadedEvalSets.selection` says what was selected.
 
+Reading: ADK eval sets and LangSmith / multi-agent lists (JSON or JSONL) are read one case at a time
+(`streamed`), whatever their size, and their cases are kept as an index that reads each case back from the
+file on demand (`indexed.IndexedCases`); they report exactly the problems reading them whole would. Other
+files are read whole (`documents`).
+
 Case and eval set ids must be printable (no C0 control characters or DEL: they reach logs, workflow
 commands and PostgreSQL, which refuses NUL). Case ids must be unique within a set. Two sets with the same id are allowed, with a warning, since results
 are keyed by set and case id.
@@ -26,6 +31,7 @@ are keyed by set and case id.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
@@ -42,13 +48,15 @@ from evalward.loaders.adk_legacy import (
 from evalward.loaders.benchmarks import load_benchmarks
 from evalward.loaders.detect import KNOWN_SHAPES, describe_shape, detect_format
 from evalward.loaders.discovery import CONFIG_FILE_NAME, discover, eval_set_stem
-from evalward.loaders.documents import DocumentError, read_document
+from evalward.loaders.documents import Document, DocumentError, parse_source, read_document, read_source
 from evalward.loaders.langsmith import load_langsmith
 from evalward.loaders.multi_agent import load_multi_agent
 from evalward.loaders.native import load_native
 from evalward.loaders.problems import Problems
+from evalward.loaders.streamed import load_streamed
 from evalward.loaders.test_config import adk_default_criteria, read_test_config
-from evalward.model import Criteria, EvalFormat, EvalSet, SessionInput
+from evalward.model import Criteria, EvalCase, EvalFormat, EvalSet, SessionInput
+from evalward.model.cases import edit_cases, id_sources, keep_ids
 from evalward.model.text import listed_ids
 
 ADK_FORMATS: frozenset[EvalFormat] = frozenset({"adk_evalset", "adk_legacy_test", "adk_legacy_evalset"})
@@ -88,8 +96,11 @@ def load_paths(
     known_metrics: Collection[str] = (),
     config_path: str | Path | None = None,
     initial_session_path: str | Path | None = None,
+    stream: bool = True,
 ) -> LoadedEvalSets:
-    """Read every eval file named or found under `paths`; raise EvalFileError listing every problem."""
+    """Read every eval file named or found under `paths`; raise EvalFileError listing every problem.
+
+    `stream=False` reads every file whole instead of one case at a time (`load_file_result`)."""
     discovered = discover(paths)
     problems: list[FileProblem] = list(discovered.problems)
     loaded = LoadedEvalSets(warnings=list(discovered.warnings))
@@ -109,7 +120,7 @@ def load_paths(
     beside: dict[Path, Criteria | None] = {}
     sessions: dict[Path, SessionInput | None] = {}
     for file, shown in discovered.files:
-        result = load_file_result(file, shown, known_metrics=known_metrics)
+        result = load_file_result(file, shown, known_metrics=known_metrics, stream=stream)
         problems.extend(result.problems)
         loaded.warnings.extend(result.warnings)
         session: SessionInput | None = None
@@ -179,8 +190,9 @@ def add_beside(own: Criteria, found: Criteria) -> Criteria:
 
 def _select_ids(eval_set: EvalSet, ids: Sequence[str], shown: str, problems: list[FileProblem]) -> bool:
     """Keep only the cases `ids` names (in file order); False after recording a problem for unknown ids."""
-    known = [case.case_id for case in eval_set.cases]
-    unknown = [i for i in ids if i not in known]
+    known = eval_set.case_ids()
+    present = set(known)
+    unknown = [i for i in ids if i not in present]
     if unknown:
         problems.append(
             FileProblem(
@@ -191,26 +203,30 @@ def _select_ids(eval_set: EvalSet, ids: Sequence[str], shown: str, problems: lis
             )
         )
         return False
-    wanted = set(ids)
-    eval_set.cases = [case for case in eval_set.cases if case.case_id in wanted]
+    eval_set.cases = keep_ids(eval_set.cases, set(ids).__contains__)
     return True
 
 
 def apply_initial_session(eval_set: EvalSet, session: SessionInput) -> None:
-    """Give every case of `eval_set` the initial `session` where it sets none of its own (module docstring)."""
-    for case in eval_set.cases:
-        own = case.session_input
-        if own is None:
-            case.session_input = session.model_copy(deep=True)
-            continue
-        merged = session.model_copy(deep=True)
-        case.session_input = own.model_copy(
-            update={
-                "app_name": own.app_name or merged.app_name,
-                "user_id": own.user_id or merged.user_id,
-                "state": {**merged.state, **own.state},
-            }
-        )
+    """Give every case of `eval_set` the initial `session` where it sets none of its own (module docstring).
+
+    Cases read back on demand get it as they are read (`model.cases.edit_cases`)."""
+    eval_set.cases = edit_cases(eval_set.cases, functools.partial(_give_session, session))
+
+
+def _give_session(session: SessionInput, case: EvalCase) -> None:
+    own = case.session_input
+    if own is None:
+        case.session_input = session.model_copy(deep=True)
+        return
+    merged = session.model_copy(deep=True)
+    case.session_input = own.model_copy(
+        update={
+            "app_name": own.app_name or merged.app_name,
+            "user_id": own.user_id or merged.user_id,
+            "state": {**merged.state, **own.state},
+        }
+    )
 
 
 def load_file(path: str | Path, *, known_metrics: Collection[str] = ()) -> EvalSet:
@@ -218,27 +234,24 @@ def load_file(path: str | Path, *, known_metrics: Collection[str] = ()) -> EvalS
     return load_paths([path], known_metrics=known_metrics).sets[0]
 
 
-def load_file_result(file: Path, shown: str, *, known_metrics: Collection[str] = ()) -> _FileResult:
-    """Parse, detect and map one file without resolving `test_config.json` criteria."""
+def load_file_result(
+    file: Path, shown: str, *, known_metrics: Collection[str] = (), stream: bool = True
+) -> _FileResult:
+    """Parse, detect and map one file without resolving `test_config.json` criteria.
+
+    The formats `loaders.streamed` reads are read one case at a time, their cases kept as an `IndexedCases`;
+    `stream=False` reads every file whole (the reference the streamed path is tested against)."""
+    default_id = eval_set_stem(file.name)
     try:
-        document = read_document(file, shown)
+        source = read_source(file, shown)
+        streamed = load_streamed(source, default_id) if stream else None
+        collected, fmt, eval_set = (
+            (streamed.problems, streamed.format, streamed.eval_set)
+            if streamed is not None
+            else _load_whole(parse_source(source), default_id, known_metrics)
+        )
     except DocumentError as exc:
         return _FileResult(None, exc.problems, [])
-    collected = Problems(document)
-    fmt = detect_format(document.data)
-    eval_set: EvalSet | None = None
-    if fmt is None:
-        collected.add(
-            "not a recognised eval file format",
-            expected=KNOWN_SHAPES,
-            found=describe_shape(document.data),
-        )
-    else:
-        default_id = eval_set_stem(file.name)
-        if fmt == "native":
-            eval_set = load_native(collected, default_id, known_metrics)
-        else:
-            eval_set = _LOADERS[fmt](collected, default_id)
     if eval_set is not None:
         eval_set.path = shown
         _check_id_characters(eval_set, collected)
@@ -246,6 +259,20 @@ def load_file_result(file: Path, shown: str, *, known_metrics: Collection[str] =
         if collected.items:
             eval_set = None
     return _FileResult(eval_set, collected.items, collected.warnings, fmt)
+
+
+def _load_whole(
+    document: Document, default_id: str, known_metrics: Collection[str]
+) -> tuple[Problems, EvalFormat | None, EvalSet | None]:
+    """Detect and map a document read whole."""
+    collected = Problems(document)
+    fmt = detect_format(document.data)
+    if fmt is None:
+        collected.add("not a recognised eval file format", expected=KNOWN_SHAPES, found=describe_shape(document.data))
+        return collected, None, None
+    if fmt == "native":
+        return collected, fmt, load_native(collected, default_id, known_metrics)
+    return collected, fmt, _LOADERS[fmt](collected, default_id)
 
 
 def _config_beside(
@@ -311,11 +338,10 @@ def _check_id_characters(eval_set: EvalSet, collected: Problems) -> None:
                 expected="printable text",
                 found=found,
             )
-    for case in eval_set.cases:
-        found = _control_character_found(case.case_id)
+    for case_id, source in id_sources(eval_set.cases):
+        found = _control_character_found(case_id)
         if found is None:
             continue
-        source = case.source
         collected.items.append(
             FileProblem(
                 path=collected.path,
@@ -331,20 +357,19 @@ def _check_id_characters(eval_set: EvalSet, collected: Problems) -> None:
 
 def _check_case_ids(eval_set: EvalSet, collected: Problems) -> None:
     first_seen: dict[str, int | None] = {}
-    for case in eval_set.cases:
-        if case.case_id not in first_seen:
-            first_seen[case.case_id] = case.source.line if case.source else None
+    for case_id, source in id_sources(eval_set.cases):
+        if case_id not in first_seen:
+            first_seen[case_id] = source.line if source else None
             continue
-        source = case.source
-        first_line = first_seen[case.case_id]
+        first_line = first_seen[case_id]
         collected.items.append(
             FileProblem(
                 path=collected.path,
-                message=f"duplicate case id {case.case_id!r}",
+                message=f"duplicate case id {case_id!r}",
                 line=source.line if source else None,
                 column=source.column if source else None,
                 json_path=source.json_path if source else None,
-                case_id=case.case_id,
+                case_id=case_id,
                 expected="case ids unique within the file",
                 found="the same id again" + (f" (first at line {first_line})" if first_line is not None else ""),
             )

@@ -7,6 +7,8 @@ Default criteria (origin `format_defaults`): `agents_match` ≥ 1.0 and `agent_t
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict
 
 from evalward.loaders.langsmith import example_case_id
@@ -32,27 +34,34 @@ class _AgentCase(BaseModel):
 
 
 def load_multi_agent(problems: Problems, default_id: str) -> EvalSet | None:
-    cases: list[EvalCase] = []
-    failed = False
-    for position, raw in enumerate(problems.document.data):
-        at: PathKey = (position,)
-        given = raw.get("id") if isinstance(raw, dict) else None
-        parsed = problems.validate(_AgentCase, raw, at, case_id=str(given) if given is not None else None)
-        if parsed is None:
-            failed = True
-            continue
-        case_id = str(parsed.id) if parsed.id is not None else example_case_id({"input": parsed.input})
-        turn = Invocation(
-            query=parsed.input,
-            expected_agents=parsed.expected.agents,
-            expected_agent_tools=parsed.expected.tools,
-            source=problems.source(at),
-        )
-        cases.append(
-            EvalCase(case_id=case_id, description=parsed.description, turns=[turn], source=problems.source(at))
-        )
-    if failed:
+    cases = [
+        case
+        for position, raw in enumerate(problems.document.data)
+        if (case := map_agent_case(problems, raw, (position,))) is not None
+    ]
+    if problems.items:
         return None
+    return multi_agent_set(default_id, cases)
+
+
+def map_agent_case(problems: Problems, raw: Any, at: PathKey) -> EvalCase | None:
+    """One test case (found at `at`) as a one-turn `EvalCase`; None after recording its problems."""
+    given = raw.get("id") if isinstance(raw, dict) else None
+    parsed = problems.validate(_AgentCase, raw, at, case_id=str(given) if given is not None else None)
+    if parsed is None:
+        return None
+    case_id = str(parsed.id) if parsed.id is not None else example_case_id({"input": parsed.input})
+    turn = Invocation(
+        query=parsed.input,
+        expected_agents=parsed.expected.agents,
+        expected_agent_tools=parsed.expected.tools,
+        source=problems.source(at),
+    )
+    return EvalCase(case_id=case_id, description=parsed.description, turns=[turn], source=problems.source(at))
+
+
+def multi_agent_set(default_id: str, cases: list[EvalCase]) -> EvalSet:
+    """The eval set of mapped test cases, with the format's default criteria."""
     return EvalSet(
         eval_set_id=default_id,
         format="multi_agent",

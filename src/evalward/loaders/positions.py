@@ -82,16 +82,29 @@ def format_json_path(path: Sequence[str | int]) -> str:
     return text
 
 
-class _LineMap:
-    """Converts character offsets into 1-based line and column numbers."""
+_NEWLINE = re.compile(r"\n")
 
-    def __init__(self, text: str, first_line: int = 1) -> None:
-        self._starts = [0] + [m.end() for m in re.finditer(r"\n", text)]
+
+class _LineMap:
+    """Converts character offsets into 1-based line and column numbers.
+
+    Newlines are found as far as the offsets asked about reach, not ahead: indexing one value of a large
+    file (`start`, its first character at `first_line`, `first_column`) then costs what that value costs."""
+
+    def __init__(self, text: str, first_line: int = 1, *, start: int = 0, first_column: int = 1) -> None:
+        self._text = text
+        self._starts = [start]
+        self._scanned = start  # every newline before this offset is in `_starts`
         self._first_line = first_line
+        self._first_shift = first_column - 1
 
     def position(self, offset: int) -> Position:
+        if offset >= self._scanned:
+            self._starts.extend(m.end() for m in _NEWLINE.finditer(self._text, self._scanned, offset + 1))
+            self._scanned = offset + 1
         row = bisect.bisect_right(self._starts, offset) - 1
-        return Position(line=row + self._first_line, column=offset - self._starts[row] + 1)
+        column = offset - self._starts[row] + 1 + (self._first_shift if row == 0 else 0)
+        return Position(line=row + self._first_line, column=column)
 
 
 _SKIP = re.compile(r"[ \t\n\r]*")
@@ -138,17 +151,44 @@ class StructureError(ValueError):
         self.problems = problems
 
 
+class LimitExceeded(StructureError):
+    """A `StructureLimits` limit was exceeded: the one problem that stopped the scan (keys repeated before it
+    are not reported, since a document this far out of bounds is refused whatever else is wrong)."""
+
+
+def repeated_key(key: str, first: Position, again: Position, member: PathKey) -> StructureProblem:
+    """The problem for `key` written a second time (at `again`) in one JSON object."""
+    return StructureProblem(
+        f"duplicate key {key!r} (first at line {first.line}, column {first.column})",
+        again,
+        member,
+        expected="each key once per object",
+        found=f"{key!r} twice",
+    )
+
+
 def index_json(
-    text: str, *, prefix: PathKey = (), first_line: int = 1, limits: StructureLimits = DEFAULT_LIMITS
+    text: str,
+    *,
+    prefix: PathKey = (),
+    first_line: int = 1,
+    limits: StructureLimits = DEFAULT_LIMITS,
+    start: int = 0,
+    first_column: int = 1,
+    depth: int = 0,
 ) -> PositionIndex:
     """Record value and key positions of a JSON text, checking it against `limits`.
+
+    With `start`, only the value starting there is indexed: it sits at `prefix`, `depth` levels deep, and
+    its first character at `first_line`, `first_column` (how one case of a large file is checked and
+    located without indexing the rest).
 
     Time and memory are linear in the text: strings are skipped (and keys decoded) by the `json` module's
     own C string scanner, whitespace and numbers by single-character-class regular expressions. Offsets are
     recorded, not line/column pairs (see PositionIndex). A key repeated in one object is a problem naming
     both places (every repeat is reported); a limit exceeded stops the scan with one problem. Text that
     `json.loads` rejects is reported by it, not here: the scan assumes valid JSON up to the first problem."""
-    lines = _LineMap(text, first_line)
+    lines = _LineMap(text, first_line, start=start, first_column=first_column)
     index = PositionIndex(lines=lines)
     values = index.values
     keys = index.keys
@@ -159,8 +199,8 @@ def index_json(
     def skip(offset: int) -> int:
         return skip_ws(text, offset).end()  # type: ignore[union-attr]  # `*` always matches
 
-    def stop(message: str, offset: int, path: PathKey, *, expected: str, found: str) -> StructureError:
-        return StructureError([StructureProblem(message, lines.position(offset), path, expected, found)])
+    def stop(message: str, offset: int, path: PathKey, *, expected: str, found: str) -> LimitExceeded:
+        return LimitExceeded([StructureProblem(message, lines.position(offset), path, expected, found)])
 
     def value(offset: int, path: PathKey, depth: int) -> int:
         if len(values) >= limits.max_values:
@@ -191,15 +231,8 @@ def index_json(
                 key, offset = _string_value(text, offset + 1)
                 member = (*path, key)
                 if key in first_seen:
-                    first = lines.position(first_seen[key])
                     repeated.append(
-                        StructureProblem(
-                            f"duplicate key {key!r} (first at line {first.line}, column {first.column})",
-                            lines.position(key_start),
-                            member,
-                            expected="each key once per object",
-                            found=f"{key!r} twice",
-                        )
+                        repeated_key(key, lines.position(first_seen[key]), lines.position(key_start), member)
                     )
                 else:
                     first_seen[key] = key_start
@@ -237,7 +270,7 @@ def index_json(
             )
         return match.end()
 
-    value(skip(0), prefix, 0)
+    value(skip(start), prefix, depth)
     if repeated:
         raise StructureError(repeated)
     return index

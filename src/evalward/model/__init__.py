@@ -1,5 +1,6 @@
 """The vocabulary every stage shares: eval sets going in, trajectories and scores coming out."""
 
+from evalward.model.cases import CaseEdit, CaseSequence
 from evalward.model.evalset import (
     DEFAULT_MAX_TURNS,
     STOP_SIGNAL,
@@ -67,8 +68,10 @@ __all__ = [
     "AgentTarget",
     "BaselineInfo",
     "CaseDiagnostic",
+    "CaseEdit",
     "CaseError",
     "CaseResult",
+    "CaseSequence",
     "CaseStatus",
     "CaseSummary",
     "ConversationScenario",

@@ -8,12 +8,23 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import cached_property
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidatorFunctionWrapHandler,
+    WrapSerializer,
+    WrapValidator,
+    computed_field,
+)
 
+from evalward.model import cases as case_facts
+from evalward.model.cases import CaseSequence
 from evalward.model.trajectory import IntermediateResponse, Message, ToolCall
 
 
@@ -286,6 +297,20 @@ EvalFormat = Literal[
 ]
 
 
+def _keep_case_sequence(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    # A `CaseSequence` was checked when it was built (and validating it would read every case back).
+    return value if isinstance(value, CaseSequence) else handler(value)
+
+
+def _dump_case_sequence(value: Any, handler: SerializerFunctionWrapHandler) -> Any:
+    # A dump is every case, whatever holds them.
+    return handler(list(value) if isinstance(value, CaseSequence) else value)
+
+
+Cases = Annotated[Sequence[EvalCase], WrapValidator(_keep_case_sequence), WrapSerializer(_dump_case_sequence)]
+"""A plain list of cases, or a `CaseSequence` that reads them back on demand (`evalward.model.cases`)."""
+
+
 class EvalSet(BaseModel):
     """A named collection of cases read from one file, with the criteria that apply to it."""
 
@@ -296,7 +321,7 @@ class EvalSet(BaseModel):
     description: str | None = None
     format: EvalFormat = Field(description="The file format detected by content.")
     path: str | None = Field(default=None, description="The file the set was read from.")
-    cases: list[EvalCase]
+    cases: Cases = Field(description="The cases, in file order: a list, or a sequence reading them on demand.")
     criteria: Criteria = Field(default_factory=Criteria)
 
     @computed_field(description="sha256 over the set id, criteria and every case's content hash.")
@@ -305,27 +330,32 @@ class EvalSet(BaseModel):
             {
                 "eval_set_id": self.eval_set_id,
                 "criteria": [m.model_dump(mode="json") for m in self.criteria.metrics],
-                "cases": [c.content_hash for c in self.cases],
+                "cases": case_facts.content_hash_list(self.cases),
             }
         )
 
-    # Per-case facts without the cases themselves: a large file's cases may be read back one at a time
-    # (`cases` is then a lazy sequence), and these are what planning, selection and `EvalSetInfo` need.
+    # Per-case facts without the cases themselves: a large file's cases are read back one at a time
+    # (`cases` is then a `CaseSequence`, which keeps these), and they are what planning, selection and
+    # `EvalSetInfo` need.
     def case_ids(self) -> list[str]:
         """Every case id, in file order."""
-        return [c.case_id for c in self.cases]
+        return case_facts.case_ids(self.cases)
 
     def case_hashes(self) -> Mapping[str, str]:
         """{case id: content hash}."""
-        return {c.case_id: c.content_hash for c in self.cases}
+        return case_facts.content_hashes(self.cases)
 
     def case_input_hashes(self) -> Mapping[str, str]:
         """{case id: input hash}."""
-        return {c.case_id: c.input_hash for c in self.cases}
+        return case_facts.input_hashes(self.cases)
 
-    def case_sources(self) -> Mapping[str, dict[str, Any]]:
+    def case_sources(self) -> Mapping[str, Mapping[str, Any]]:
         """{case id: where the case was read from, as a dict}, for the cases that know it."""
-        return {c.case_id: c.source.model_dump(mode="json") for c in self.cases if c.source}
+        return case_facts.case_sources(self.cases)
+
+    def turn_count(self) -> int:
+        """Turns over every case (a scenario case counts its starting prompt)."""
+        return case_facts.turn_count(self.cases)
 
     def metrics_for(self, case: EvalCase) -> list[MetricSpec]:
         """The set's criteria, with the case's own metrics added or replacing same-named ones."""

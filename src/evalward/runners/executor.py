@@ -170,11 +170,16 @@ SAMPLE_SEED = "evalward-sample-1"
 
 def keep_cases(sets: Sequence[EvalSet], wanted: Collection[tuple[str, str]]) -> list[EvalSet]:
     """Copies of `sets` holding only the wanted (eval set, case id) cases, in file order; empty sets dropped.
-    Every case selection (`--case`, `--sample`, `FILE:IDS`, the gate's base side) ends here."""
-    wanted = set(wanted)
+    Every case selection (`--case`, `--sample`, `FILE:IDS`, the gate's base side) ends here. A set whose cases
+    are read on demand gets a view of them, chosen by id: no case is read to be selected."""
+    from evalward.model.cases import keep_ids
+
+    by_set: dict[str, set[str]] = {}
+    for set_id, case_id in wanted:
+        by_set.setdefault(set_id, set()).add(case_id)
     out: list[EvalSet] = []
     for eval_set in sets:
-        cases = [c for c in eval_set.cases if (eval_set.eval_set_id, c.case_id) in wanted]
+        cases = keep_ids(eval_set.cases, by_set.get(eval_set.eval_set_id, set()).__contains__)
         if cases:
             out.append(eval_set.model_copy(update={"cases": cases}))
     return out
