@@ -1,6 +1,6 @@
 """Flat memory at any size: `evalward run` and `evalward validate` on 2,000 to 100,000 cases, side by side.
 
-For each size a temporary folder gets an ADK eval set of one-turn cases ("Where is order N?", expecting the
+For each size a temporary folder gets (from a child process, so this one stays small) an ADK eval set of one-turn cases ("Where is order N?", expecting the
 tool call `lookup_order(order_id=N)` and the answer "Order N has shipped.", the project
 `benchmarks/vs_adk_eval.py` writes) and a model-free Python agent that answers every case correctly. Each
 command runs as a subprocess, timed from outside (wall time; peak RSS from `os.wait4`), in one invocation of
@@ -26,10 +26,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from vs_adk_eval import write_project  # the same generated project as the `adk eval` benchmark
 
 RUN_RSS_GOAL_MB = 300.0
 VALIDATE_RSS_GOAL_MB = 150.0
@@ -74,7 +70,11 @@ def main() -> None:
     for cases in sizes:
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)
-            write_project(folder, cases)
+            # In a child process: a forked child's peak RSS starts at its parent's, so a parent that had held
+            # 100,000 generated cases would inflate every figure measured after it.
+            script = f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import vs_adk_eval"
+            script += f"; from pathlib import Path; vs_adk_eval.write_project(Path({tmp!r}), {cases})"
+            subprocess.run([sys.executable, "-c", script], check=True)
             env_db = {"EVALWARD_DB": f"sqlite:///{folder / 'history.db'}"}
             os.environ.update(env_db)
             wall, rss, output = measure(run_command(folder, args.history), folder)

@@ -33,6 +33,14 @@ from evalward.model import (
     RunResult,
     canonical_hash,
 )
+from evalward.model.cases import (
+    HAS_EXPECTED_OUTPUTS,
+    HAS_OWN_METRICS,
+    HAS_REFERENCE_MESSAGES,
+    HAS_SCENARIO,
+    cases_with,
+    edit_cases,
+)
 from evalward.redact import redact_model
 from evalward.spill import RecordLog
 
@@ -155,13 +163,16 @@ def apply_metric_overrides(sets: list[EvalSet], overrides: Sequence[MetricSpec],
             eval_set.criteria = eval_set.criteria.model_copy(
                 update={"metrics": list(overrides), "origin": "cli", "config_path": None}
             )
-            for case in eval_set.cases:
-                case.metrics = []
+            eval_set.cases = edit_cases(eval_set.cases, _without_own_metrics)
             continue
         by_name = {m.name: m for m in overrides}
         merged = [by_name.pop(m.name, m) for m in eval_set.criteria.metrics]
         merged.extend(by_name.values())
         eval_set.criteria = eval_set.criteria.model_copy(update={"metrics": merged})
+
+
+def _without_own_metrics(case: EvalCase) -> None:
+    case.metrics = []
 
 
 def validate_criteria(sets: Sequence[EvalSet], judge: JudgeConfig | None = None) -> list[ResolvedJudge]:
@@ -175,7 +186,9 @@ def validate_criteria(sets: Sequence[EvalSet], judge: JudgeConfig | None = None)
         where = eval_set.criteria.config_path or eval_set.path or eval_set.eval_set_id
         for message in check_specs(eval_set.criteria.metrics):
             problems.append(FileProblem(path=where, message=message))
-        for case in eval_set.cases:
+        # Only cases with metrics or reference messages of their own have anything to check here: a large
+        # set's other cases are not read back.
+        for case in cases_with(eval_set.cases, HAS_OWN_METRICS | HAS_REFERENCE_MESSAGES):
             for message in check_specs(case.metrics):
                 loc = case.source
                 problems.append(
@@ -205,7 +218,7 @@ def validate_criteria(sets: Sequence[EvalSet], judge: JudgeConfig | None = None)
                     )
     if problems:
         raise EvalFileError(problems)
-    specs_per_case = [s.metrics_for(c) for s in sets for c in s.cases]
+    specs_per_case = _specs_per_case(sets)
     if not any(needs_judge(spec) for specs in specs_per_case for spec in specs):
         return []  # no judge involved: the judging machinery (and its openai client) is never imported
     from evalward.judging.config import JudgeConfig
@@ -214,12 +227,29 @@ def validate_criteria(sets: Sequence[EvalSet], judge: JudgeConfig | None = None)
     return Judging(judge or JudgeConfig()).resolve_all(judged_specs(specs_per_case))
 
 
+def _specs_per_case(sets: Sequence[EvalSet]) -> list[list[MetricSpec]]:
+    """The metrics of every case, in order — except that a run of cases without metrics of their own (every
+    case of most sets) counts once, as the set's criteria: the judged specs come out the same, and a large
+    set's cases are not read back."""
+    found: list[list[MetricSpec]] = []
+    for eval_set in sets:
+        if not len(eval_set.cases):
+            continue
+        criteria = list(eval_set.criteria.metrics)
+        if not any(case.metrics for case in cases_with(eval_set.cases, HAS_OWN_METRICS)):
+            found.append(criteria)
+            continue
+        found.extend(eval_set.metrics_for(case) for case in eval_set.cases)
+    return found
+
+
 def apply_step_mode(sets: list[EvalSet], overrides: Sequence[MetricSpec]) -> None:
     """Single-step evaluation: each set is scored by `output_match {key: K}` >= 1.0 for every expected output
     key K of its cases (plus the --metric overrides); cases' own metrics still apply."""
     keys_found = False
     for eval_set in sets:
-        keys = sorted({key for case in eval_set.cases for turn in case.turns for key in turn.expected_outputs})
+        with_outputs = cases_with(eval_set.cases, HAS_EXPECTED_OUTPUTS)
+        keys = sorted({key for case in with_outputs for turn in case.turns for key in turn.expected_outputs})
         keys_found = keys_found or bool(keys)
         metrics = [MetricSpec(name="output_match", threshold=1.0, options={"key": key}) for key in keys]
         eval_set.criteria = eval_set.criteria.model_copy(
@@ -390,7 +420,7 @@ def fingerprint_for(prepared: PreparedRun, agent: Agent) -> str:
 
 def scenario_sets(sets: Sequence[EvalSet]) -> list[EvalSet]:
     """The eval sets with conversation_scenario cases (they need the user simulator)."""
-    return [s for s in sets if any(c.scenario is not None for c in s.cases)]
+    return [s for s in sets if any(c.scenario is not None for c in cases_with(s.cases, HAS_SCENARIO))]
 
 
 def simulator_settings(options: RunOptions, eval_set: EvalSet) -> SimulatorSettings:
@@ -995,7 +1025,8 @@ def warm_up_metrics(sets: Sequence[EvalSet]) -> None:
     """Import what scoring needs before agents start, so that no first-use import on the event loop stalls
     running turns and inflates their measured latency (the ROUGE modules are small since evalward stems
     with its own Porter stemmer instead of nltk's)."""
-    names = {spec.name for s in sets for case in s.cases for spec in s.metrics_for(case)}
+    names = {spec.name for s in sets for spec in s.criteria.metrics}
+    names |= {spec.name for s in sets for case in cases_with(s.cases, HAS_OWN_METRICS) for spec in case.metrics}
     if names & ROUGE_METRICS:
         from evalward.metrics.rouge import stem
 

@@ -33,6 +33,7 @@ from evalward.loaders.locate import LocatedIndex
 from evalward.loaders.positions import PathKey, format_json_path
 from evalward.loaders.problems import Problems
 from evalward.model import CaseEdit, CaseSequence, EvalCase, SourceLocation
+from evalward.model.cases import case_features
 
 CaseMapper = Callable[[Problems, Any, PathKey], EvalCase | None]
 """A format's mapping of one case-list element (found at a path) to an `EvalCase`, recording problems."""
@@ -63,6 +64,8 @@ class _Origin:
     lines: array[int]
     columns: array[int]
     turns: array[int]
+    features: bytearray
+    """Each case's `case_features` as mapped."""
     elements: array[int] | None
     """Each case's position in the case list, when it differs from its row (some element failed to map)."""
 
@@ -173,6 +176,9 @@ class IndexedCases(CaseSequence):
 
     def turn_count_at(self, index: int) -> int:
         return self._origin.turns[self._row(index)]
+
+    def features_at(self, index: int) -> int:
+        return self._origin.features[self._row(index)]
 
     def source_at(self, index: int) -> SourceLocation:
         origin, row = self._origin, self._row(index)
@@ -298,6 +304,7 @@ class IndexBuilder:
         self._lines = array(self._typecode)
         self._columns = array(self._typecode)
         self._turns = array(self._typecode)
+        self._features = bytearray()
         self._elements: array[int] | None = None
         self._bytes = _ByteOffsets(source.text, source.offset)
         self._recent: OrderedDict[int, EvalCase] = OrderedDict()
@@ -320,6 +327,7 @@ class IndexBuilder:
         self._lines.append(line)
         self._columns.append(column)
         self._turns.append(len(case.turns))
+        self._features.append(case_features(case))
         if row < self._whole_set:
             self._recent[row] = case
         elif self._recent:
@@ -339,6 +347,7 @@ class IndexBuilder:
             lines=self._lines,
             columns=self._columns,
             turns=self._turns,
+            features=self._features,
             elements=self._elements,
         )
         whole = len(self._ids) <= self._whole_set

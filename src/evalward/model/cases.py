@@ -25,6 +25,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, ItemsView, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
+from evalward.model.records import FactsMapping
+
 if TYPE_CHECKING:  # evalset.py imports this module; the names are only needed for annotations
     from evalward.model.evalset import EvalCase, SourceLocation
 
@@ -34,8 +36,32 @@ CaseEdit = Callable[["EvalCase"], None]
 _T = TypeVar("_T")
 
 
+HAS_OWN_METRICS = 1
+"""Feature flags (`case_features`): the case names metrics of its own."""
+HAS_SCENARIO = 2
+"""The case is a conversation_scenario case."""
+HAS_REFERENCE_MESSAGES = 4
+"""A turn carries reference messages (stepwise scoring)."""
+HAS_EXPECTED_OUTPUTS = 8
+"""A turn expects outputs by key (`--step`)."""
+
+
+def case_features(case: EvalCase) -> int:
+    """The case's feature flags (`HAS_*`): what the checks run before a run look for in a case."""
+    flags = HAS_OWN_METRICS if case.metrics else 0
+    flags |= HAS_SCENARIO if case.scenario is not None else 0
+    flags |= HAS_REFERENCE_MESSAGES if any(turn.reference_messages is not None for turn in case.turns) else 0
+    flags |= HAS_EXPECTED_OUTPUTS if any(turn.expected_outputs for turn in case.turns) else 0
+    return flags
+
+
 class CaseSequence(Sequence["EvalCase"], ABC):
     """Cases read back on demand, with their per-case facts kept (module docstring, rules 1-3)."""
+
+    def features_at(self, index: int) -> int:
+        """The case's `case_features` as loaded — possibly more than an edit left it (edits only take things
+        away), so a caller checks the case it reads back; this reads it back unless the sequence keeps them."""
+        return case_features(self.case_at(index))
 
     @abstractmethod
     def __len__(self) -> int: ...
@@ -105,8 +131,9 @@ class CaseSequence(Sequence["EvalCase"], ABC):
         return f"<{type(self).__name__} of {len(self)} cases>"
 
 
-class _FactView(Mapping[str, _T]):
-    """{case id: one fact}, answered from a `CaseSequence`'s index (EvalSet.case_hashes() and friends)."""
+class _FactView(FactsMapping[_T]):
+    """{case id: one fact}, answered from a `CaseSequence`'s index (EvalSet.case_hashes() and friends); a
+    `FactsMapping`, so `EvalSetInfo` keeps the view instead of copying it into a dict per run."""
 
     def __init__(self, cases: CaseSequence, fact: Callable[[int], _T]) -> None:
         self._cases = cases
@@ -228,6 +255,19 @@ def keep_ids(cases: Sequence[EvalCase], wanted: Callable[[str], bool]) -> Sequen
     if isinstance(cases, CaseSequence):
         return cases.select([index for index, case_id in enumerate(cases.ids()) if wanted(case_id)])
     return [case for case in cases if wanted(case.case_id)]
+
+
+def cases_with(cases: Sequence[EvalCase], features: int) -> Iterator[EvalCase]:
+    """The cases with any of `features` (`HAS_*`), in order; a `CaseSequence` reads back only those. (A case
+    may no longer have the feature after an edit: callers test the case itself.)"""
+    if isinstance(cases, CaseSequence):
+        for index in range(len(cases)):
+            if cases.features_at(index) & features:
+                yield cases.case_at(index)
+        return
+    for case in cases:
+        if case_features(case) & features:
+            yield case
 
 
 def edit_cases(cases: Sequence[EvalCase], edit: CaseEdit) -> Sequence[EvalCase]:

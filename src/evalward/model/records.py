@@ -126,7 +126,10 @@ def _keep_facts_mappings(value: Any, validate: ValidatorFunctionWrapHandler) -> 
 
 
 def _dump_facts_mappings(value: Any, serialize: SerializerFunctionWrapHandler) -> Any:
-    return serialize(dict(value.items()) if isinstance(value, FactsMapping) else value)
+    if not isinstance(value, FactsMapping):
+        return serialize(value)
+    # Values may be mappings made on demand too (a case's source): dumped as the dicts they stand for.
+    return serialize({key: dict(item) if isinstance(item, Mapping) else item for key, item in value.items()})
 
 
 KeepFactsMapping = (WrapValidator(_keep_facts_mappings), WrapSerializer(_dump_facts_mappings))
