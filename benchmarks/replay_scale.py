@@ -2,17 +2,18 @@
 
 For each size (recorded outputs = cases × repetitions) a temporary folder gets the ADK eval set of one-turn
 cases `benchmarks/vs_adk_eval.py` writes ("Where is order N?", expecting `lookup_order(order_id=N)` and
-"Order N has shipped."), and:
+"Order N has shipped."), split into files of at most 25,000 cases in `evals/` (`orders_1`, `orders_2`, …:
+the loader refuses a document of more than 1,000,000 JSON values, ~40,000 of these cases), and:
 - `outputs.jsonl`: a correct recorded output for every case × repetition, one JSON line each, without an
   eval set id (so each lookup also takes the "recorded without an eval set" fallback);
 - `traces.jsonl` (with `--import-traces`): one OpenTelemetry trace per case (invoke_agent → execute_tool and
   chat spans, GenAI 1.37 attributes), as OTLP JSON lines the way a Collector's file exporter writes them:
   batches of 100 traces, each trace's child spans in one line and its root span in the next.
 Each command runs as a subprocess, timed from outside (wall time; peak RSS from `os.wait4`):
-- `evalward run orders.evalset.json --agent replay:outputs.jsonl --test-config test_config.json
-  --no-history -q --repeat R` (every case × repetition replayed and scored);
-- `evalward import-traces traces.jsonl --eval-set orders.evalset.json --test-config test_config.json`
-  into a SQLite history (with `--import-traces`; one repetition per case);
+- `evalward run evals --agent replay:outputs.jsonl --test-config test_config.json --no-history -q
+  --repeat R` (every case × repetition replayed and scored);
+- `evalward import-traces traces.jsonl --eval-set evals --test-config test_config.json` into a SQLite
+  history (with `--import-traces`; one repetition per case);
 - `load_recordings(outputs.jsonl)` alone under `tracemalloc` (peak and kept): the part of the run's memory
   the recordings cost; the rest belongs to the eval set and the run's results.
 Every run must score and pass every case × repetition (its exit code and the count it prints), or the
@@ -46,6 +47,8 @@ RUN_RSS_GOAL_MB = 500.0
 GOAL_OUTPUTS = 1_000_000
 LOAD_GOAL_MB = 100.0
 TRACES_PER_LINE = 100
+CASES_PER_FILE = 25_000
+"""Cases per eval file: ~625,000 JSON values, under the loader's 1,000,000 a document."""
 
 LOAD_PROBE = """
 import json, sys, tracemalloc
@@ -55,6 +58,18 @@ recordings = load_recordings(sys.argv[1])
 kept, peak = tracemalloc.get_traced_memory()
 print(json.dumps({"turns": len(recordings), "kept": kept, "peak": peak}))
 """
+
+
+def split_eval_set(folder: Path, per_file: int = CASES_PER_FILE) -> None:
+    """`orders.evalset.json` as files of `per_file` cases in `folder / "evals"` (module docstring)."""
+    whole = json.loads((folder / "orders.evalset.json").read_text(encoding="utf-8"))
+    (folder / "orders.evalset.json").unlink()
+    (folder / "evals").mkdir()
+    cases = whole["eval_cases"]
+    for part, start in enumerate(range(0, len(cases), per_file), start=1):
+        eval_set = {**whole, "eval_set_id": f"orders_{part}", "name": f"orders_{part}"}
+        eval_set["eval_cases"] = cases[start : start + per_file]
+        (folder / "evals" / f"orders_{part}.evalset.json").write_text(json.dumps(eval_set), encoding="utf-8")
 
 
 def write_outputs(path: Path, cases: int, repeat: int) -> None:
@@ -176,6 +191,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000", help="recorded outputs (cases × --repeat), comma-separated")
     parser.add_argument("--repeat", type=int, default=10, help="repetitions per case (--repeat of the run)")
     parser.add_argument("--import-traces", action="store_true", help="also import one trace per case")
+    parser.add_argument("--cases-per-file", type=int, default=CASES_PER_FILE, help="cases per eval file")
     args = parser.parse_args()
     sizes = sorted(int(size) for size in args.sizes.split(","))
     evalward = [sys.executable, "-m", "evalward"]
@@ -187,9 +203,10 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)
             write_project(folder, cases)
+            split_eval_set(folder, args.cases_per_file)
             write_outputs(folder / "outputs.jsonl", cases, args.repeat)
             common = ["--test-config", "test_config.json"]
-            command = [*evalward, "run", "orders.evalset.json", "--agent", "replay:outputs.jsonl", *common]
+            command = [*evalward, "run", "evals", "--agent", "replay:outputs.jsonl", *common]
             wall, rss, output = measure([*command, "--no-history", "-q", "--repeat", str(args.repeat)], folder)
             if passed(output) != outputs:
                 sys.exit(f"replay of {outputs} outputs did not pass every case:\n{output[-3000:]}")
@@ -200,15 +217,7 @@ def main() -> None:
             if args.import_traces:
                 write_traces(folder / "traces.jsonl", cases)
                 db = ["--db", f"sqlite:///{folder / 'history.db'}"]
-                command = [
-                    *evalward,
-                    "import-traces",
-                    "traces.jsonl",
-                    "--eval-set",
-                    "orders.evalset.json",
-                    *common,
-                    *db,
-                ]
+                command = [*evalward, "import-traces", "traces.jsonl", "--eval-set", "evals", *common, *db]
                 wall, rss, output = measure(command, folder)
                 if passed(output) != cases:
                     sys.exit(f"import of {cases} traces did not pass every case:\n{output[-3000:]}")

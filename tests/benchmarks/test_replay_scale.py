@@ -12,7 +12,17 @@ BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "replay_scale.p
 
 def test_the_replay_scale_benchmark_prints_a_row_per_command_and_its_goals() -> None:
     completed = subprocess.run(
-        [sys.executable, str(BENCHMARK), "--sizes", "40,12", "--repeat", "4", "--import-traces"],
+        [
+            sys.executable,
+            str(BENCHMARK),
+            "--sizes",
+            "40,12",
+            "--repeat",
+            "4",
+            "--import-traces",
+            "--cases-per-file",
+            "4",
+        ],
         capture_output=True,
         text=True,
         timeout=300,
@@ -20,7 +30,8 @@ def test_the_replay_scale_benchmark_prints_a_row_per_command_and_its_goals() -> 
     assert completed.returncode == 0, completed.stdout + completed.stderr
     lines = completed.stdout.splitlines()
     rows = [line.split()[:3] for line in lines if line.startswith(("run replay:", "import-traces"))]
-    # 12 outputs = 3 cases × 4 repetitions, 40 = 10 × 4; an import has one trace per case.
+    # 12 outputs = 3 cases × 4 repetitions, 40 = 10 × 4 (in 3 eval sets of at most 4 cases); an import has
+    # one trace per case.
     assert rows == [
         ["run", "replay:", "12"],
         ["import-traces", "3", "3"],
