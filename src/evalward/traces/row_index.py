@@ -6,8 +6,8 @@ a million key tuples (~200 MB). A `RowIndex` keeps, per row (a recorded turn, nu
 - whether its repetition is above 0 (1 byte), for the rule that replays a lone repetition 0;
 - an entry in each of two sorted `array('q')`s (16 bytes): one ordered by the hash of the full key
   (eval set, case, turn, repetition), one by the hash of the case id alone. An entry is the 64-bit hash
-  with its low bits replaced by the row number (as many bits as the row count needs), so one array holds
-  both and rows sharing a hash sit together, in the order they were added.
+  with its low bits replaced by the row number (as many bits as the row count needs): one 8-byte entry holds
+  both, and rows sharing a hash sit together, in the order they were added.
 `bisect` finds the rows whose hash matches a key. Different keys can share a hash (more so with the low bits
 dropped), so the caller reads those rows back and compares the full key: a hash narrows the search and never
 decides it.
