@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 from collections.abc import Iterator
@@ -14,7 +15,10 @@ from evalward.reading import (
     DEFAULT_MAX_FILE_SIZE,
     decode_text,
     describe_size,
+    file_sha256,
+    iter_text_lines,
     max_file_size,
+    open_regular_file,
     parse_size,
     read_file_bytes,
     read_text_file,
@@ -144,3 +148,59 @@ def test_sizes_parse_in_powers_of_1024_and_describe_themselves() -> None:
         "50 MiB",
         "3 GiB",
     ]
+
+
+def lines_of(path: Path) -> list[tuple[int, int, int, str]]:
+    with open_regular_file(path) as file:
+        return [(line.number, line.offset, line.length, line.text) for line in iter_text_lines(file, str(path))]
+
+
+def test_lines_are_read_with_the_offsets_of_their_bytes(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    path.write_bytes(b'\xef\xbb\xbf{"a": "\xc3\xa9"}\r\n\n  \n{"b": 2}')
+    lines = lines_of(path)
+    assert [(number, text) for number, _, _, text in lines] == [(1, '{"a": "é"}'), (2, ""), (3, "  "), (4, '{"b": 2}')]
+    data = path.read_bytes()
+    # Each line's bytes are found again by offset and length (the BOM and the line breaks left out).
+    assert [data[offset : offset + length].decode() for _, offset, length, _ in lines] == [t for *_, t in lines]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b'{"a": 1}\n{"b": "\xff"}\n',
+        b'{"a": 1}\n{"b": "x\x00"}\n',
+        b'{"a": 1}\n{"b": "x\x00"}\n{"c": "\xe2\x82"}\n',  # the bad byte wins over the earlier NUL
+        b"\xff\xfe{}",
+        b"\xef\xbb\xbf\xc3(",
+    ],
+)
+def test_line_by_line_reading_reports_what_reading_whole_reports(tmp_path: Path, data: bytes) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(data)
+    with pytest.raises(EvalFileError) as whole:
+        read_text_file(path)
+    with pytest.raises(EvalFileError) as by_line:
+        lines_of(path)
+    assert by_line.value.problems == whole.value.problems
+
+
+def test_line_by_line_reading_caps_each_line_not_the_file(tmp_path: Path, small_cap: None) -> None:
+    path = tmp_path / "r.jsonl"
+    path.write_bytes(b"0123456789\n" * 5)
+    assert len(lines_of(path)) == 5  # 55 bytes, over the cap of 10, in lines of 10
+    path.write_bytes(b"0123456789\n0123456789a\n")
+    with pytest.raises(EvalFileError) as caught:
+        lines_of(path)
+    assert only_problem(caught).render() == (
+        f"{path}:2: the line is longer than the 10 bytes limit; raise it with --max-file-size or "
+        "EVALWARD_MAX_FILE_SIZE if the file is genuine; expected lines of at most 10 bytes"
+    )
+
+
+def test_a_file_is_hashed_whatever_its_size(tmp_path: Path, small_cap: None) -> None:
+    path = tmp_path / "big.jsonl"
+    path.write_bytes(b"x" * 5000)
+    assert file_sha256(path) == hashlib.sha256(b"x" * 5000).hexdigest()
+    with pytest.raises(EvalFileError, match="it is a directory"):
+        file_sha256(tmp_path)

@@ -5,7 +5,9 @@ Rules, in the order they are checked; each failure is one `FileProblem` naming t
    is refused before it is opened, and the file is opened with `O_NONBLOCK` and checked again (`fstat`), so
    a FIFO swapped in between cannot block the read. A symbolic-link loop or a permission error is a problem.
 2. At most `max_file_size()` bytes (50 MiB unless `--max-file-size` / `EVALWARD_MAX_FILE_SIZE` says
-   otherwise): the size is checked before reading and again while reading, since a file can grow.
+   otherwise): the size is checked before reading and again while reading, since a file can grow. A file
+   read line by line (`iter_text_lines`: a recording of a million turns) is never held whole, so the limit
+   applies to each of its lines instead; `file_sha256` holds nothing and has no limit.
 3. The bytes must be UTF-8 (a UTF-8 byte order mark is dropped); a UTF-16 or UTF-32 byte order mark is
    named, so the remedy ("save it as UTF-8") is obvious. A bad byte is reported at its line and column.
 4. No NUL character (`\\0`): no text format evalward reads has a use for one, and databases refuse them.
@@ -14,10 +16,14 @@ Rules, in the order they are checked; each failure is one `FileProblem` naming t
 from __future__ import annotations
 
 import errno
+import hashlib
+import io
 import os
 import re
 import stat
+from collections.abc import Iterator
 from pathlib import Path
+from typing import IO, NamedTuple
 
 from evalward.errors import EvalFileError, FileProblem
 
@@ -81,17 +87,8 @@ def read_file_bytes(path: str | Path, shown: str | None = None, *, limit: int | 
     """The bytes of the regular file `path`, at most `limit` (default `max_file_size()`) of them."""
     shown = str(path) if shown is None else shown
     limit = max_file_size() if limit is None else limit
+    descriptor = _open_regular(path, shown, limit)
     try:
-        before = Path(path).stat()
-        _check_regular(before, shown)
-        _check_size(before.st_size, limit, shown)
-        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0))
-    except OSError as exc:
-        raise _unreadable(exc, shown) from None
-    try:
-        opened = os.fstat(descriptor)
-        _check_regular(opened, shown)
-        _check_size(opened.st_size, limit, shown)
         chunks: list[bytes] = []
         total = 0
         # The size the file says it has (+1 to see it grew) in one read where possible: joining chunks would
@@ -105,6 +102,114 @@ def read_file_bytes(path: str | Path, shown: str | None = None, *, limit: int | 
     finally:
         os.close(descriptor)
     return b"".join(chunks)
+
+
+def _open_regular(path: str | Path, shown: str, limit: int | None) -> int:
+    """A descriptor of the regular file `path` (rule 1), checked against `limit` bytes unless it is None."""
+    try:
+        before = Path(path).stat()
+        _check_regular(before, shown)
+        if limit is not None:
+            _check_size(before.st_size, limit, shown)
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0))
+    except OSError as exc:
+        raise _unreadable(exc, shown) from None
+    try:
+        opened = os.fstat(descriptor)
+        _check_regular(opened, shown)
+        if limit is not None:
+            _check_size(opened.st_size, limit, shown)
+    except BaseException as exc:
+        os.close(descriptor)
+        if isinstance(exc, OSError):
+            raise _unreadable(exc, shown) from None
+        raise
+    return descriptor
+
+
+def open_regular_file(path: str | Path, shown: str | None = None) -> io.BufferedReader:
+    """`path` opened for reading bytes once rule 1 holds; no size check, as the caller reads it in pieces."""
+    shown = str(path) if shown is None else shown
+    return io.BufferedReader(io.FileIO(_open_regular(path, shown, None), "rb"), buffer_size=_READ_CHUNK)
+
+
+def file_sha256(path: str | Path, shown: str | None = None) -> str:
+    """The SHA-256 (hex) of the regular file `path`, read in chunks: a file of any size costs no memory."""
+    with open_regular_file(path, shown) as file:
+        try:
+            return hashlib.file_digest(file, "sha256").hexdigest()
+        except OSError as exc:
+            raise _unreadable(exc, str(path) if shown is None else shown) from None
+
+
+class TextLine(NamedTuple):
+    """One line of a file: its 1-based number, where its bytes are (without the line break) and its text."""
+
+    number: int
+    offset: int
+    length: int
+    text: str
+
+
+def iter_text_lines(file: IO[bytes], shown: str, *, limit: int | None = None) -> Iterator[TextLine]:
+    """The lines of `file` (from its start) one at a time, under rules 3 and 4 and with rule 2 per line.
+
+    A line ends at `\\n` (a `\\r` before it is dropped); offsets count from the start of the file, byte order
+    mark included, so `os.pread` finds a line's bytes again. The problems are those `read_text_file` reports,
+    at the same line and column; a file with a NUL character yields nothing past it, and a bad UTF-8 byte
+    later in the file is reported instead, as it would be when reading the file whole.
+    """
+    limit = max_file_size() if limit is None else limit
+    file.seek(0)
+    head = file.read(4)
+    for mark, encoding in _FOREIGN_BYTE_ORDER_MARKS:
+        if head.startswith(mark):
+            raise _problem(
+                shown,
+                f"not UTF-8 text: the file starts with a {encoding} byte order mark; save it as UTF-8",
+                expected="UTF-8",
+                found=encoding,
+            )
+    skipped = len(_UTF8_BYTE_ORDER_MARK) if head.startswith(_UTF8_BYTE_ORDER_MARK) else 0
+    file.seek(skipped)
+    offset = skipped
+    number = 0
+    nul: EvalFileError | None = None
+    while raw := file.readline(limit + 1):
+        number += 1
+        content = raw[:-1] if raw.endswith(b"\n") else raw
+        if len(content) > limit:
+            raise _problem(
+                shown,
+                f"the line is longer than the {describe_size(limit)} limit; raise it with --max-file-size "
+                "or EVALWARD_MAX_FILE_SIZE if the file is genuine",
+                line=number,
+                expected=f"lines of at most {describe_size(limit)}",
+            )
+        content = content.removesuffix(b"\r")
+        try:
+            text = content.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise _problem(
+                shown,
+                f"not UTF-8 text (bad byte 0x{content[exc.start]:02x} at offset {offset - skipped + exc.start})",
+                line=number,
+                column=_column(content, exc.start),
+                expected="UTF-8",
+            ) from None
+        if nul is None and "\x00" in text:
+            nul = _problem(
+                shown,
+                "the file contains a NUL character (\\0)",
+                line=number,
+                column=text.index("\x00") + 1,
+                expected="text",
+            )
+        if nul is None:
+            yield TextLine(number, offset, len(content), text)
+        offset += len(raw)
+    if nul is not None:
+        raise nul
 
 
 def decode_text(raw: bytes, shown: str) -> str:
@@ -139,8 +244,12 @@ def decode_text(raw: bytes, shown: str) -> str:
 def _line_and_column(body: bytes, offset: int) -> tuple[int, int]:
     """1-based line and character column of the byte at `offset`."""
     line_start = body.rfind(b"\n", 0, offset) + 1
-    column = len(body[line_start:offset].decode("utf-8", errors="replace")) + 1
-    return body.count(b"\n", 0, offset) + 1, column
+    return body.count(b"\n", 0, offset) + 1, _column(body[line_start:], offset - line_start)
+
+
+def _column(line: bytes, offset: int) -> int:
+    """1-based character column of the byte at `offset` of `line`."""
+    return len(line[:offset].decode("utf-8", errors="replace")) + 1
 
 
 def _check_regular(status: os.stat_result, shown: str) -> None:

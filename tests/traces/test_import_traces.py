@@ -103,3 +103,25 @@ def test_a_case_attribute_that_matches_nothing_is_a_usage_error(tmp_path: Path) 
     assert result.exit_code != 0
     # Without app.case the conversation id (conv-1 for both traces) names the case.
     assert "none of the 1 recorded case id(s) is a case of the eval sets: conv-1" in str(result.exception)
+
+
+def test_case_ids_are_counted_and_the_first_few_shown_without_holding_them_all() -> None:
+    from evalward.cli.import_traces_cmd import first_sorted
+
+    assert first_sorted(iter(["e", "b", "g", "a", "f", "c", "d"]), shown=3) == (7, ["a", "b", "c"])
+    assert first_sorted(iter([])) == (0, [])
+
+
+def test_traces_in_json_lines_are_imported_line_by_line(tmp_path: Path) -> None:
+    evals, _ = setup_files(tmp_path)
+    traces = tmp_path / "traces.jsonl"
+    first = export(multi_agent_turn("1" * 32, case_id="refund_42"))
+    stray = export(multi_agent_turn("2" * 32, case_id="some_production_session"))
+    traces.write_text(json.dumps(first) + "\n" + json.dumps(stray) + "\n", encoding="utf-8")
+    db = f"sqlite:///{tmp_path}/h.db"
+    result = CliRunner().invoke(import_traces_command, [str(traces), "--eval-set", str(evals), "--db", db])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[0] == "FAILED: 1 passed, 0 failed, 1 errors"
+    assert result.stderr == (
+        "note: 1 recorded case id(s) match no eval case and are ignored: some_production_session\n"
+    )

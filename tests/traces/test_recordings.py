@@ -129,3 +129,32 @@ def test_an_unknown_or_missing_file_is_a_file_problem(tmp_path: Path) -> None:
         load_recordings(write(tmp_path / "x.json", '{"eval_cases": []}'))
     with pytest.raises(EvalFileError, match="recording file not found"):
         load_recordings(tmp_path / "missing.json")
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        (render_json(_run_with_error()), "run_json"),
+        ('{"resourceSpans": []}', "otel"),
+        ('{"resourceSpans": []}\n\n{"resourceSpans": []}\n', "otel"),
+        (json.dumps(export(multi_agent_turn("1" * 32)), indent=2), "otel"),
+        ('\n\n  {"case_id": "a", "output": "x"}\n\n', "responses_jsonl"),
+        ('{"case_id": "a", "output": "x"}\n{"case_id": "b", "output": "y"}', "responses_jsonl"),
+        ('{"eval_cases": []}', "other content"),
+        ("[1]\n[2]\n", "other content"),
+        ("garbage\nmore", "other content"),
+        ("\n  \n", "empty file"),
+    ],
+)
+def test_a_file_is_read_as_what_its_whole_text_is(tmp_path: Path, text: str, kind: str) -> None:
+    # Files are sniffed from their first lines (JSON lines are never read whole): the same verdict as
+    # `detect_kind` on the whole text.
+    path = write(tmp_path / "recording", text)
+    if kind in ("other content", "empty file"):
+        with pytest.raises(EvalFileError) as caught:
+            load_recordings(path)
+        assert caught.value.problems[0].found == kind
+        return
+    recordings = load_recordings(path)
+    assert (recordings.kind, detect_kind(text)) == (kind, kind)
+    recordings.close()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import bisect
+from collections.abc import Iterable
 from typing import Any
 
 import click
@@ -84,50 +86,66 @@ def execute_import(
 
     options = trace_options_from_env({"EVALWARD_TRACE_CASE_ATTRIBUTE": case_attribute})
     recordings = load_recordings(traces, options=options)
-    if not recordings.entries:
-        raise UsageError(f"{traces}: no agent turns found (no invoke_agent, execute_tool or chat spans)")
-    run_options = RunOptions(
-        paths=list(eval_sets),
-        agent=f"replay:{traces}",
-        config_path=test_config,
-        run_id=run_id,
-        timeout_s=None,
-        max_retries=0,
-        context=detect_context(repository=repository, commit=commit, branch=branch),
-    )
-    prepared = prepare(run_options)
-    recorded_cases = {case_id for _, case_id in recordings.case_keys()}
-    if only_recorded:
-        for eval_set in prepared.sets:
-            eval_set.cases = keep_ids(eval_set.cases, recorded_cases.__contains__)
-        prepared.sets = [s for s in prepared.sets if s.cases]
-        if not prepared.sets:
-            raise UsageError(
-                f"none of the {len(recorded_cases)} recorded case id(s) is a case of the eval sets: "
-                + ", ".join(sorted(recorded_cases)[:5])
-                + (" …" if len(recorded_cases) > 5 else "")
-                + f"; set --case-attribute to the span attribute that names the case (now {case_attribute!r})"
-            )
-    known = {case_id for eval_set in prepared.sets for case_id in eval_set.case_ids()}
-    echo_warnings(prepared.warnings)
-    for note in recordings.notes:
-        click.echo(f"note: {note}", err=True)
-    unmatched = sorted(recorded_cases - known)
-    if unmatched:
-        click.echo(
-            f"note: {len(unmatched)} recorded case id(s) match no eval case and are ignored: "
-            + ", ".join(unmatched[:5])
-            + (" …" if len(unmatched) > 5 else ""),
-            err=True,
-        )
-    agent = ReplayAgent(f"replay:{traces}", options=options, recordings=recordings)
-    store = open_history(db_url)
     try:
-        run = asyncio.run(run_prepared(prepared, store=store, agent=agent))
+        if not len(recordings):
+            raise UsageError(f"{traces}: no agent turns found (no invoke_agent, execute_tool or chat spans)")
+        run_options = RunOptions(
+            paths=list(eval_sets),
+            agent=f"replay:{traces}",
+            config_path=test_config,
+            run_id=run_id,
+            timeout_s=None,
+            max_retries=0,
+            context=detect_context(repository=repository, commit=commit, branch=branch),
+        )
+        prepared = prepare(run_options)
+        if only_recorded:
+            for eval_set in prepared.sets:
+                eval_set.cases = keep_ids(eval_set.cases, recordings.has_case)
+            prepared.sets = [s for s in prepared.sets if s.cases]
+            if not prepared.sets:
+                recorded, first = first_sorted(recordings.case_ids())
+                raise UsageError(
+                    f"none of the {recorded} recorded case id(s) is a case of the eval sets: "
+                    + ", ".join(first)
+                    + (" …" if recorded > len(first) else "")
+                    + f"; set --case-attribute to the span attribute that names the case (now {case_attribute!r})"
+                )
+        known = {case_id for eval_set in prepared.sets for case_id in eval_set.case_ids()}
+        echo_warnings(prepared.warnings)
+        for note in recordings.notes:
+            click.echo(f"note: {note}", err=True)
+        unmatched, first = first_sorted(c for c in recordings.case_ids() if c not in known)
+        if unmatched:
+            click.echo(
+                f"note: {unmatched} recorded case id(s) match no eval case and are ignored: "
+                + ", ".join(first)
+                + (" …" if unmatched > len(first) else ""),
+                err=True,
+            )
+        agent = ReplayAgent(f"replay:{traces}", options=options, recordings=recordings)
+        store = open_history(db_url)
+        try:
+            run = asyncio.run(run_prepared(prepared, store=store, agent=agent))
+        finally:
+            store.close()
     finally:
-        store.close()
+        recordings.close()
     write_reports(run, json_path=json_path, junit_path=None, markdown_path=None)
     counts = run.counts()
     verdict = "PASSED" if run.passed else "FAILED"
     click.echo(f"{verdict}: {counts['passed']} passed, {counts['failed']} failed, {counts['error']} errors")
     click.echo(f"run id: {run.run_id}")
+
+
+def first_sorted(case_ids: Iterable[str], shown: int = 5) -> tuple[int, list[str]]:
+    """How many `case_ids` there are and the first `shown` in sorted order, without holding them all (a
+    recording can name a million cases)."""
+    count = 0
+    first: list[str] = []
+    for case_id in case_ids:
+        count += 1
+        if len(first) < shown or case_id < first[-1]:
+            bisect.insort(first, case_id)
+            del first[shown:]
+    return count, first

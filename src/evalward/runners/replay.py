@@ -2,9 +2,14 @@
 
 The file is any source `evalward.traces.recordings` reads: an evalward run JSON, JSON lines of agent
 responses, or OpenTelemetry GenAI traces. Each request is answered with the recording for its
-(eval set, case, turn, repetition) under the lookup rules of `Recordings.lookup`; a turn with no
+(eval set, case, turn, repetition) under the lookup rules of `RecordingSet.lookup`; a turn with no
 recording fails as `AgentFailure("agent_error", "no recorded output for case …")`, and a turn recorded
 as failed fails again with its recorded kind — failures stay data.
+
+Responses JSONL and OpenTelemetry traces are indexed, not held: a million recorded turns cost a few tens of
+MB, and each request reads its turn back from the file, which also makes each answer an `AgentOutput` of
+its own. The file must stay as it is until the run ends; a turn read after it changed fails as an
+`agent_error` naming the file.
 
 The eval set of a request is read from its `session_id` (`<eval_set_id>/<case_id>/r<rep>/<nonce>`, as the
 executor builds it); when it cannot be read, recordings are matched by case id alone.
@@ -15,7 +20,6 @@ Trace attributes naming the case, turn and repetition are configurable (`TraceOp
 
 from __future__ import annotations
 
-import hashlib
 import os
 import typing
 from collections.abc import Mapping
@@ -23,10 +27,10 @@ from pathlib import Path
 
 from evalward.errors import EvalwardError
 from evalward.model import AgentOutput, AgentRequest, AgentTarget, ErrorKind, canonical_hash
-from evalward.reading import read_file_bytes
+from evalward.reading import file_sha256
 from evalward.runners.base import AgentFailure, AgentStartError
 from evalward.traces.genai import TraceOptions
-from evalward.traces.recordings import RecordedError, Recordings, load_recordings
+from evalward.traces.recordings import RecordedError, RecordingSet, load_recordings
 
 PREFIX = "replay:"
 
@@ -67,9 +71,10 @@ class ReplayAgent:
         cwd: Path | None = None,
         env: Mapping[str, str] | None = None,
         options: TraceOptions | None = None,
-        recordings: Recordings | None = None,
+        recordings: RecordingSet | None = None,
     ) -> None:
-        """`target` is `replay:FILE` (relative to `cwd`); pass `recordings` to replay already-loaded ones."""
+        """`target` is `replay:FILE` (relative to `cwd`); pass `recordings` to replay already-loaded ones
+        (the caller closes those)."""
         self._target_text = target
         location = target.removeprefix(PREFIX).strip()
         path = Path(location)
@@ -78,14 +83,21 @@ class ReplayAgent:
         self.path = path
         self.options = options or trace_options_from_env(env)
         self.recordings = recordings
+        self._loaded = False
+        self._digest: str | None = None
 
     @property
     def target(self) -> AgentTarget:
-        # The recorded outputs are "the agent": two replays compare only if they replay the same bytes.
-        try:
-            digest = hashlib.sha256(read_file_bytes(self.path)).hexdigest()
-        except EvalwardError:  # `start` reports the unreadable file
-            digest = ""
+        # The recorded outputs are "the agent": two replays compare only if they replay the same bytes. The
+        # file is hashed in chunks (a recording can be far larger than memory should hold), once per agent.
+        if self._digest is None:
+            try:
+                self._digest = file_sha256(self.path)
+            except EvalwardError:  # `start` reports the unreadable file
+                return self._target_of("")
+        return self._target_of(self._digest)
+
+    def _target_of(self, digest: str) -> AgentTarget:
         return AgentTarget(
             kind="replay",
             target=self._target_text,
@@ -99,12 +111,16 @@ class ReplayAgent:
             self.recordings = load_recordings(self.path, options=self.options)
         except EvalwardError as exc:
             raise AgentStartError(str(exc)) from exc
+        self._loaded = True
 
     async def run_turn(self, request: AgentRequest) -> AgentOutput:
         if self.recordings is None:
             await self.start()
         assert self.recordings is not None
-        found = self.recordings.lookup(request.case_id, request.turn, request.repetition, eval_set_of(request))
+        try:
+            found = self.recordings.lookup(request.case_id, request.turn, request.repetition, eval_set_of(request))
+        except EvalwardError as exc:  # the file changed under the run: this turn fails, as data
+            raise AgentFailure("agent_error", str(exc)) from exc
         if found is None:
             raise AgentFailure(
                 "agent_error",
@@ -113,7 +129,10 @@ class ReplayAgent:
             )
         if isinstance(found, RecordedError):
             raise AgentFailure(_ERROR_KINDS.get(found.kind, "agent_error"), found.message)
-        return found.model_copy(deep=True)
+        return found  # an output of its own: `lookup` decodes (or copies) it for each request
 
     async def aclose(self) -> None:
-        return None
+        if self._loaded and self.recordings is not None:
+            self.recordings.close()
+            self.recordings = None
+            self._loaded = False

@@ -405,30 +405,42 @@ def turns_from_spans(spans: Sequence[Span], options: TraceOptions | None = None)
     turns: list[TracedTurn] = []
     explicit: dict[int, int] = {}
     for trace_id, trace_spans in by_trace.items():
-        index = _TraceIndex(trace_spans)
-        ordered = sorted(trace_spans, key=lambda s: (s.start_ns, s.end_ns))
-        groups: dict[tuple[Any, Any], list[Span]] = {}
-        for span in ordered:
-            tag = (index.inherited(span, options.turn_attribute), index.inherited(span, options.repetition_attribute))
-            groups.setdefault(tag, []).append(span)
-        untagged_key = (None, None)
-        if len(groups) > 1 and untagged_key in groups:
-            # Spans outside any turn-tagged subtree (a wrapping HTTP span) belong to no turn of their own.
-            untagged = groups.pop(untagged_key)
-            if any(operation(s) in ("execute_tool", "chat", "invoke_agent") for s in untagged):
-                groups[untagged_key] = untagged
-        for (turn_value, _), group in groups.items():
-            traced = _turn(trace_id, group, ordered, index, options)
-            if traced is None:
-                continue
-            number = _int(turn_value, None)
+        for traced, number in trace_turns(trace_id, trace_spans, options):
             if number is not None:
                 explicit[id(traced)] = number
             turns.append(traced)
-    return _number_turns(turns, explicit)
+    return number_turns(turns, explicit)
 
 
-def _number_turns(turns: list[TracedTurn], explicit: dict[int, int]) -> list[TracedTurn]:
+def trace_turns(
+    trace_id: str, trace_spans: Sequence[Span], options: TraceOptions
+) -> list[tuple[TracedTurn, int | None]]:
+    """The turns of one trace (all its spans, in the order read), each with the number its turn attribute
+    gives it (None without one); `number_turns` numbers them with the other turns of their case."""
+    index = _TraceIndex(trace_spans)
+    ordered = sorted(trace_spans, key=lambda s: (s.start_ns, s.end_ns))
+    groups: dict[tuple[Any, Any], list[Span]] = {}
+    for span in ordered:
+        tag = (index.inherited(span, options.turn_attribute), index.inherited(span, options.repetition_attribute))
+        groups.setdefault(tag, []).append(span)
+    untagged_key = (None, None)
+    if len(groups) > 1 and untagged_key in groups:
+        # Spans outside any turn-tagged subtree (a wrapping HTTP span) belong to no turn of their own.
+        untagged = groups.pop(untagged_key)
+        if any(operation(s) in ("execute_tool", "chat", "invoke_agent") for s in untagged):
+            groups[untagged_key] = untagged
+    turns: list[tuple[TracedTurn, int | None]] = []
+    for (turn_value, _), group in groups.items():
+        traced = _turn(trace_id, group, ordered, index, options)
+        if traced is not None:
+            turns.append((traced, _int(turn_value, None)))
+    return turns
+
+
+def number_turns(turns: list[TracedTurn], explicit: dict[int, int]) -> list[TracedTurn]:
+    """`turns` (in the order their traces were read) numbered per (eval set, case, repetition): by the turn
+    attribute where `explicit` (keyed by `id(turn)`) has one, else by position in start order; sorted by
+    (eval set, case, repetition, turn)."""
     by_case: dict[tuple[str | None, str, int], list[TracedTurn]] = {}
     for turn in turns:
         by_case.setdefault((turn.eval_set_id, turn.case_id, turn.repetition), []).append(turn)

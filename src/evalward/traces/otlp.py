@@ -4,7 +4,8 @@ Accepted shapes (detected by content):
 - OTLP JSON (`ExportTraceServiceRequest`): `{"resourceSpans": [{"resource", "scopeSpans": [{"scope",
   "spans": [...]}]}]}`; snake_case keys (`resource_spans`, `scope_spans`) and the pre-1.0
   `instrumentationLibrarySpans` are accepted too;
-- the Collector's file exporter: one such object per line (JSON lines);
+- the Collector's file exporter: one such object per line (JSON lines), which `spans_from_lines` reads one
+  line at a time; a single OTLP or Jaeger document is parsed whole (`read_spans`);
 - Jaeger JSON (`{"data": [{"traceID", "spans": [{"spanID", "references", "tags", "startTime"}]}]}`).
 
 OTLP attribute values are `AnyValue` objects (`{"stringValue": "x"}`, `{"intValue": "3"}` — 64-bit ints
@@ -17,6 +18,7 @@ microseconds (Jaeger, converted to nanoseconds). A span status `code` of 2 or `S
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -226,9 +228,16 @@ def read_spans(text: str, *, source: str) -> list[Span]:
                 )
             ]
         )
-    spans: list[Span] = []
+    return list(spans_from_lines(enumerate(text.splitlines(), start=1), source=source))
+
+
+def spans_from_lines(lines: Iterable[tuple[int, str]], *, source: str) -> Iterator[Span]:
+    """The spans of OTLP JSON lines (line number, text), one line held at a time, as they are read.
+
+    Every bad line is reported (with its number) in one `EvalFileError`, raised once all lines are read:
+    spans of the good lines come first, so a caller that keeps them must drop them when it is raised."""
     problems: list[FileProblem] = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in lines:
         if not line.strip():
             continue
         try:
@@ -247,10 +256,9 @@ def read_spans(text: str, *, source: str) -> list[Span]:
                 )
             )
             continue
-        spans.extend(spans_from_otlp(data))
+        yield from spans_from_otlp(data)
     if problems:
         raise EvalFileError(problems)
-    return spans
 
 
 def _shape(value: Any) -> str:

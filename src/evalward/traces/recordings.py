@@ -2,13 +2,20 @@
 
 Sources (detected by content, not by file name):
 1. an evalward run JSON (`evalward run --json`; `schema_version` + `cases`): every turn's `output`; a case
-   that stopped with an error replays that error at its turn;
+   that stopped with an error replays that error at its turn. It is read whole and kept in memory
+   (`Recordings`), as a run JSON is one document;
 2. JSON lines of agent responses, one per turn: `{"case_id": "c1", "turn": 0, "output": {...}}` with
    optional `eval_set_id` and `repetition` (`turn` defaults to 0, `repetition` to 0); `output` is an
-   `AgentOutput` (or a string, the response alone);
-3. OpenTelemetry traces (OTLP JSON, OTLP JSON lines, Jaeger JSON), mapped by `traces.genai`.
+   `AgentOutput` (or a string, the response alone). Read line by line and indexed (`traces.responses`):
+   memory keeps ~33 bytes a turn, and a lookup reads its line back;
+3. OpenTelemetry traces (OTLP JSON, OTLP JSON lines, Jaeger JSON), mapped by `traces.genai`. JSON lines are
+   read line by line; a single OTLP or Jaeger document is parsed whole (JSON gives no way to read a part of
+   it). Either way the spans and turns go through temporary files (`traces.trace_turns`), not memory.
 
-Lookup (`Recordings.lookup`): the entry for (eval set, case, turn, repetition), else one recorded without
+Which source a file is: its first non-blank line, when it is JSON and more lines follow (JSON lines: an
+OTLP export → traces, a `case_id` object → responses); otherwise the whole text, as one JSON document.
+
+Lookup (`RecordingSet.lookup`): the entry for (eval set, case, turn, repetition), else one recorded without
 an eval set id; a case recorded only as repetition 0 replays that recording for every repetition (so
 `--repeat` re-scores one recording), while a case with several recorded repetitions must have each one.
 """
@@ -16,35 +23,36 @@ an eval set id; a case recorded only as repetition 0 replays that recording for 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from typing import IO, Any, Literal
 
 from evalward.errors import EvalFileError, FileProblem
 from evalward.model import AgentOutput, CaseError, RunResult
-from evalward.reading import read_text_file
-from evalward.traces.genai import TracedTurn, TraceOptions, turns_from_spans
-from evalward.traces.otlp import is_jaeger_document, is_otlp_document, read_spans
+from evalward.reading import iter_text_lines, open_regular_file, read_text_file
+from evalward.traces.genai import TraceOptions
+from evalward.traces.otlp import Span, is_jaeger_document, is_otlp_document, read_spans, spans_from_lines
+from evalward.traces.recording_set import Key, RecordedError, RecordingSet, SourceKind
+from evalward.traces.responses import index_responses_jsonl
+from evalward.traces.row_index import Hasher
+from evalward.traces.trace_turns import recordings_from_spans
 
-SourceKind = Literal["run_json", "responses_jsonl", "otel"]
-
-Key = tuple[str | None, str, int, int]
-"""(eval_set_id or None, case_id, turn, repetition)."""
-
-
-@dataclass(frozen=True)
-class RecordedError:
-    """A turn that failed when it was recorded; replaying it fails the same way."""
-
-    kind: str
-    message: str
+__all__ = [
+    "Key",
+    "RecordedError",
+    "RecordingSet",
+    "Recordings",
+    "SourceKind",
+    "detect_kind",
+    "load_recordings",
+    "recordings_from_run",
+]
 
 
 @dataclass
-class Recordings:
-    """Recorded outputs (or failures) per (eval set, case, turn, repetition)."""
+class Recordings(RecordingSet):
+    """Recorded outputs (or failures) held in memory, per (eval set, case, turn, repetition)."""
 
     source: str
     kind: SourceKind
@@ -57,46 +65,33 @@ class Recordings:
         if query is not None:
             self.queries[key] = query
 
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def close(self) -> None:
+        """Nothing to release: the recordings are in memory."""
+
+    def has_case(self, case_id: str) -> bool:
+        return any(key[1] == case_id for key in self.entries)
+
+    def case_ids(self) -> Iterator[str]:
+        return iter(dict.fromkeys(key[1] for key in self.entries))
+
     def case_keys(self) -> list[tuple[str | None, str]]:
-        """(eval set, case) pairs recorded, in first-seen order."""
         seen: dict[tuple[str | None, str], None] = {}
         for set_id, case_id, _, _ in self.entries:
             seen.setdefault((set_id, case_id), None)
         return list(seen)
 
-    def lookup(
-        self, case_id: str, turn: int, repetition: int, eval_set_id: str | None = None
-    ) -> AgentOutput | RecordedError | None:
-        """The recording for a turn (fallback rules in the module docstring), or None."""
-        for set_id in [eval_set_id, None] if eval_set_id is not None else [None]:
-            found = self.entries.get((set_id, case_id, turn, repetition))
-            if found is not None:
-                return found
-        if eval_set_id is None:
-            # The request named no eval set: accept the case under any set, when only one set has it.
-            owners = {k[0] for k in self.entries if k[1] == case_id}
-            if len(owners) == 1:
-                found = self.entries.get((next(iter(owners)), case_id, turn, repetition))
-                if found is not None:
-                    return found
-        if repetition > 0:
-            recorded_reps = {k[3] for k in self.entries if k[1] == case_id and k[0] in (eval_set_id, None)}
-            if recorded_reps == {0}:
-                return self.lookup(case_id, turn, 0, eval_set_id)
-        return None
+    def _get(self, key: Key) -> AgentOutput | RecordedError | None:
+        found = self.entries.get(key)
+        return found.model_copy(deep=True) if isinstance(found, AgentOutput) else found
 
+    def _owners(self, case_id: str) -> set[str | None]:
+        return {k[0] for k in self.entries if k[1] == case_id}
 
-class _ResponseLine(BaseModel):
-    """One line of a responses JSONL file."""
-
-    model_config = ConfigDict(defer_build=True, extra="forbid")
-
-    case_id: str
-    eval_set_id: str | None = None
-    turn: int = Field(default=0, ge=0)
-    repetition: int = Field(default=0, ge=0)
-    query: str | None = None
-    output: AgentOutput | str
+    def _only_repetition_zero(self, case_id: str, set_ids: tuple[str | None, ...]) -> bool:
+        return {k[3] for k in self.entries if k[1] == case_id and k[0] in set_ids} == {0}
 
 
 def recordings_from_run(run: RunResult, *, source: str) -> Recordings:
@@ -117,69 +112,6 @@ def recordings_from_run(run: RunResult, *, source: str) -> Recordings:
                 (case.eval_set_id, case.case_id, turn, case.repetition),
                 RecordedError(kind=error.kind, message=f"recorded failure: {error.message}"),
             )
-    return recordings
-
-
-def recordings_from_turns(turns: list[TracedTurn], *, source: str) -> Recordings:
-    recordings = Recordings(source=source, kind="otel")
-    for traced in turns:
-        key = (traced.eval_set_id, traced.case_id, traced.turn, traced.repetition)
-        if key in recordings.entries:
-            recordings.notes.append(
-                f"case {traced.case_id!r} turn {traced.turn} repetition {traced.repetition} was recorded "
-                f"more than once; trace {traced.trace_id} replaces the earlier one"
-            )
-        recordings.add(key, traced.output, traced.query)
-        for note in traced.notes:
-            recordings.notes.append(f"case {traced.case_id!r} turn {traced.turn}: {note}")
-    return recordings
-
-
-def recordings_from_jsonl(text: str, *, source: str) -> Recordings:
-    """A responses JSONL file; every malformed line is reported at once with its line number."""
-    recordings = Recordings(source=source, kind="responses_jsonl")
-    problems: list[FileProblem] = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            problems.append(FileProblem(source, f"not valid JSON: {exc.msg}", line=number, column=exc.colno))
-            continue
-        try:
-            parsed = _ResponseLine.model_validate(data)
-        except ValidationError as exc:
-            for error in exc.errors(include_url=False):
-                path = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error["loc"])
-                problems.append(
-                    FileProblem(
-                        source,
-                        error["msg"],
-                        line=number,
-                        json_path=path,
-                        case_id=data.get("case_id") if isinstance(data, dict) else None,
-                        expected='{"case_id", "turn"?, "repetition"?, "eval_set_id"?, "output": {...}}',
-                    )
-                )
-            continue
-        output = parsed.output if isinstance(parsed.output, AgentOutput) else AgentOutput(response=parsed.output)
-        key = (parsed.eval_set_id, parsed.case_id, parsed.turn, parsed.repetition)
-        if key in recordings.entries:
-            problems.append(
-                FileProblem(
-                    source,
-                    "the same case, turn and repetition is recorded twice",
-                    line=number,
-                    case_id=parsed.case_id,
-                    expected="one line per (eval_set_id, case_id, turn, repetition)",
-                    found=f"turn {parsed.turn}, repetition {parsed.repetition} again",
-                )
-            )
-            continue
-        recordings.add(key, output, parsed.query)
-    if problems:
-        raise EvalFileError(problems)
     return recordings
 
 
@@ -212,30 +144,74 @@ def detect_kind(text: str) -> SourceKind | None:
     return None
 
 
-def load_recordings(path: str | Path, *, options: TraceOptions | None = None) -> Recordings:
-    """Read a recording file of any supported source; `EvalFileError` names the file and what was found."""
+def load_recordings(path: str | Path, *, options: TraceOptions | None = None, hasher: Hasher = hash) -> RecordingSet:
+    """Read a recording file of any supported source; `EvalFileError` names the file and what was found.
+
+    Indexed recordings keep a file open: `close()` them when done (or let them be collected)."""
     from evalward.report.json_report import load_run_json
 
     shown = str(path)
     file = Path(path)
     if not file.is_file():
         raise EvalFileError([FileProblem(shown, "recording file not found", expected="an existing file")])
-    text = read_text_file(file, shown)
-    kind = detect_kind(text)
-    if kind == "run_json":
-        return recordings_from_run(load_run_json(text, source=shown), source=shown)
+    opened: IO[bytes] | None = open_regular_file(file, shown)
+    try:
+        assert opened is not None
+        kind = _kind_of_lines(opened, shown)
+        text: str | None = None
+        if kind == "whole":
+            text = read_text_file(file, shown)
+            kind = detect_kind(text) or "other"
+        if kind == "responses_jsonl":
+            recordings = index_responses_jsonl(opened, shown, hasher=hasher)
+            opened = None  # the recordings read from it from now on
+            return recordings
+        if kind == "otel":
+            if text is not None:
+                spans: Iterable[Span] = read_spans(text, source=shown)
+            else:
+                lines = ((line.number, line.text) for line in iter_text_lines(opened, shown))
+                spans = spans_from_lines(lines, source=shown)
+            return recordings_from_spans(spans, source=shown, options=options, hasher=hasher)
+        if kind == "run_json":
+            assert text is not None
+            return recordings_from_run(load_run_json(text, source=shown), source=shown)
+        raise EvalFileError(
+            [
+                FileProblem(
+                    shown,
+                    "not a recording evalward can replay",
+                    expected="an evalward run JSON, JSON lines of {case_id, turn, output}, or OpenTelemetry "
+                    "traces (OTLP JSON or JSON lines, Jaeger JSON)",
+                    found="empty file" if text is not None and not text.strip() else "other content",
+                )
+            ]
+        )
+    finally:
+        if opened is not None:
+            opened.close()
+
+
+def _kind_of_lines(opened: IO[bytes], shown: str) -> SourceKind | Literal["other", "whole"]:
+    """The source the first non-blank line says the file is, when that line is JSON (module docstring);
+    "whole" when only the whole text can tell (the file is one document spread over lines, or empty)."""
+    lines = (line for line in iter_text_lines(opened, shown) if line.text.strip())
+    first = next(lines, None)
+    if first is None:
+        return "whole"
+    try:
+        value: Any = json.loads(first.text)
+    except json.JSONDecodeError:
+        return "whole"
+    if next(lines, None) is not None:
+        if is_otlp_document(value):
+            return "otel"
+        if isinstance(value, dict) and "case_id" in value:
+            return "responses_jsonl"
+        return "other"
+    # One JSON document on one line: what `detect_kind` says of it. A run JSON or a trace document is then
+    # read whole, so that its problems are located in the whole text.
+    kind = detect_kind(first.text)
     if kind == "responses_jsonl":
-        return recordings_from_jsonl(text, source=shown)
-    if kind == "otel":
-        return recordings_from_turns(turns_from_spans(read_spans(text, source=shown), options), source=shown)
-    raise EvalFileError(
-        [
-            FileProblem(
-                shown,
-                "not a recording evalward can replay",
-                expected="an evalward run JSON, JSON lines of {case_id, turn, output}, or OpenTelemetry "
-                "traces (OTLP JSON or JSON lines, Jaeger JSON)",
-                found="empty file" if not text.strip() else "other content",
-            )
-        ]
-    )
+        return kind
+    return "other" if kind is None else "whole"
