@@ -89,11 +89,12 @@ def read_file_bytes(path: str | Path, shown: str | None = None, *, limit: int | 
     limit = max_file_size() if limit is None else limit
     descriptor = _open_regular(path, shown, limit)
     try:
+        expected = os.fstat(descriptor).st_size
         chunks: list[bytes] = []
         total = 0
         # The size the file says it has (+1 to see it grew) in one read where possible: joining chunks would
         # hold a large file twice.
-        while chunk := os.read(descriptor, min(max(_READ_CHUNK, opened.st_size + 1 - total), limit + 1 - total)):
+        while chunk := os.read(descriptor, min(max(_READ_CHUNK, expected + 1 - total), limit + 1 - total)):
             chunks.append(chunk)
             total += len(chunk)
             _check_size(total, limit, shown, at_least=True)
@@ -170,7 +171,7 @@ def iter_text_lines(file: IO[bytes], shown: str, *, limit: int | None = None) ->
                 expected="UTF-8",
                 found=encoding,
             )
-    skipped = len(_UTF8_BYTE_ORDER_MARK) if head.startswith(_UTF8_BYTE_ORDER_MARK) else 0
+    skipped = len(UTF8_BYTE_ORDER_MARK) if head.startswith(UTF8_BYTE_ORDER_MARK) else 0
     file.seek(skipped)
     offset = skipped
     number = 0
