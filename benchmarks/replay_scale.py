@@ -28,20 +28,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import re
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from measuring import in_child, measure, passed_cases
 from vs_adk_eval import write_project  # the same generated project as the `adk eval` benchmark
 
-ROOT = Path(__file__).resolve().parents[1]
 
 RUN_RSS_GOAL_MB = 500.0
 GOAL_OUTPUTS = 1_000_000
@@ -160,30 +156,13 @@ def write_traces(path: Path, cases: int) -> None:
             file.write(line([root for _, root in built]))
 
 
-def measure(command: list[str], folder: Path) -> tuple[float, float, str]:
-    """(wall seconds, peak RSS in MB, output) of one command; exits when it fails. The command runs this
-    checkout's evalward (its `src/` first on the path), whatever is installed."""
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT / "src"), os.environ.get("PYTHONPATH")) if p),
-    }
-    started = time.perf_counter()
-    with tempfile.TemporaryFile() as out:
-        process = subprocess.Popen(command, cwd=folder, env=env, stdout=out, stderr=subprocess.STDOUT)
-        _, status, usage = os.wait4(process.pid, 0)
-        wall = time.perf_counter() - started
-        out.seek(0)
-        output = out.read().decode(errors="replace")
-    code = os.waitstatus_to_exitcode(status)
-    if code != 0:
-        sys.exit(f"{' '.join(command)}: exit code {code}:\n{output[-3000:]}")
-    return wall, usage.ru_maxrss / 1024, output  # Linux reports kilobytes
-
-
-def passed(output: str) -> int:
-    """How many cases the command says passed (0 unless none failed or errored)."""
-    verdict = re.search(r"(\d+) passed, (\d+) failed, (\d+) errors", output)
-    return int(verdict.group(1)) if verdict and verdict.group(2) == verdict.group(3) == "0" else 0
+def generate(folder: Path, cases: int, repeat: int, cases_per_file: int, traces: bool) -> None:
+    """The eval files, the recorded outputs and (with `traces`) the traces of one size, into `folder`."""
+    write_project(folder, cases)
+    split_eval_set(folder, cases_per_file)
+    write_outputs(folder / "outputs.jsonl", cases, repeat)
+    if traces:
+        write_traces(folder / "traces.jsonl", cases)
 
 
 def main() -> None:
@@ -202,24 +181,22 @@ def main() -> None:
         outputs = cases * args.repeat
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)
-            write_project(folder, cases)
-            split_eval_set(folder, args.cases_per_file)
-            write_outputs(folder / "outputs.jsonl", cases, args.repeat)
+            # In a process of its own, so this one stays small (measuring.py).
+            in_child("replay_scale", "generate", folder, cases, args.repeat, args.cases_per_file, args.import_traces)
             common = ["--test-config", "test_config.json"]
             command = [*evalward, "run", "evals", "--agent", "replay:outputs.jsonl", *common]
             wall, rss, output = measure([*command, "--no-history", "-q", "--repeat", str(args.repeat)], folder)
-            if passed(output) != outputs:
+            if passed_cases(output) != outputs:
                 sys.exit(f"replay of {outputs} outputs did not pass every case:\n{output[-3000:]}")
             rows.append(("run replay:", outputs, cases, wall, rss))
             _, _, probe = measure([sys.executable, "-c", LOAD_PROBE, "outputs.jsonl"], folder)
             found = json.loads(probe.strip().splitlines()[-1])
             loads.append((found["turns"], found["kept"] / 1e6, found["peak"] / 1e6))
             if args.import_traces:
-                write_traces(folder / "traces.jsonl", cases)
                 db = ["--db", f"sqlite:///{folder / 'history.db'}"]
                 command = [*evalward, "import-traces", "traces.jsonl", "--eval-set", "evals", *common, *db]
                 wall, rss, output = measure(command, folder)
-                if passed(output) != cases:
+                if passed_cases(output) != cases:
                     sys.exit(f"import of {cases} traces did not pass every case:\n{output[-3000:]}")
                 rows.append(("import-traces", cases, cases, wall, rss))
     print(f"one-turn ADK cases, correct recorded outputs, --repeat {args.repeat} (outputs = cases × repetitions)")

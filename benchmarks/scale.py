@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from measuring import in_child, measure, passed_cases
 
 RUN_RSS_GOAL_MB = 300.0
 VALIDATE_RSS_GOAL_MB = 150.0
@@ -33,31 +34,11 @@ PER_CASE_GOAL = 1.2
 """The largest run's per-case time over the smallest run's, at most."""
 
 
-def measure(command: list[str], folder: Path) -> tuple[float, float, str]:
-    """(wall seconds, peak RSS in MB, output) of one command; exits when it fails."""
-    started = time.perf_counter()
-    with tempfile.TemporaryFile() as out:
-        process = subprocess.Popen(command, cwd=folder, stdout=out, stderr=subprocess.STDOUT)
-        _, status, usage = os.wait4(process.pid, 0)
-        wall = time.perf_counter() - started
-        out.seek(0)
-        output = out.read().decode(errors="replace")
-    code = os.waitstatus_to_exitcode(status)
-    if code != 0:
-        sys.exit(f"{' '.join(command)}: exit code {code}:\n{output[-3000:]}")
-    return wall, usage.ru_maxrss / 1024, output  # Linux reports kilobytes
-
-
 def run_command(folder: Path, history: bool) -> list[str]:
     command = [sys.executable, "-m", "evalward", "run", str(folder / "orders.evalset.json")]
     command += ["--agent", f"{folder / 'shop_callable.py'}:answer", "--test-config", str(folder / "test_config.json")]
     command += ["--json", str(folder / "run.json"), "--junit", str(folder / "junit.xml"), "-q"]
     return command + ([] if history else ["--no-history"])
-
-
-def passed_cases(output: str) -> int:
-    verdict = re.search(r"(\d+) passed, (\d+) failed, (\d+) errors", output)
-    return int(verdict.group(1)) if verdict and verdict.group(2) == verdict.group(3) == "0" else 0
 
 
 def main() -> None:
@@ -70,11 +51,7 @@ def main() -> None:
     for cases in sizes:
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)
-            # In a child process: a forked child's peak RSS starts at its parent's, so a parent that had held
-            # 100,000 generated cases would inflate every figure measured after it.
-            script = f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import vs_adk_eval"
-            script += f"; from pathlib import Path; vs_adk_eval.write_project(Path({tmp!r}), {cases})"
-            subprocess.run([sys.executable, "-c", script], check=True)
+            in_child("vs_adk_eval", "write_project", folder, cases)  # this process stays small (measuring.py)
             env_db = {"EVALWARD_DB": f"sqlite:///{folder / 'history.db'}"}
             os.environ.update(env_db)
             wall, rss, output = measure(run_command(folder, args.history), folder)
