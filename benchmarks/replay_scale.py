@@ -38,7 +38,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from measuring import in_child, measure, passed_cases
 from vs_adk_eval import write_project  # the same generated project as the `adk eval` benchmark
 
-
 RUN_RSS_GOAL_MB = 500.0
 GOAL_OUTPUTS = 1_000_000
 LOAD_GOAL_MB = 100.0
