@@ -52,13 +52,13 @@ def test_the_ordered_view_sorts_by_key_and_reads_only_what_is_asked() -> None:
     assert list(records_where(view, lambda s: s != "passed")) == failing
 
     reads: list[int] = []
-    original = log._read
+    original = log._record
 
     def counting(index: int) -> CaseResult:
         reads.append(index)
         return original(index)
 
-    log._read = counting  # type: ignore[method-assign]
+    log._record = counting  # type: ignore[method-assign]
     list(records_where(view, lambda s: s != "passed"))
     assert len(reads) == len(failing)  # the passing cases were not read back
 

@@ -47,7 +47,6 @@ from evalward.spill import RecordLog
 if TYPE_CHECKING:
     from evalward.judging.config import JudgeConfig
     from evalward.judging.scoring import Judging, ResolvedJudge
-    from evalward.metrics.aggregate import MetricPart
     from evalward.runners.base import Agent
     from evalward.runners.executor import CaseRun, RateLimiter, WorkItem
     from evalward.runners.user_simulator import SimulatorSettings, UserSimulator
@@ -558,21 +557,13 @@ def finalize(
     cases: Sequence[CaseResult],
     *,
     status: str,
-    known_case_summaries: Mapping[tuple[str, str], CaseSummary] | None = None,
-    known_metric_parts: Mapping[tuple[str, str], Mapping[str, MetricPart]] | None = None,
 ) -> RunResult:
-    """Fold case results into the run's summary and verdict under its pass rule (the `known_*` arguments:
-    see `summarize_run`)."""
+    """Fold case results held in memory into the run's summary and verdict under its pass rule (a run being
+    made folds its cases as they finish instead: `run_prepared`)."""
     from evalward.metrics.aggregate import summarize_run
 
     ordered = sorted(cases, key=lambda c: c.key)
-    summary = summarize_run(
-        ordered,
-        repetitions=run.repetitions,
-        pass_rule=run.pass_rule,
-        known_case_summaries=known_case_summaries,
-        known_metric_parts=known_metric_parts,
-    )
+    summary = summarize_run(ordered, repetitions=run.repetitions, pass_rule=run.pass_rule)
     return run.model_copy(
         update={
             "cases": ordered,

@@ -16,9 +16,9 @@ import os
 import tempfile
 import weakref
 from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Generic, TypeVar, overload
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
@@ -127,30 +127,11 @@ class RecordLog(RecordSequence[M], Generic[M]):
     def __len__(self) -> int:
         return len(self._keys)
 
-    @overload
-    def __getitem__(self, index: int) -> M: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[M]: ...
-
-    def __getitem__(self, index: int | slice) -> M | list[M]:
-        if isinstance(index, slice):
-            return [self._read(i) for i in range(*index.indices(len(self)))]
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError(index)
-        return self._read(index)
-
-    def _read(self, index: int) -> M:
+    def _record(self, index: int) -> M:
         if self._file is None:
             return self._objects[index]
         data = self._file.read(self._offsets[index], self._lengths[index])
         return self.model.model_validate_json(data)
-
-    def __iter__(self) -> Iterator[M]:
-        for index in range(len(self)):
-            yield self._read(index)
 
     def ordered(self) -> OrderedView[M]:
         """A view of the records sorted by key (stable: equal keys keep their order)."""
@@ -178,29 +159,11 @@ class OrderedView(RecordSequence[M], Generic[M]):
         log_statuses = self._log.statuses()
         return [log_statuses[i] for i in self._order]
 
-    def where(self, keep: Any) -> Iterator[M]:
-        log_statuses = self._log.statuses()
-        for position in self._order:
-            if keep(log_statuses[position]):
-                yield self._log[position]
-
     def __len__(self) -> int:
         return len(self._order)
 
-    @overload
-    def __getitem__(self, index: int) -> M: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[M]: ...
-
-    def __getitem__(self, index: int | slice) -> M | list[M]:
-        if isinstance(index, slice):
-            return [self._log[self._order[i]] for i in range(*index.indices(len(self)))]
-        return self._log[self._order[index]]
-
-    def __iter__(self) -> Iterator[M]:
-        for position in self._order:
-            yield self._log[position]
+    def _record(self, index: int) -> M:
+        return self._log._record(self._order[index])
 
 
 def _computed_fields(model: type[BaseModel]) -> set[str]:

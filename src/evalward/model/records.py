@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, overload
 
 from pydantic import (
     BaseModel,
@@ -36,11 +36,34 @@ class RecordSequence(Sequence[M], Generic[M]):
     def statuses(self) -> Sequence[str]:
         """Each record's status (`CaseResult.status`; "passed"/"failed" for a summary), in order."""
 
+    @abstractmethod
+    def _record(self, index: int) -> M:
+        """The record at `index` (0 <= index < len)."""
+
+    @overload
+    def __getitem__(self, index: int) -> M: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[M]: ...
+
+    def __getitem__(self, index: int | slice) -> M | list[M]:
+        if isinstance(index, slice):
+            return [self._record(i) for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        return self._record(index)
+
+    def __iter__(self) -> Iterator[M]:
+        for index in range(len(self)):
+            yield self._record(index)
+
     def where(self, keep: Callable[[str], bool]) -> Iterator[M]:
         """The records whose status `keep` accepts, in order; the others are not read."""
         for index, status in enumerate(self.statuses()):
             if keep(status):
-                yield self[index]
+                yield self._record(index)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Sequence) and not isinstance(other, str):
