@@ -42,7 +42,7 @@ from evalward.model.cases import (
     edit_cases,
 )
 from evalward.redact import redact_model
-from evalward.spill import RecordLog
+from evalward.spill import RankedKeys, RecordLog
 
 if TYPE_CHECKING:
     from evalward.judging.config import JudgeConfig
@@ -721,28 +721,33 @@ async def run_prepared(
 
     # Results and case summaries go to logs that move to a temporary file once they are many, and the run's
     # metric summaries are folded in case by case: memory stays flat however many cases run (evalward.spill).
-    results = RecordLog(CaseResult)
-    case_summaries = RecordLog(CaseSummary)
+    # Both logs and the fold know a case by its rank in key order (evalward.case_keys): a few bytes a case.
+    cases = items.case_keys(extra=((done.eval_set_id, done.case_id) for done in existing))
+    results = RecordLog(CaseResult, keys=RankedKeys(cases, repetitions=True))
+    case_summaries = RecordLog(CaseSummary, keys=RankedKeys(cases, repetitions=False))
     fold = RunFold(repetitions=run.repetitions, pass_rule=run.pass_rule)
     # A case is folded as soon as its last repetition is in, while other agents are still running, instead
     # of all of them after the last case (that tail is pure waiting for the user).
-    by_case: dict[tuple[str, str], list[CaseResult]] = {}
+    by_case: dict[int, list[CaseResult]] = {}
 
-    def record(result: CaseResult) -> None:
-        results.append(result, result.key, result.status)
-        group = by_case.setdefault((result.eval_set_id, result.case_id), [])
+    def record(result: CaseResult, place: tuple[int, int] | None) -> None:
+        if place is None:
+            rank = cases.rank_of_key((result.eval_set_id, result.case_id))
+        else:
+            rank = cases.rank(cases.number(*place))
+        results.append(result, (rank, result.repetition), result.status)
+        group = by_case.setdefault(rank, [])
         group.append(result)
         if len(group) == run.repetitions:
-            fold_case(by_case.pop((result.eval_set_id, result.case_id)))
+            fold_case(rank, by_case.pop(rank))
 
-    def fold_case(group: list[CaseResult]) -> None:
+    def fold_case(rank: int, group: list[CaseResult]) -> None:
         group.sort(key=lambda c: c.key)
-        key = (group[0].eval_set_id, group[0].case_id)  # one tuple (and id string) for the fold and the log
-        summary = fold.add(group, key)
-        case_summaries.append(summary, key, "passed" if summary.passed else "failed")
+        summary = fold.add(group, rank)
+        case_summaries.append(summary, rank, "passed" if summary.passed else "failed")
 
     for done in existing:
-        record(done)
+        record(done, None)
     # History writes: one writer thread takes whatever results have finished since its last write and stores
     # them in one transaction. Agents never wait for the database, writes from one process never contend for
     # its lock, and a batch is milliseconds of results (a kill -9 loses at most that; --resume reruns it).
@@ -763,7 +768,7 @@ async def run_prepared(
             if write_task.done() and write_task.exception() is not None:
                 raise write_task.exception()  # type: ignore[misc]  # the database failed: stop the run
             await to_write.put(result)
-        record(result)
+        record(result, item.place)
 
     try:
         await agent.start()
@@ -816,8 +821,8 @@ async def run_prepared(
         empty_warning = empty_answers.warning()
         if empty_warning is not None:
             run.warnings.append(empty_warning)
-        for group in list(by_case.values()):  # cases with repetitions missing (a cancelled run, a resumed one)
-            fold_case(group)
+        for rank, group in list(by_case.items()):  # cases with repetitions missing (cancelled, resumed)
+            fold_case(rank, group)
         run = run.model_copy(
             update={
                 "cases": results.ordered(),

@@ -3,8 +3,9 @@
 A run's case results and case summaries are written once and read back a few times (the reports, the
 database), so past `EVALWARD_MAX_RECORDS_IN_MEMORY` records (`DEFAULT_MAX_IN_MEMORY`) a `RecordLog` moves
 them to an unnamed temporary file as JSON lines and keeps only, per record, its offset, length, key and
-status: about a hundred bytes instead of the tens of kilobytes a `CaseResult` with its turns takes. Memory
-then stays flat however many cases a run has, and a small run pays nothing (its records stay objects).
+status: 25 bytes with a run's ranked keys (`RankedKeys`, `evalward.case_keys`; ~100 with key tuples) instead
+of the tens of kilobytes a `CaseResult` with its turns takes. Memory then stays flat however many cases a
+run has, and a small run pays nothing (its records stay objects).
 
 Reading a spilled record back validates its JSON into the same model; the round trip is exact for every
 model it is used with (`tests/test_spill.py`), so reports rendered from spilled records are identical.
@@ -16,13 +17,16 @@ import os
 import tempfile
 import weakref
 from array import array
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, overload
 
 from pydantic import BaseModel
 
-from evalward.model.records import RecordSequence
+from evalward.model.records import Permuted, RecordSequence, order_by_codes
+
+if TYPE_CHECKING:
+    from evalward.case_keys import CaseKeys
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -74,34 +78,147 @@ class _SpillFile:
         self._closer()
 
 
-class RecordLog(RecordSequence[M], Generic[M]):
-    """An append-only sequence of `model` records with their keys and statuses; see the module docstring.
+class KeyStore(Protocol):
+    """How a `RecordLog` keeps its records' keys: it is handed each key as the record is appended, gives each
+    back as a tuple, and knows their order."""
 
-    `ordered()` gives a view sorted by key, which is how a run's results are reported."""
+    def append(self, key: Any) -> None: ...
 
-    def __init__(self, model: type[M], *, max_in_memory: int | None = None) -> None:
-        self.model = model
-        self.max_in_memory = max_records_in_memory() if max_in_memory is None else max_in_memory
-        self._objects: list[M] = []
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, index: int) -> tuple[Any, ...]: ...
+
+    def order(self) -> array[int]:
+        """Positions sorted by key (stable)."""
+        ...
+
+
+class TupleKeys:
+    """Keys kept as the tuples they are (their first string, an eval set id, shared): any key, ~100 bytes each."""
+
+    def __init__(self) -> None:
         self._keys: list[tuple[Any, ...]] = []
-        self._statuses: list[str] = []
-        self._file: _SpillFile | None = None
-        self._offsets = array("q")
-        self._lengths = array("I")  # a record is far below 4 GB
         self._interned: dict[str, str] = {}
 
-    @property
-    def spilled(self) -> bool:
-        return self._file is not None
-
-    def append(self, record: M, key: tuple[Any, ...], status: str) -> None:
+    def append(self, key: tuple[Any, ...]) -> None:
         # Keys start with their eval set id, the same in thousands of records: one string per id.
         if key and isinstance(key[0], str):
             first = self._interned.setdefault(key[0], key[0])
             if first is not key[0]:
                 key = (first, *key[1:])
         self._keys.append(key)
-        self._statuses.append(self._interned.setdefault(status, status))
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __getitem__(self, index: int) -> tuple[Any, ...]:
+        return self._keys[index]
+
+    def order(self) -> array[int]:
+        return array("q", sorted(range(len(self._keys)), key=self._keys.__getitem__))
+
+
+class RankedKeys:
+    """A run's case keys kept as case ranks (`evalward.case_keys`): 8 bytes a record, 12 with a repetition.
+
+    Appended as a rank (`(eval_set_id, case_id)` keys) or a (rank, repetition) pair (`CaseResult.key`), given
+    back as the key tuples they stand for."""
+
+    def __init__(self, cases: CaseKeys, *, repetitions: bool) -> None:
+        self._cases = cases
+        self._ranks = array("q")
+        self._repetitions = array("i") if repetitions else None
+
+    def append(self, key: int | tuple[int, int]) -> None:
+        if self._repetitions is None:
+            assert isinstance(key, int)
+            self._ranks.append(key)
+            return
+        assert isinstance(key, tuple)
+        self._ranks.append(key[0])
+        self._repetitions.append(key[1])
+
+    def __len__(self) -> int:
+        return len(self._ranks)
+
+    def __getitem__(self, index: int) -> tuple[Any, ...]:
+        key = self._cases.key(self._ranks[index])
+        return key if self._repetitions is None else (*key, self._repetitions[index])
+
+    def order(self) -> array[int]:
+        if self._repetitions is None:
+            return order_by_codes(self._ranks)
+        span = max(self._repetitions, default=0) + 1
+        if min(self._repetitions, default=0) < 0:
+            return array("q", sorted(range(len(self)), key=self.__getitem__))
+        return order_by_codes(array("q", (rank * span + repetition for rank, repetition in self._pairs())))
+
+    def _pairs(self) -> Iterator[tuple[int, int]]:
+        assert self._repetitions is not None
+        return zip(self._ranks, self._repetitions, strict=True)
+
+
+class _Statuses(Sequence[str]):
+    """Statuses as one byte each, indexes into the few distinct status strings."""
+
+    def __init__(self) -> None:
+        self._codes = bytearray()
+        self._names: list[str] = []
+        self._numbers: dict[str, int] = {}
+
+    def append(self, status: str) -> None:
+        number = self._numbers.get(status)
+        if number is None:
+            if len(self._names) == 256:
+                raise ValueError("more than 256 distinct statuses")
+            number = self._numbers[status] = len(self._names)
+            self._names.append(status)
+        self._codes.append(number)
+
+    def __len__(self) -> int:
+        return len(self._codes)
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, slice):
+            return [self._names[code] for code in self._codes[index]]
+        return self._names[self._codes[index]]
+
+    def __iter__(self) -> Iterator[str]:
+        names = self._names
+        for code in self._codes:
+            yield names[code]
+
+
+class RecordLog(RecordSequence[M], Generic[M]):
+    """An append-only sequence of `model` records with their keys and statuses; see the module docstring.
+
+    `keys` says how keys are kept: as tuples (`TupleKeys`, the default) or as a run's case ranks
+    (`RankedKeys`). `ordered()` gives a view sorted by key, which is how a run's results are reported."""
+
+    def __init__(self, model: type[M], *, max_in_memory: int | None = None, keys: KeyStore | None = None) -> None:
+        self.model = model
+        self.max_in_memory = max_records_in_memory() if max_in_memory is None else max_in_memory
+        self._objects: list[M] = []
+        self._keys: KeyStore = TupleKeys() if keys is None else keys
+        self._statuses = _Statuses()
+        self._file: _SpillFile | None = None
+        self._offsets = array("q")
+        self._lengths = array("I")  # a record is far below 4 GB
+
+    @property
+    def spilled(self) -> bool:
+        return self._file is not None
+
+    def append(self, record: M, key: Any, status: str) -> None:
+        """Add `record`, whose key is `key` in the form the log's key store takes, with `status`."""
+        self._keys.append(key)
+        self._statuses.append(status)
         if self._file is None and len(self._objects) < self.max_in_memory:
             self._objects.append(record)
             return
@@ -119,13 +236,13 @@ class RecordLog(RecordSequence[M], Generic[M]):
         self._lengths.append(len(data))
 
     def keys(self) -> Sequence[tuple[Any, ...]]:
-        return self._keys
+        return self._keys  # type: ignore[return-value]  # a KeyStore reads as a sequence of tuples
 
     def statuses(self) -> Sequence[str]:
         return self._statuses
 
     def __len__(self) -> int:
-        return len(self._keys)
+        return len(self._statuses)
 
     def _record(self, index: int) -> M:
         if self._file is None:
@@ -135,8 +252,7 @@ class RecordLog(RecordSequence[M], Generic[M]):
 
     def ordered(self) -> OrderedView[M]:
         """A view of the records sorted by key (stable: equal keys keep their order)."""
-        order = sorted(range(len(self._keys)), key=self._keys.__getitem__)
-        return OrderedView(self, array("q", order))
+        return OrderedView(self, self._keys.order())
 
     def close(self) -> None:
         """Remove the file (records can no longer be read)."""
@@ -152,12 +268,10 @@ class OrderedView(RecordSequence[M], Generic[M]):
         self._order = order
 
     def keys(self) -> Sequence[tuple[Any, ...]]:
-        log_keys = self._log.keys()
-        return [log_keys[i] for i in self._order]
+        return Permuted(self._log.keys(), self._order)
 
     def statuses(self) -> Sequence[str]:
-        log_statuses = self._log.statuses()
-        return [log_statuses[i] for i in self._order]
+        return Permuted(self._log.statuses(), self._order)
 
     def __len__(self) -> int:
         return len(self._order)

@@ -8,8 +8,10 @@ import random
 import pytest
 
 from evalward.metrics.aggregate import (
+    MetricPart,
     PassRule,
     RunFold,
+    _MetricColumn,
     case_metric_parts,
     mean_interval,
     pass_at_k,
@@ -249,3 +251,39 @@ def test_folding_cases_in_any_order_equals_summarizing_the_run(seed: int, pass_r
     assert got == expected.summary  # exactly: the same case means combined in the same order
     assert [summaries[(s.eval_set_id, s.case_id)] for s in expected.case_summaries] == expected.case_summaries
     assert fold.passed == expected.passed
+
+
+def test_a_metric_column_gives_back_every_part_exactly() -> None:
+    """The fold's compact column (1-byte threshold indexes, counts widened as they grow) loses nothing: 300
+    distinct thresholds (past the 256 an index holds), both zeros and NaN, counts past 255 and 2**32."""
+    rng = random.Random(11)
+    thresholds: list[float | None] = [None, 0.0, -0.0, math.nan, 0.5, *(i / 300 for i in range(300))]
+    parts: list[MetricPart | None] = []
+    for slot in range(900):
+        if slot % 97 == 5:
+            parts.append(None)
+            continue
+        scored = rng.choice([0, 1, 3, 255, 256, 70_000, 2**32 + 5])
+        parts.append(
+            MetricPart(
+                threshold=thresholds[slot % len(thresholds)],
+                higher_is_better=rng.random() < 0.5,
+                errored=rng.random() < 0.1,
+                case_mean=rng.choice([None, 0.0, -0.0, rng.random()]),
+                all_scored_passed=rng.random() < 0.5,
+                n_scored=scored,
+                n_gated=scored // 2,
+                n_passed=scored // 3,
+            )
+        )
+    column = _MetricColumn()
+    for slot, part in enumerate(parts):
+        if part is not None:
+            column.put(slot, part)  # a missing part is filled in when a later slot is put
+    for slot, part in enumerate(parts):
+        back = column.get(slot)
+        if part is None:
+            assert back is None
+            continue
+        assert back is not None
+        assert repr(back) == repr(part)  # repr: NaN and the sign of zero compare too

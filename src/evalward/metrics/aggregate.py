@@ -26,11 +26,12 @@ from __future__ import annotations
 import functools
 import math
 from array import array
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
 from evalward.model import CaseResult, CaseSummary, MetricResult, MetricSummary
+from evalward.model.records import order_by_codes
 
 PassRule = Literal["per_run", "mean_over_runs"]
 
@@ -233,57 +234,53 @@ def case_metric_parts(runs: Sequence[CaseResult]) -> dict[str, MetricPart]:
     return {name: metric_part(results) for name, results in _metric_results(runs).items()}
 
 
-def combine_metric(parts: Sequence[MetricPart], *, pass_rule: PassRule) -> MetricSummary | None:
+def combine_metric(parts: Iterable[MetricPart], *, pass_rule: PassRule) -> MetricSummary | None:
     """The metric over the run from its cases' parts, in case order: the mean of case means with a 95% t
     interval (`mean_interval`), n = scored repetitions, pass rate = passed / (passed + failed) repetitions,
     and the verdict: every case meets the threshold (per_run: every scored repetition passed; mean_over_runs:
     the case mean meets it) and no repetition errored. A case without its own threshold is judged by the
-    threshold of the cases before it; the summary's threshold is the last one seen."""
-    if not parts:
-        return None
-    case_means: list[float] = []
-    case_ok: list[bool] = []
+    threshold of the cases before it; the summary's threshold is the last one seen.
+
+    One pass over `parts`, which may be made one at a time (`RunFold`): a run's case means are kept as
+    floats in an array, 8 bytes a case."""
+    case_means = array("d")
+    all_ok = True
     threshold: float | None = None
+    higher: bool | None = None
+    errored = False
+    n_scored = n_gated = n_passed = 0
     for part in parts:
         threshold = part.threshold if part.threshold is not None else threshold
+        higher = part.higher_is_better
+        errored = errored or part.errored
+        n_scored += part.n_scored
+        n_gated += part.n_gated
+        n_passed += part.n_passed
         if part.case_mean is None:
             continue
         case_means.append(part.case_mean)
         if threshold is not None:
             if pass_rule == "mean_over_runs":
-                case_ok.append(_meets(part.case_mean, threshold, part.higher_is_better))
+                all_ok = all_ok and _meets(part.case_mean, threshold, part.higher_is_better)
             else:
-                case_ok.append(part.all_scored_passed)
-    higher = parts[-1].higher_is_better
-    errored = any(part.errored for part in parts)
+                all_ok = all_ok and part.all_scored_passed
+    if higher is None:
+        return None
     if not case_means:
         return MetricSummary(
             mean=None, threshold=threshold, passed=False if errored else None, n=0, higher_is_better=higher
         )
     mean, low, high = mean_interval(case_means)
-    n_gated = sum(part.n_gated for part in parts)
     return MetricSummary(
         mean=mean,
         threshold=threshold,
-        passed=None if threshold is None else (not errored and all(case_ok)),
-        n=sum(part.n_scored for part in parts),
+        passed=None if threshold is None else (not errored and all_ok),
+        n=n_scored,
         ci_low=low,
         ci_high=high,
-        pass_rate=sum(part.n_passed for part in parts) / n_gated if n_gated else None,
+        pass_rate=n_passed / n_gated if n_gated else None,
         higher_is_better=higher,
     )
-
-
-def summarize_metric(
-    name: str, groups: dict[tuple[str, str], list[CaseResult]], *, pass_rule: PassRule
-) -> MetricSummary | None:
-    """The metric over the run (see `combine_metric`); None when no case has a result for it."""
-    parts = []
-    for runs in groups.values():
-        results = [r for run in runs for r in run.metric_results if r.name == name]
-        if results:
-            parts.append(metric_part(results))
-    return combine_metric(parts, pass_rule=pass_rule)
 
 
 def summarize_run(
@@ -326,24 +323,78 @@ def summarize_run(
     return RunSummary(summary=summary, case_summaries=case_summaries, passed=passed)
 
 
+class _Counts:
+    """Non-negative whole numbers in an array of the smallest item size that holds them (1 byte, until one
+    needs 4, then 8): a case's repetition counts are small."""
+
+    _NEXT: ClassVar[Mapping[str, tuple[str, int]]] = {"B": ("I", 2**8), "I": ("Q", 2**32)}
+    """Item size → (the next one, the first value it cannot hold)."""
+
+    def __init__(self) -> None:
+        self.values = array("B")
+
+    def append(self, value: int) -> None:
+        while (step := self._NEXT.get(self.values.typecode)) is not None and value >= step[1]:
+            self.values = array(step[0], self.values)
+        self.values.append(value)
+
+    def __getitem__(self, index: int) -> int:
+        return self.values[index]
+
+
+class _Thresholds:
+    """Each slot's threshold as a one-byte index into the few distinct thresholds a metric has (its
+    criterion's, usually one), as plain floats once there are too many distinct ones."""
+
+    def __init__(self) -> None:
+        self._codes: bytearray | array[float] = bytearray()
+        self._distinct: list[float] = []
+        self._known: dict[float | str, int] = {}
+
+    def append(self, value: float) -> None:
+        if isinstance(self._codes, array):
+            self._codes.append(value)
+            return
+        # Zeros and NaN by their bits: -0.0 == 0.0 would give back the other zero.
+        known: float | str = value.hex() if value == 0.0 or value != value else value
+        code = self._known.get(known)
+        if code is None:
+            if len(self._distinct) == 256:
+                self._codes = array("d", (self._distinct[c] for c in self._codes))
+                self._codes.append(value)
+                return
+            code = self._known[known] = len(self._distinct)
+            self._distinct.append(value)
+        self._codes.append(code)
+
+    def __getitem__(self, index: int) -> float:
+        if isinstance(self._codes, array):
+            return self._codes[index]
+        return self._distinct[self._codes[index]]
+
+
 class _MetricColumn:
-    """One metric's `MetricPart`s, one slot per case in the order cases were added: a few dozen bytes per
-    case instead of a `MetricPart` object (a run of 100,000 cases keeps one slot per case and metric)."""
+    """One metric's `MetricPart`s, one slot per case in the order cases were added: ~13 bytes per case (flags,
+    a threshold index, the case mean, three small counts) instead of a `MetricPart` object (a run of a million
+    cases keeps one slot per case and metric)."""
 
     _PRESENT, _HIGHER, _ERRORED, _ALL_PASSED, _HAS_THRESHOLD, _HAS_MEAN = (1, 2, 4, 8, 16, 32)
 
     def __init__(self) -> None:
         self.flags = bytearray()
-        self.floats = array("d")  # threshold, case mean: two per slot
-        self.counts = array("i")  # n_scored, n_gated, n_passed: three per slot
+        self.thresholds = _Thresholds()
+        self.means = array("d")
+        self.scored, self.gated, self.passed = _Counts(), _Counts(), _Counts()
 
     def put(self, slot: int, part: MetricPart | None) -> None:
         while len(self.flags) < slot:
             self.put(len(self.flags), None)
         if part is None:
             self.flags.append(0)
-            self.floats.extend((0.0, 0.0))
-            self.counts.extend((0, 0, 0))
+            self.thresholds.append(0.0)
+            self.means.append(0.0)
+            for counts in (self.scored, self.gated, self.passed):
+                counts.append(0)
             return
         flags = self._PRESENT
         flags |= self._HIGHER if part.higher_is_better else 0
@@ -352,22 +403,25 @@ class _MetricColumn:
         flags |= self._HAS_THRESHOLD if part.threshold is not None else 0
         flags |= self._HAS_MEAN if part.case_mean is not None else 0
         self.flags.append(flags)
-        self.floats.extend((part.threshold or 0.0, part.case_mean or 0.0))
-        self.counts.extend((part.n_scored, part.n_gated, part.n_passed))
+        self.thresholds.append(part.threshold if part.threshold is not None else 0.0)
+        self.means.append(part.case_mean if part.case_mean is not None else 0.0)
+        self.scored.append(part.n_scored)
+        self.gated.append(part.n_gated)
+        self.passed.append(part.n_passed)
 
     def get(self, slot: int) -> MetricPart | None:
         flags = self.flags[slot] if slot < len(self.flags) else 0
         if not flags & self._PRESENT:
             return None
         return MetricPart(
-            threshold=self.floats[2 * slot] if flags & self._HAS_THRESHOLD else None,
+            threshold=self.thresholds[slot] if flags & self._HAS_THRESHOLD else None,
             higher_is_better=bool(flags & self._HIGHER),
             errored=bool(flags & self._ERRORED),
-            case_mean=self.floats[2 * slot + 1] if flags & self._HAS_MEAN else None,
+            case_mean=self.means[slot] if flags & self._HAS_MEAN else None,
             all_scored_passed=bool(flags & self._ALL_PASSED),
-            n_scored=self.counts[3 * slot],
-            n_gated=self.counts[3 * slot + 1],
-            n_passed=self.counts[3 * slot + 2],
+            n_scored=self.scored[slot],
+            n_gated=self.gated[slot],
+            n_passed=self.passed[slot],
         )
 
 
@@ -375,22 +429,27 @@ class RunFold:
     """`summarize_run`, one case at a time: cases are added as their repetitions complete, in any order, and
     `metric_summaries()` equals `summarize_run(...).summary` over the same results — the metrics in the
     order they first appear among the cases sorted by key, each combined over the cases in key order —
-    without holding the results (a large run hands them to the database and its temporary files)."""
+    without holding the results (a large run hands them to the database and its temporary files).
+
+    A case's key is `(eval_set_id, case_id)` unless the caller gives one that sorts the same way: a run gives
+    each case's rank in key order (`evalward.case_keys`), kept in an array at 8 bytes a case."""
 
     def __init__(self, *, repetitions: int, pass_rule: PassRule) -> None:
         self.repetitions = repetitions
         self.pass_rule = pass_rule
-        self._case_keys: list[tuple[str, str]] = []
+        self._case_keys: array[int] | list[Any] = array("q")
         self._columns: dict[str, _MetricColumn] = {}
-        self._first_seen: dict[str, tuple[tuple[str, str], int]] = {}
+        self._first_seen: dict[str, tuple[Any, int]] = {}
         self.all_passed = True
 
-    def add(self, runs: Sequence[CaseResult], key: tuple[str, str] | None = None) -> CaseSummary:
-        """Fold one case's results (all its repetitions, sorted by key); return its summary. `key` is the
-        case's (eval set id, case id), when the caller already holds that tuple (one copy per case)."""
+    def add(self, runs: Sequence[CaseResult], key: Any = None) -> CaseSummary:
+        """Fold one case's results (all its repetitions, sorted by key); return its summary. `key` orders the
+        case among the others (class docstring); by default its (eval set id, case id)."""
         summary = summarize_case(runs, repetitions=self.repetitions, pass_rule=self.pass_rule)
-        key = key or (runs[0].eval_set_id, runs[0].case_id)
+        key = (runs[0].eval_set_id, runs[0].case_id) if key is None else key
         slot = len(self._case_keys)
+        if isinstance(self._case_keys, array) and not isinstance(key, int):
+            self._case_keys = list(self._case_keys)
         self._case_keys.append(key)
         for position, (name, part) in enumerate(case_metric_parts(runs).items()):
             column = self._columns.get(name)
@@ -413,11 +472,12 @@ class RunFold:
         return bool(self._case_keys) and self.all_passed
 
     def metric_summaries(self) -> dict[str, MetricSummary]:
-        order = sorted(range(len(self._case_keys)), key=self._case_keys.__getitem__)
+        keys = self._case_keys
+        order = order_by_codes(keys) if isinstance(keys, array) else sorted(range(len(keys)), key=keys.__getitem__)
         summary: dict[str, MetricSummary] = {}
         for name in sorted(self._first_seen, key=self._first_seen.__getitem__):
             column = self._columns[name]
-            parts = [part for slot in order if (part := column.get(slot)) is not None]
+            parts = (part for slot in order if (part := column.get(slot)) is not None)
             metric_summary = combine_metric(parts, pass_rule=self.pass_rule)
             if metric_summary is not None:
                 summary[name] = metric_summary

@@ -11,6 +11,7 @@ answer the common questions (keys, statuses, the failing cases) without reading 
 from __future__ import annotations
 
 from abc import abstractmethod
+from array import array
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Generic, TypeVar, overload
 
@@ -86,9 +87,64 @@ class RecordSequence(Sequence[M], Generic[M]):
 
 def record_keys(records: Sequence[Any]) -> list[tuple[Any, ...]]:
     """Every record's `key`, without reading records a `RecordSequence` keeps elsewhere."""
+    return list(iter_record_keys(records))
+
+
+def iter_record_keys(records: Sequence[Any]) -> Iterator[tuple[Any, ...]]:
+    """Every record's `key`, one at a time (a `RecordSequence` may make its keys as they are read:
+    `evalward.case_keys`), without reading records kept elsewhere."""
     if isinstance(records, RecordSequence):
-        return list(records.keys())
-    return [record.key for record in records]
+        yield from records.keys()
+        return
+    for record in records:
+        yield record.key
+
+
+T = TypeVar("T")
+
+
+class Permuted(Sequence[T], Generic[T]):
+    """`items` read in the order of `positions` (a view: nothing is copied)."""
+
+    def __init__(self, items: Sequence[T], positions: Sequence[int]) -> None:
+        self._items = items
+        self._positions = positions
+
+    def __len__(self) -> int:
+        return len(self._positions)
+
+    @overload
+    def __getitem__(self, index: int) -> T: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[T]: ...
+
+    def __getitem__(self, index: int | slice) -> T | list[T]:
+        if isinstance(index, slice):
+            return [self._items[self._positions[i]] for i in range(*index.indices(len(self)))]
+        return self._items[self._positions[index]]
+
+    def __iter__(self) -> Iterator[T]:
+        items = self._items
+        for position in self._positions:
+            yield items[position]
+
+
+def order_by_codes(codes: Sequence[int]) -> array[int]:
+    """The positions of `codes` sorted by code, equal codes in their order (a stable argsort).
+
+    Codes that are distinct and dense (below twice their count, as a run's case ranks are) are placed by
+    counting, in one pass and 8 bytes a slot; anything else is sorted."""
+    count = len(codes)
+    if count and min(codes) >= 0 and max(codes) < 2 * count:
+        slots = array("q", [-1]) * (2 * count)
+        for position, code in enumerate(codes):
+            if slots[code] != -1:
+                break  # a repeated code: sort instead
+            slots[code] = position
+        else:
+            return array("q", (position for position in slots if position != -1))
+    return array("q", sorted(range(count), key=codes.__getitem__))
 
 
 def record_statuses(records: Sequence[Any]) -> list[str]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from urllib.parse import quote
 
 from evalward.model import CaseResult, InvocationResult, MetricResult, RunResult
-from evalward.model.records import record_keys, records_where
+from evalward.model.records import iter_record_keys, records_where
 from evalward.report import formatting as fmt
 from evalward.report.diff import diff_text, steps_diff, trajectory_diff
 from evalward.report.escape import html_inline, md_code_block, md_code_span, md_inline
@@ -45,7 +45,7 @@ def render_run_markdown(
     """
     if max_chars < MIN_MAX_CHARS:
         raise ValueError(f"max_chars must be at least {MIN_MAX_CHARS}, got {max_chars}")
-    with_set = len({key[0] for key in record_keys(run.cases)}) > 1
+    with_set = len({key[0] for key in iter_record_keys(run.cases)}) > 1
     with_rep = run.repetitions > 1
     head = "\n\n".join(
         part for part in (_verdict(run, title), _facts(run), _summary_table(run), _warnings(run)) if part

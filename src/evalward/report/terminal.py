@@ -18,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from evalward.model import CaseResult, InvocationResult, MetricResult, RunResult, ToolCall
-from evalward.model.records import record_keys, records_where
+from evalward.model.records import iter_record_keys, records_where
 from evalward.model.text import compact_json
 from evalward.report import formatting as fmt
 from evalward.report.escape import strip_unsafe_chars, truncate, workflow_command_safe
@@ -41,7 +41,7 @@ _WARNING_CHARS = 300
 
 def print_run(run: RunResult, console: Console, *, detailed: bool = False) -> None:
     """Print the run to `console` (see the module docstring)."""
-    with_set = len({key[0] for key in record_keys(run.cases)}) > 1
+    with_set = len({key[0] for key in iter_record_keys(run.cases)}) > 1
     with_rep = run.repetitions > 1
 
     def out(*parts: Text | Table) -> None:

@@ -56,6 +56,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from evalward.backoff import backoff_wait
+from evalward.case_keys import CaseKeys
 from evalward.errors import UsageError
 from evalward.model import (
     AgentOutput,
@@ -102,6 +103,9 @@ class WorkItem:
     eval_set: EvalSet
     case: EvalCase
     repetition: int
+    place: tuple[int, int] | None = None
+    """(index of the eval set in the plan, the case's row in it), for an item taken from a `WorkPlan`: where
+    the run's case numbering finds it (`evalward.case_keys`)."""
 
     @property
     def key(self) -> tuple[str, str, int]:
@@ -249,8 +253,9 @@ class WorkPlan(Sequence[WorkItem]):
         return len(self._set_index)
 
     def __getitem__(self, index: int) -> WorkItem:  # type: ignore[override]  # slices are not needed
-        eval_set = self.sets[self._set_index[index]]
-        return WorkItem(eval_set, eval_set.cases[self._case_index[index]], self._repetition[index])
+        set_index, row = self._set_index[index], self._case_index[index]
+        eval_set = self.sets[set_index]
+        return WorkItem(eval_set, eval_set.cases[row], self._repetition[index], (set_index, row))
 
     def __iter__(self) -> Iterator[WorkItem]:
         for index in range(len(self)):
@@ -267,6 +272,10 @@ class WorkPlan(Sequence[WorkItem]):
 
     def keys(self) -> Iterator[tuple[str, str, int]]:
         return (self.key(index) for index in range(len(self)))
+
+    def case_keys(self, extra: Iterable[tuple[str, str]] = ()) -> CaseKeys:
+        """The numbering of every case of the plan's sets (and of `extra` keys), for `WorkItem.place`."""
+        return CaseKeys(list(zip((s.eval_set_id for s in self.sets), self._ids, strict=True)), extra)
 
     def only(self, wanted: Collection[tuple[str, str, int]]) -> WorkPlan:
         """The items whose key is in `wanted`, in plan order (resuming a run)."""
