@@ -717,7 +717,7 @@ async def run_prepared(
         if note not in run.warnings:
             run.warnings.append(note)
     if resume_run_id is None and store is not None:
-        store.begin_run(run, list(items.keys()))
+        store.begin_run(run, items.keys())
 
     # Results and case summaries go to logs that move to a temporary file once they are many, and the run's
     # metric summaries are folded in case by case: memory stays flat however many cases run (evalward.spill).

@@ -277,3 +277,20 @@ def test_recorded_verdicts_are_kept_per_run_newest_first(store: Store) -> None:
     assert store.recorded_verdicts("other") == []
     with pytest.raises(GateInputError, match="run 'ghost' is not in the history database"):
         store.record_verdict(Verdict(outcome="pass", reason="", current_run_id="ghost"), source="ci")
+
+
+@pytest.mark.parametrize("written_before_finish", [0, 120, 150])
+def test_finishing_a_large_run_writes_exactly_the_results_still_missing(
+    store: Store, written_before_finish: int
+) -> None:
+    """Past 100 results `finish_run` counts the run's rows before comparing keys: all written means nothing is
+    read back; any missing ones are found and written, each once, and the recorded order is the run's."""
+    ids = [f"c{n:03d}" for n in range(150)]
+    run = make_run("big", case_ids=ids)
+    store.begin_run(run, ((run.eval_sets[0].eval_set_id, case_id, 0) for case_id in ids))
+    cases = [make_case(case_id) for case_id in ids]
+    assert store.record_cases("big", cases[:written_before_finish]) == written_before_finish
+    store.finish_run(_finished(run, cases[::-1]))
+    loaded = store.load_run("big")
+    assert [case.case_id for case in loaded.cases] == ids[::-1]
+    assert store.record_cases("big", cases) == 0  # every key stored exactly once

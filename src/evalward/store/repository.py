@@ -14,6 +14,8 @@ case being written, never corrupts one):
 
 from __future__ import annotations
 
+import io
+import json
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
@@ -23,7 +25,7 @@ from pydantic import BaseModel, ConfigDict
 
 from evalward.errors import GateInputError, UsageError
 from evalward.model import CaseResult, RunResult
-from evalward.model.records import iter_model_json, record_keys
+from evalward.model.records import iter_model_json, iter_record_keys, record_keys
 from evalward.model.results import PER_CASE_FIELDS
 from evalward.model.verdict import Verdict
 from evalward.redact import redact_model
@@ -187,6 +189,21 @@ def _unique_keys(keys: Iterable[ItemKey]) -> list[ItemKey]:
     return list(dict.fromkeys((str(e), str(c), int(r)) for e, c, r in keys))
 
 
+_ROWS_PER_INSERT = 5000
+"""Rows a multi-row insert sends at once."""
+
+
+def _case_order(keys: Iterable[ItemKey]) -> JSONText:
+    """The runs row's `case_order` (the keys as JSON lists), written key by key: a large run's keys are made
+    as they are read (`evalward.case_keys`) and never held as a million lists."""
+    text = io.StringIO()
+    text.write("[")
+    for index, (eval_set_id, case_id, repetition) in enumerate(keys):
+        text.write((", " if index else "") + json.dumps([eval_set_id, case_id, repetition]))
+    text.write("]")
+    return JSONText(text.getvalue())
+
+
 class RecordedVerdict(BaseModel):
     """A verdict as it was reached and reported for a run, with who reached it and when."""
 
@@ -218,7 +235,7 @@ class Store:
 
     # -- writing a run ---------------------------------------------------------------------------
 
-    def begin_run(self, run: RunResult, planned: Sequence[tuple[str, str, int]]) -> None:
+    def begin_run(self, run: RunResult, planned: Iterable[tuple[str, str, int]]) -> None:
         """Insert the run (status `running`) with its manifest of planned items (and any cases it already has).
 
         Raises UsageError when a run with this id is already stored (resume it instead).
@@ -273,9 +290,8 @@ class Store:
         A run that was never begun is inserted whole (its cases become its manifest).
         """
         with write_transaction(self.engine) as conn:
-            keys = record_keys(run.cases)  # a run's cases may live in a temporary file: keys without reading
             if not self._run_exists(conn, run.run_id):
-                self._insert_run(conn, run, run.status, _unique_keys(keys))
+                self._insert_run(conn, run, run.status, _unique_keys(iter_record_keys(run.cases)))
             else:
                 from sqlalchemy import update
 
@@ -284,10 +300,14 @@ class Store:
                     .where(runs_table.c.run_id == run.run_id)
                     .values(
                         **_run_columns(run, run.status),
-                        case_order=[list(key) for key in keys],
+                        case_order=_case_order(iter_record_keys(run.cases)),
                     )
                 )
-            self._insert_cases(conn, run.run_id, run.cases)
+            # The run's rows are its own results (written as they finished), so as many rows as results means
+            # all of them are stored (the usual end of a run whose writer kept up): a large run then neither
+            # reads its keys back nor compares them. Fewer rows: the missing ones are found and written.
+            if len(run.cases) <= 100 or self._stored_count(conn, run.run_id) != len(run.cases):
+                self._insert_cases(conn, run.run_id, run.cases)
 
     def import_run(self, run: RunResult) -> str:
         """Store a run read from `evalward export` / `run --json`; idempotent by run id.
@@ -766,13 +786,17 @@ class Store:
                 **_run_columns(run, status),
                 planned_count=len(plan),
                 created_at=_now(),
-                case_order=[list(c.key) for c in run.cases] if status != "running" else None,
+                case_order=_case_order(iter_record_keys(run.cases)) if status != "running" else None,
             )
         )
-        if plan:
+        # In batches: a million planned items as one list of row dicts would take gigabytes at once.
+        for start in range(0, len(plan), _ROWS_PER_INSERT):
             conn.execute(
                 insert(plan_table),
-                [{"run_id": run.run_id, "eval_set_id": e, "case_id": c, "repetition": r} for e, c, r in plan],
+                [
+                    {"run_id": run.run_id, "eval_set_id": e, "case_id": c, "repetition": r}
+                    for e, c, r in plan[start : start + _ROWS_PER_INSERT]
+                ],
             )
 
     def _insert_cases(self, conn: Connection, run_id: str, cases: Sequence[CaseResult]) -> int:
@@ -800,6 +824,12 @@ class Store:
         if score_rows:
             conn.execute(insert(scores_table), score_rows)
         return len(case_rows)
+
+    @staticmethod
+    def _stored_count(conn: Connection, run_id: str) -> int:
+        from sqlalchemy import func, select
+
+        return int(conn.execute(select(func.count()).where(cases_table.c.run_id == run_id)).scalar_one())
 
     def _recorded_keys(self, conn: Connection, run_id: str, keys: Sequence[ItemKey]) -> set[ItemKey]:
         from sqlalchemy import select, tuple_
