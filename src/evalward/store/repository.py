@@ -25,7 +25,6 @@ from evalward.errors import GateInputError, UsageError
 from evalward.model import CaseResult, RunResult
 from evalward.model.records import iter_model_json, record_keys
 from evalward.model.results import PER_CASE_FIELDS
-from evalward.model.verdict import Verdict
 from evalward.redact import redact_model
 from evalward.store.comparability import comparability_key
 from evalward.store.engine import JSONText, read_transaction, write_transaction
@@ -33,6 +32,9 @@ from evalward.store.schema import cases_table, gate_verdicts_table, plan_table, 
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection, Engine
+
+    # The gate's models load when a verdict is read or written: a run never needs them.
+    from evalward.model.verdict import RecordedVerdict, Verdict
 
 ItemKey = tuple[str, str, int]
 """(eval_set_id, case_id, repetition): one planned or recorded unit of work."""
@@ -187,16 +189,6 @@ def _unique_keys(keys: Iterable[ItemKey]) -> list[ItemKey]:
     return list(dict.fromkeys((str(e), str(c), int(r)) for e, c, r in keys))
 
 
-class RecordedVerdict(BaseModel):
-    """A verdict as it was reached and reported for a run, with who reached it and when."""
-
-    model_config = ConfigDict(defer_build=True, frozen=True)
-
-    source: str
-    recorded_at: datetime
-    verdict: Verdict
-
-
 class Store:
     """The history database. Thread-safe (one connection per call); several processes may share it."""
 
@@ -331,7 +323,7 @@ class Store:
         """The verdicts recorded for `run_id`, newest first."""
         from sqlalchemy import select
 
-        from evalward.model.verdict import Verdict
+        from evalward.model.verdict import RecordedVerdict, Verdict
 
         t = gate_verdicts_table.c
         with read_transaction(self.engine) as conn:
