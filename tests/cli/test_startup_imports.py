@@ -130,3 +130,36 @@ def test_the_store_package_and_git_lookups_load_without_sqlalchemy() -> None:
     assert completed.stdout.strip() == "False", completed.stderr[-2000:]
     assert sorted(store.__all__) == sorted(store._HOME)
     assert all(getattr(store, name) is not None for name in store.__all__)
+
+
+# What a 1-case run of the dice example (ADK eval set, trajectory + ROUGE-1 criteria, a Python callable) loads
+# only on other paths: the other eval-file formats, the metric families its criteria do not name, the gate's
+# verdict models, the HTML escaping of markdown reports.
+NOT_FOR_A_DICE_RUN = (
+    "evalward.loaders.native",
+    "evalward.loaders.langsmith",
+    "evalward.loaders.benchmarks",
+    "evalward.loaders.multi_agent",
+    "evalward.loaders.adk_legacy",
+    "evalward.metrics.trajectory",
+    "evalward.metrics.tools",
+    "evalward.metrics.multi_agent",
+    "evalward.metrics.state",
+    "evalward.metrics.response",
+    "evalward.model.verdict",
+    "html",
+    "difflib",
+)
+
+
+def test_a_one_case_dice_run_loads_one_format_and_the_metrics_it_scores(tmp_path: Path) -> None:
+    dice = json.loads((DICE / "dice.evalset.json").read_text(encoding="utf-8"))
+    dice["eval_cases"] = dice["eval_cases"][:1]
+    (tmp_path / "one.evalset.json").write_text(json.dumps(dice), encoding="utf-8")
+    (tmp_path / "test_config.json").write_text((DICE / "test_config.json").read_text(encoding="utf-8"))
+    report = tmp_path / "run.json"
+    args = ["run", str(tmp_path), "--agent", f"{DICE}/agent.py:root_agent", "--db", f"sqlite:///{tmp_path}/h.db"]
+    assert loaded_after([*args, "--json", str(report)], NOT_FOR_A_DICE_RUN, tmp_path) == []
+    scored = json.loads(report.read_text(encoding="utf-8"))
+    assert scored["passed"] is True
+    assert len(scored["cases"]) == 1

@@ -95,3 +95,37 @@ def test_check_specs_collects_every_problem() -> None:
         "trajectory_exact: threshold must be between 0 and 1, found 1.5",
         "tool_called: option tool: Field required",
     ]
+
+
+def test_the_lazy_table_names_every_metric_class_under_its_own_name() -> None:
+    """The registry imports a metric's module on first use, from a table of names: the table must list every
+    class of every metric family, each under the name the class declares, and nothing else."""
+    from evalward.metrics import registry
+    from evalward.metrics.adk import ResponseMatchScore, ToolTrajectoryAvgScore
+    from evalward.metrics.multi_agent import MULTI_AGENT_METRICS
+    from evalward.metrics.response import OutputMatch, ResponseContains, ResponseExact, ResponseRegex, ResponseRouge1
+    from evalward.metrics.state import STATE_METRICS
+    from evalward.metrics.tools import TOOL_METRICS
+    from evalward.metrics.trajectory import TRAJECTORY_METRICS
+    from evalward.metrics.usage import USAGE_METRICS
+
+    classes: list[type[Metric]] = [
+        ToolTrajectoryAvgScore,
+        ResponseMatchScore,
+        ResponseExact,
+        ResponseContains,
+        ResponseRegex,
+        ResponseRouge1,
+        OutputMatch,
+        *TRAJECTORY_METRICS,
+        *TOOL_METRICS,
+        *MULTI_AGENT_METRICS,
+        *STATE_METRICS,
+        *USAGE_METRICS,
+    ]
+    by_name = {cls.name: cls for cls in classes}
+    assert len(by_name) == len(classes)  # no two classes share a name
+    assert set(registry._HOMES) == set(by_name)
+    for name, cls in by_name.items():
+        assert registry._HOMES[name] == (cls.__module__, cls.__name__)
+        assert type(get_metric(name)) is cls

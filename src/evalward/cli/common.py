@@ -36,3 +36,24 @@ def echo_warnings(warnings: Iterable[str]) -> None:
 
     for warning in warnings:
         click.echo(workflow_command_safe(f"warning: {printable(warning)}"), err=True)
+
+
+class _ProcessEnd:
+    """Whether the command that ran has closed every resource it opened (`mark_resources_closed`)."""
+
+    resources_closed = False
+
+
+def mark_resources_closed() -> None:
+    """Say that the command has closed everything it opened whose closing matters (the history database's
+    connections above all): `main` may then end the process without the interpreter's final garbage
+    collections."""
+    _ProcessEnd.resources_closed = True
+
+
+def resources_closed(reset: bool = False) -> bool:
+    """Whether `mark_resources_closed` was called (since the last `reset`)."""
+    closed = _ProcessEnd.resources_closed
+    if reset:
+        _ProcessEnd.resources_closed = False
+    return closed

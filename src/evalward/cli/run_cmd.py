@@ -8,7 +8,7 @@ from typing import Any, TextIO
 
 import click
 
-from evalward.cli.common import db_option, stderr_is_terminal
+from evalward.cli.common import db_option, mark_resources_closed, stderr_is_terminal
 from evalward.cli.options import (
     base_branch_option,
     group_id_option,
@@ -63,7 +63,9 @@ def run_command(**kwargs: Any) -> None:
     Exit codes: 0 every criterion met, 1 not met, 2 bad input or usage, 3 infrastructure failure
     (the agent could not start, a judge or the database is unreachable), 130 interrupted.
     """
-    sys.exit(execute_run(**kwargs))
+    code = execute_run(**kwargs)
+    mark_resources_closed()  # the run closed its history database (`run_and_report`)
+    sys.exit(code)
 
 
 def execute_run(
@@ -151,60 +153,72 @@ def run_and_report(
         openai_options=getattr(options, "agent_options", None),
     )
     store = open_history(db_url) if use_history else None
-    if store is not None and resume_run_id is None:
-        resumable = store.find_resumable(options.context.commit, fingerprint_for(prepared, agent), shard=options.shard)
-        if resumable is not None:
-            if sys.stdin.isatty() and click.confirm(
-                f"run {resumable} for this commit and these eval files was not finished; resume it?", default=True
-            ):
-                resume_run_id = resumable
-            else:
-                click.echo(
-                    f"note: unfinished run {resumable} matches this commit and eval files; "
-                    f"`--resume {resumable}` runs only what it is missing",
-                    err=True,
-                )
-
-    progress_bar, progress_callback = _progress(quiet)
     try:
-        if progress_bar is not None:
-            progress_bar.start()
-        run = run_blocking(prepared, store=store, resume_run_id=resume_run_id, progress=progress_callback, agent=agent)
-    finally:
-        if progress_bar is not None:
-            progress_bar.stop()
+        if store is not None and resume_run_id is None:
+            resumable = store.find_resumable(
+                options.context.commit, fingerprint_for(prepared, agent), shard=options.shard
+            )
+            if resumable is not None:
+                if sys.stdin.isatty() and click.confirm(
+                    f"run {resumable} for this commit and these eval files was not finished; resume it?", default=True
+                ):
+                    resume_run_id = resumable
+                else:
+                    click.echo(
+                        f"note: unfinished run {resumable} matches this commit and eval files; "
+                        f"`--resume {resumable}` runs only what it is missing",
+                        err=True,
+                    )
 
-    step_tables = ""
-    if getattr(options, "step", False):
-        from evalward.report.confusion import confusions, render_confusion_markdown, render_confusion_text
+        progress_bar, progress_callback = _progress(quiet)
+        try:
+            if progress_bar is not None:
+                progress_bar.start()
+            run = run_blocking(
+                prepared, store=store, resume_run_id=resume_run_id, progress=progress_callback, agent=agent
+            )
+        finally:
+            if progress_bar is not None:
+                progress_bar.stop()
 
-        tables = confusions(run)
-        step_tables = render_confusion_markdown(tables)
-    write_reports(
-        run, json_path=json_path, junit_path=junit_path, markdown_path=markdown_path, extra_markdown=step_tables
-    )
-    # Logs (not a terminal) get a wide fixed width, so tables are not squeezed to 80 columns in CI.
-    console = Console(highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else 120)
-    if quiet:
-        counts = run.counts()
-        verdict = "PASSED" if run.passed else "FAILED"
-        console.print(
-            f"{verdict}: {counts['passed']} passed, {counts['failed']} failed, {counts['error']} errors", markup=False
+        step_tables = ""
+        if getattr(options, "step", False):
+            from evalward.report.confusion import confusions, render_confusion_markdown, render_confusion_text
+
+            tables = confusions(run)
+            step_tables = render_confusion_markdown(tables)
+        write_reports(
+            run, json_path=json_path, junit_path=junit_path, markdown_path=markdown_path, extra_markdown=step_tables
         )
-    else:
-        print_run(run, console, detailed=detailed)
-        if step_tables:
-            click.echo("\n" + render_confusion_text(tables), nl=False)
-        if prepared.judge_usage is not None:
-            click.echo(prepared.judge_usage.describe())
-        if prepared.simulator is not None:
-            click.echo(prepared.simulator.describe())
-    if store is not None:
-        click.echo(f"run id: {run.run_id}")
-    if run.status == "cancelled":
-        click.echo(f"interrupted: kept {len(run.cases)} finished case results", err=True)
-        return EXIT_INTERRUPTED
-    return EXIT_OK if run.passed else EXIT_FAILED
+        # Logs (not a terminal) get a wide fixed width, so tables are not squeezed to 80 columns in CI.
+        console = Console(highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else 120)
+        if quiet:
+            counts = run.counts()
+            verdict = "PASSED" if run.passed else "FAILED"
+            console.print(
+                f"{verdict}: {counts['passed']} passed, {counts['failed']} failed, {counts['error']} errors",
+                markup=False,
+            )
+        else:
+            print_run(run, console, detailed=detailed)
+            if step_tables:
+                click.echo("\n" + render_confusion_text(tables), nl=False)
+            if prepared.judge_usage is not None:
+                click.echo(prepared.judge_usage.describe())
+            if prepared.simulator is not None:
+                click.echo(prepared.simulator.describe())
+        if store is not None:
+            click.echo(f"run id: {run.run_id}")
+        if run.status == "cancelled":
+            click.echo(f"interrupted: kept {len(run.cases)} finished case results", err=True)
+            return EXIT_INTERRUPTED
+        return EXIT_OK if run.passed else EXIT_FAILED
+
+    finally:
+        # Closed here, not left to the interpreter's exit: SQLite checkpoints and removes its WAL file when the
+        # last connection closes, and `main` may skip the final garbage collection (`mark_resources_closed`).
+        if store is not None:
+            store.close()
 
 
 def open_history(db_url: str | None) -> Any:

@@ -7,10 +7,11 @@ formats (`adk_legacy.py`), LangSmith examples (`langsmith.py`), langchain-benchm
 problem reporting: `problems.py`; directory search: `discovery.py`; the entry point: `load.py`.
 """
 
+from typing import Any
+
 from evalward.loaders.detect import detect_format
 from evalward.loaders.discovery import EVAL_FILE_SUFFIXES
 from evalward.loaders.load import ADK_FORMATS, LoadedEvalSets, load_file, load_paths
-from evalward.loaders.native import native_json_schema
 from evalward.loaders.test_config import (
     ADK_CRITERIA,
     EFFICIENCY_CRITERIA,
@@ -19,6 +20,15 @@ from evalward.loaders.test_config import (
     load_test_config,
     normalise_match_type,
 )
+
+
+def native_json_schema() -> dict[str, Any]:
+    """The JSON Schema of the native eval format (`evalward schema`); `loaders.native`, which builds the native
+    format's pydantic models as it is imported, loads only when a native file or its schema is needed."""
+    from evalward.loaders.native import native_json_schema as schema
+
+    return schema()
+
 
 __all__ = [
     "ADK_CRITERIA",

@@ -26,6 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from evalward.loaders.discovery import INITIAL_SESSION_FILE_NAME as INITIAL_SESSION_FILE_NAME
 from evalward.loaders.positions import PathKey
 from evalward.loaders.problems import Problems, describe_value
 from evalward.model import EvalCase, EvalSet, IntermediateResponse, Invocation, SessionInput, ToolCall
@@ -70,9 +71,6 @@ class _InitialSession(BaseModel):
     state: dict[str, Any] = {}
     app_name: str = ""
     user_id: str = ""
-
-
-INITIAL_SESSION_FILE_NAME = "initial.session.json"
 
 
 def parse_initial_session(problems: Problems) -> SessionInput | None:

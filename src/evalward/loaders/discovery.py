@@ -30,6 +30,8 @@ EVAL_FILE_SUFFIXES: tuple[str, ...] = (
     ".eval.yml",
 )
 CONFIG_FILE_NAME = "test_config.json"
+INITIAL_SESSION_FILE_NAME = "initial.session.json"
+"""Beside an ADK legacy test file: the session its case starts from (ADK's `initial_session_file`)."""
 SKIPPED_DIRECTORIES = frozenset({"node_modules", ".venv", "venv", "__pycache__"})
 
 

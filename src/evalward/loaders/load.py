@@ -32,26 +32,16 @@ are keyed by set and case id.
 from __future__ import annotations
 
 import functools
+import importlib
 import os
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from evalward.errors import CONTROL_CHARACTER, EvalFileError, FileProblem
-from evalward.loaders.adk import load_adk_evalset
-from evalward.loaders.adk_legacy import (
-    INITIAL_SESSION_FILE_NAME,
-    load_legacy_evalset,
-    load_legacy_test,
-    parse_initial_session,
-)
-from evalward.loaders.benchmarks import load_benchmarks
 from evalward.loaders.detect import KNOWN_SHAPES, describe_shape, detect_format
-from evalward.loaders.discovery import CONFIG_FILE_NAME, discover, eval_set_stem
+from evalward.loaders.discovery import CONFIG_FILE_NAME, INITIAL_SESSION_FILE_NAME, discover, eval_set_stem
 from evalward.loaders.documents import Document, DocumentError, parse_source, read_document, read_source
-from evalward.loaders.langsmith import load_langsmith
-from evalward.loaders.multi_agent import load_multi_agent
-from evalward.loaders.native import load_native
 from evalward.loaders.problems import Problems
 from evalward.loaders.streamed import load_streamed
 from evalward.loaders.test_config import adk_default_criteria, read_test_config
@@ -62,14 +52,22 @@ from evalward.model.text import listed_ids
 ADK_FORMATS: frozenset[EvalFormat] = frozenset({"adk_evalset", "adk_legacy_test", "adk_legacy_evalset"})
 
 _FormatLoader = Callable[[Problems, str], EvalSet | None]
-_LOADERS: dict[EvalFormat, _FormatLoader] = {
-    "adk_evalset": load_adk_evalset,
-    "adk_legacy_test": load_legacy_test,
-    "adk_legacy_evalset": load_legacy_evalset,
-    "langsmith": load_langsmith,
-    "langchain_benchmarks": load_benchmarks,
-    "multi_agent": load_multi_agent,
+# format -> (module, function). Each format's module (and the pydantic models it builds as it is imported) is
+# imported only when a file of that format is read: a run of ADK eval sets never loads the other five.
+_LOADERS: dict[EvalFormat, tuple[str, str]] = {
+    "adk_evalset": ("evalward.loaders.adk", "load_adk_evalset"),
+    "adk_legacy_test": ("evalward.loaders.adk_legacy", "load_legacy_test"),
+    "adk_legacy_evalset": ("evalward.loaders.adk_legacy", "load_legacy_evalset"),
+    "langsmith": ("evalward.loaders.langsmith", "load_langsmith"),
+    "langchain_benchmarks": ("evalward.loaders.benchmarks", "load_benchmarks"),
+    "multi_agent": ("evalward.loaders.multi_agent", "load_multi_agent"),
 }
+
+
+def _loader(fmt: EvalFormat) -> _FormatLoader:
+    module, name = _LOADERS[fmt]
+    loader: _FormatLoader = getattr(importlib.import_module(module), name)
+    return loader
 
 
 @dataclass
@@ -271,8 +269,10 @@ def _load_whole(
         collected.add("not a recognised eval file format", expected=KNOWN_SHAPES, found=describe_shape(document.data))
         return collected, None, None
     if fmt == "native":
+        from evalward.loaders.native import load_native
+
         return collected, fmt, load_native(collected, default_id, known_metrics)
-    return collected, fmt, _LOADERS[fmt](collected, default_id)
+    return collected, fmt, _loader(fmt)(collected, default_id)
 
 
 def _config_beside(
@@ -305,6 +305,8 @@ def read_initial_session(
     except DocumentError as exc:
         problems.extend(exc.problems)
         return None
+    from evalward.loaders.adk_legacy import parse_initial_session
+
     collected = Problems(document)
     session = parse_initial_session(collected)
     problems.extend(collected.items)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from evalward.loaders import adk, langsmith, multi_agent
+from evalward.loaders import adk
 from evalward.loaders.detect import detect_format, detect_list_format, has_expected_steps
 from evalward.loaders.documents import Document, DocumentKind, SourceText
 from evalward.loaders.indexed import RECENT_CASES, WHOLE_SET, IndexBuilder
@@ -99,6 +99,9 @@ def _load_list(
     fmt = detect_list_format(first.value, any_expected_steps=False)
     if fmt != "langsmith" and fmt != "multi_agent":
         raise WholeFile  # unrecognised, or a list format read whole
+    # Imported here: an ADK eval set's run needs neither module nor the pydantic models they build.
+    from evalward.loaders import langsmith, multi_agent
+
     mapper = langsmith.map_example if fmt == "langsmith" else multi_agent.map_agent_case
     builder = IndexBuilder(source, kind=kind, prefix=(), mapper=mapper, cache_size=cache_size, whole_set=whole_set)
     defaults = langsmith.DefaultCriteria()

@@ -38,7 +38,6 @@ criteria replace the format's default criteria instead of being added to them (`
 
 from __future__ import annotations
 
-import difflib
 import math
 from collections.abc import Collection
 from pathlib import Path
@@ -371,6 +370,8 @@ def parse_test_config(problems: Problems, known_metrics: Collection[str] = ()) -
         if field in TOP_LEVEL_KEYS:
             keys[field] = key
         else:
+            import difflib  # only for a misspelt key
+
             close = difflib.get_close_matches(str(key), TOP_LEVEL_KEYS, n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             problems.warn(f"unknown key {key!r} in test_config.json is ignored, as ADK ignores it{hint}", (key,))
@@ -405,6 +406,8 @@ def parse_test_config(problems: Problems, known_metrics: Collection[str] = ()) -
         for name, value in criteria.items():
             at: PathKey = (keys["criteria"], name)
             if name not in known:
+                import difflib
+
                 close = difflib.get_close_matches(name, known, n=1)
                 hint = f"; did you mean {close[0]!r}?" if close else ""
                 problems.add(

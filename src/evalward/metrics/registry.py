@@ -16,17 +16,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from importlib import import_module
 
-from evalward.metrics.adk import ResponseMatchScore, ToolTrajectoryAvgScore
 from evalward.metrics.base import Metric
-from evalward.metrics.multi_agent import MULTI_AGENT_METRICS
-from evalward.metrics.response import OutputMatch, ResponseContains, ResponseExact, ResponseRegex, ResponseRouge1
-from evalward.metrics.state import STATE_METRICS
 from evalward.metrics.stepwise import BOUNDED_METRICS as _BOUNDED_STEP_METRICS
 from evalward.metrics.stepwise import STEPWISE_ALIASES as _STEPWISE_ALIASES
 from evalward.metrics.stepwise import STEPWISE_METRICS as _STEPWISE_NAMES
-from evalward.metrics.tools import TOOL_METRICS
-from evalward.metrics.trajectory import TRAJECTORY_METRICS
 from evalward.model import MetricSpec
 
 JUDGE_METRICS: frozenset[str] = frozenset(
@@ -52,37 +47,71 @@ STEPWISE_METRICS: frozenset[str] = frozenset({*_STEPWISE_NAMES, *_STEPWISE_ALIAS
 """Teacher-forcing metrics (and their aliases), computed outside `score_case` from extra agent calls."""
 
 
-def _build() -> dict[str, type[Metric]]:
-    from evalward.metrics.usage import USAGE_METRICS
+# name -> (module, class): each metric's module is imported when one of its metrics is first used, so a run
+# loads only the metric families its criteria name (tests/metrics/test_registry.py holds this table to the
+# classes: every class of every family is listed under its own name).
+_HOMES: dict[str, tuple[str, str]] = {
+    "tool_trajectory_avg_score": ("evalward.metrics.adk", "ToolTrajectoryAvgScore"),
+    "response_match_score": ("evalward.metrics.adk", "ResponseMatchScore"),
+    "response_exact": ("evalward.metrics.response", "ResponseExact"),
+    "response_contains": ("evalward.metrics.response", "ResponseContains"),
+    "response_regex": ("evalward.metrics.response", "ResponseRegex"),
+    "response_rouge1": ("evalward.metrics.response", "ResponseRouge1"),
+    "output_match": ("evalward.metrics.response", "OutputMatch"),
+    "trajectory_exact": ("evalward.metrics.trajectory", "TrajectoryExact"),
+    "trajectory_in_order": ("evalward.metrics.trajectory", "TrajectoryInOrder"),
+    "trajectory_any_order": ("evalward.metrics.trajectory", "TrajectoryAnyOrder"),
+    "trajectory_superset": ("evalward.metrics.trajectory", "TrajectorySuperset"),
+    "trajectory_subset": ("evalward.metrics.trajectory", "TrajectorySubset"),
+    "trajectory_same_multiset": ("evalward.metrics.trajectory", "TrajectorySameMultiset"),
+    "trajectory_precision": ("evalward.metrics.trajectory", "TrajectoryPrecision"),
+    "trajectory_recall": ("evalward.metrics.trajectory", "TrajectoryRecall"),
+    "trajectory_f1": ("evalward.metrics.trajectory", "TrajectoryF1"),
+    "trajectory_ordered_f1": ("evalward.metrics.trajectory", "TrajectoryOrderedF1"),
+    "trajectory_subsequence": ("evalward.metrics.trajectory", "TrajectorySubsequence"),
+    "trajectory_weighted_precision": ("evalward.metrics.trajectory", "TrajectoryWeightedPrecision"),
+    "trajectory_weighted_recall": ("evalward.metrics.trajectory", "TrajectoryWeightedRecall"),
+    "trajectory_weighted_f1": ("evalward.metrics.trajectory", "TrajectoryWeightedF1"),
+    "trajectory_weighted_ordered_f1": ("evalward.metrics.trajectory", "TrajectoryWeightedOrderedF1"),
+    "tool_called": ("evalward.metrics.tools", "ToolCalled"),
+    "tool_not_called": ("evalward.metrics.tools", "ToolNotCalled"),
+    "allowed_tools": ("evalward.metrics.tools", "AllowedTools"),
+    "tool_call_count": ("evalward.metrics.tools", "ToolCallCount"),
+    "tool_order": ("evalward.metrics.tools", "ToolOrder"),
+    "max_tool_calls": ("evalward.metrics.tools", "MaxToolCalls"),
+    "step_ratio": ("evalward.metrics.tools", "StepRatio"),
+    "redundant_calls": ("evalward.metrics.tools", "RedundantCalls"),
+    "error_calls": ("evalward.metrics.tools", "ErrorCalls"),
+    "agents_match": ("evalward.metrics.multi_agent", "AgentsMatch"),
+    "agent_tools_match": ("evalward.metrics.multi_agent", "AgentToolsMatch"),
+    "handoff_match": ("evalward.metrics.multi_agent", "HandoffMatch"),
+    "state_exact": ("evalward.metrics.state", "StateExact"),
+    "state_contains": ("evalward.metrics.state", "StateContains"),
+    "state_unchanged": ("evalward.metrics.state", "StateUnchanged"),
+    "latency_s": ("evalward.metrics.usage", "LatencyS"),
+    "total_tokens": ("evalward.metrics.usage", "TotalTokens"),
+    "cost_usd": ("evalward.metrics.usage", "CostUsd"),
+    "tool_call_count_v1": ("evalward.metrics.usage", "ToolCallCountV1"),
+    "inference_call_count_v1": ("evalward.metrics.usage", "InferenceCallCountV1"),
+    "token_usage_v1": ("evalward.metrics.usage", "TokenUsageV1"),
+    "invocation_duration_v1": ("evalward.metrics.usage", "InvocationDurationV1"),
+}
 
-    classes: list[type[Metric]] = [
-        ToolTrajectoryAvgScore,
-        ResponseMatchScore,
-        ResponseExact,
-        ResponseContains,
-        ResponseRegex,
-        ResponseRouge1,
-        OutputMatch,
-        *TRAJECTORY_METRICS,
-        *TOOL_METRICS,
-        *MULTI_AGENT_METRICS,
-        *STATE_METRICS,
-        *USAGE_METRICS,
-    ]
-    registry: dict[str, type[Metric]] = {}
-    for cls in classes:
-        if cls.name in registry:  # pragma: no cover - guards against a copy-paste name clash
-            raise RuntimeError(f"metric name {cls.name!r} registered twice")
-        registry[cls.name] = cls
-    return registry
+_REGISTRY: dict[str, type[Metric]] = {}
+"""The metric classes loaded so far, by name."""
 
 
-_REGISTRY: dict[str, type[Metric]] = _build()
+def _metric_class(name: str) -> type[Metric] | None:
+    cls = _REGISTRY.get(name)
+    if cls is None and name in _HOMES:
+        module, attribute = _HOMES[name]
+        cls = _REGISTRY[name] = getattr(import_module(module), attribute)
+    return cls
 
 
 def known_metric_names() -> list[str]:
     """Every metric name evalward can score, sorted (judge metrics are not included; see JUDGE_METRICS)."""
-    return sorted(_REGISTRY)
+    return sorted(_HOMES)
 
 
 def requires_judge(name: str) -> bool:
@@ -111,7 +140,7 @@ def is_custom(spec: MetricSpec) -> bool:
 
 def get_metric(name: str) -> Metric:
     """A new instance of the metric registered as `name`."""
-    cls = _REGISTRY.get(name)
+    cls = _metric_class(name)
     if cls is None:
         if requires_judge(name):
             raise KeyError(f"metric {name!r} needs a judge model, which evalward does not provide yet")
@@ -144,7 +173,7 @@ def check_specs(specs: Sequence[MetricSpec]) -> list[str]:
             if bounded and spec.threshold is not None and not 0.0 <= spec.threshold <= 1.0:
                 problems.append(f"{spec.name}: threshold must be between 0 and 1, found {spec.threshold:g}")
             continue
-        cls = _REGISTRY.get(spec.name)
+        cls = _metric_class(spec.name)
         if cls is None:
             problems.append(_unknown(spec.name))
             continue
@@ -158,6 +187,6 @@ def check_specs(specs: Sequence[MetricSpec]) -> list[str]:
 def _unknown(name: str) -> str:
     import difflib
 
-    close = difflib.get_close_matches(name, [*_REGISTRY, *JUDGE_METRICS, *STEPWISE_METRICS], n=3, cutoff=0.8)
+    close = difflib.get_close_matches(name, [*_HOMES, *JUDGE_METRICS, *STEPWISE_METRICS], n=3, cutoff=0.8)
     hint = f"; did you mean {', '.join(close)}?" if close else f"; known metrics: {', '.join(known_metric_names())}"
     return f"unknown metric {name!r}{hint}"

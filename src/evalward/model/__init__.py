@@ -1,5 +1,7 @@
 """The vocabulary every stage shares: eval sets going in, trajectories and scores coming out."""
 
+from typing import TYPE_CHECKING, Any
+
 from evalward.model.cases import CaseEdit, CaseSequence
 from evalward.model.evalset import (
     DEFAULT_MAX_TURNS,
@@ -45,17 +47,35 @@ from evalward.model.trajectory import (
     Trajectory,
     Usage,
 )
-from evalward.model.verdict import (
-    VERDICT_SCHEMA_VERSION,
-    BaselineInfo,
-    CaseDiagnostic,
-    Finding,
-    MetricComparison,
-    NewlyBroken,
-    NoBaseline,
-    PerCaseTests,
-    Verdict,
-    VerdictCounts,
+
+if TYPE_CHECKING:
+    from evalward.model.verdict import (
+        VERDICT_SCHEMA_VERSION,
+        BaselineInfo,
+        CaseDiagnostic,
+        Finding,
+        MetricComparison,
+        NewlyBroken,
+        NoBaseline,
+        PerCaseTests,
+        Verdict,
+        VerdictCounts,
+    )
+
+# The gate's vocabulary (ten pydantic models) loads on first use: a run that gates nothing never needs it.
+_VERDICT_NAMES = frozenset(
+    {
+        "VERDICT_SCHEMA_VERSION",
+        "BaselineInfo",
+        "CaseDiagnostic",
+        "Finding",
+        "MetricComparison",
+        "NewlyBroken",
+        "NoBaseline",
+        "PerCaseTests",
+        "Verdict",
+        "VerdictCounts",
+    }
 )
 
 __all__ = [
@@ -110,3 +130,11 @@ __all__ = [
     "VerdictCounts",
     "canonical_hash",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _VERDICT_NAMES:
+        from evalward.model import verdict
+
+        return getattr(verdict, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -76,7 +76,7 @@ DEFAULT_MAX_TURNS = 20
 class UserSimulatorConfig(BaseModel):
     """How the simulated user of `conversation_scenario` cases behaves (ADK `user_simulator_config`)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     model: str | None = Field(
         default=None, description="The simulator model named in the file; `--user-model` takes precedence."
@@ -139,7 +139,7 @@ class SessionInput(BaseModel):
 class UserBehavior(BaseModel):
     """One behaviour of a simulated user's persona (ADK `UserBehavior`)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     name: str
     description: str = Field(description="What the behaviour is; shown to the simulator and to its judge.")
@@ -152,7 +152,7 @@ class UserBehavior(BaseModel):
 class UserPersona(BaseModel):
     """Who the simulated user plays (ADK `UserPersona`: an object, or the id of one of ADK's prebuilt ones)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     id: str
     description: str
@@ -166,7 +166,7 @@ class ConversationScenario(BaseModel):
     simulator from `conversation_plan` and the conversation so far, until it sends the stop signal or the
     turn limit is reached."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     starting_prompt: str = Field(description="The first user message, sent as is.")
     conversation_plan: str = Field(description="What the simulated user wants, in order; its grounding, not a script.")

@@ -100,7 +100,7 @@ class SimulationResult(BaseModel):
     """How the simulated conversation of a `conversation_scenario` case went (the user turns are the case's
     `invocations`; their `query` is what the simulated user wrote)."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(defer_build=True, extra="ignore")
 
     ended_by: SimulationEnd
     user_turns: int = Field(description="User messages sent to the agent, the starting prompt included.")

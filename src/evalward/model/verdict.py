@@ -304,3 +304,13 @@ class Verdict(BaseModel):
     def blocking(self) -> list[Finding]:
         """The findings that made the outcome `fail`."""
         return [f for f in self.findings if f.severity == "blocking"]
+
+
+class RecordedVerdict(BaseModel):
+    """A verdict as it was reached and reported for a run, with who reached it and when (`Store.recorded_verdicts`)."""
+
+    model_config = ConfigDict(defer_build=True, frozen=True)
+
+    source: str
+    recorded_at: datetime
+    verdict: Verdict

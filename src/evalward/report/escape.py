@@ -26,7 +26,6 @@ Facts these rely on (see docs/reference GITHUB.md §5, §6, §14):
 
 from __future__ import annotations
 
-import html
 import re
 
 from evalward.redact import redact
@@ -133,6 +132,8 @@ def html_inline(text: str, *, max_len: int = 200) -> str:
     One line, cut to `max_len`, HTML-escaped (quotes too), mentions and references neutralised: GitHub
     links mentions in rendered HTML text as well.
     """
+    import html  # here: its entity tables cost every terminal report ~1 ms to import
+
     return neutralise_references(_break_commands(html.escape(_one_line(text, max_len), quote=True)))
 
 

@@ -11,6 +11,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from evalward.model.verdict import RecordedVerdict
     from evalward.store.baseline import (
         BaselineChoice,
         BaselineSearch,
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from evalward.store.engine import DEFAULT_DB_URL, resolve_db_url
     from evalward.store.gitinfo import git_first_parent_ancestors, git_merge_base
     from evalward.store.migrate import HEAD_REVISION, current_revision, upgrade_database
-    from evalward.store.repository import HistoryPoint, RecordedVerdict, RunRow, ScoreRow, Store, open_store
+    from evalward.store.repository import HistoryPoint, RunRow, ScoreRow, Store, open_store
 
 _HOME = {
     "BaselineChoice": "baseline",
@@ -40,7 +41,7 @@ _HOME = {
     "current_revision": "migrate",
     "upgrade_database": "migrate",
     "HistoryPoint": "repository",
-    "RecordedVerdict": "repository",
+    "RecordedVerdict": "evalward.model.verdict",
     "RunRow": "repository",
     "ScoreRow": "repository",
     "Store": "repository",
@@ -75,4 +76,4 @@ def __getattr__(name: str) -> Any:
     home = _HOME.get(name)
     if home is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(import_module(f"{__name__}.{home}"), name)
+    return getattr(import_module(home if "." in home else f"{__name__}.{home}"), name)

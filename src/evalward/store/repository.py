@@ -27,7 +27,6 @@ from evalward.errors import GateInputError, UsageError
 from evalward.model import CaseResult, RunResult
 from evalward.model.records import iter_model_json, iter_record_keys, record_keys
 from evalward.model.results import PER_CASE_FIELDS
-from evalward.model.verdict import Verdict
 from evalward.redact import redact_model
 from evalward.store.comparability import comparability_key
 from evalward.store.engine import JSONText, read_transaction, write_transaction
@@ -35,6 +34,9 @@ from evalward.store.schema import cases_table, gate_verdicts_table, plan_table, 
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection, Engine
+
+    # The gate's models load when a verdict is read or written: a run never needs them.
+    from evalward.model.verdict import RecordedVerdict, Verdict
 
 ItemKey = tuple[str, str, int]
 """(eval_set_id, case_id, repetition): one planned or recorded unit of work."""
@@ -204,16 +206,6 @@ def _case_order(keys: Iterable[ItemKey]) -> JSONText:
     return JSONText(text.getvalue())
 
 
-class RecordedVerdict(BaseModel):
-    """A verdict as it was reached and reported for a run, with who reached it and when."""
-
-    model_config = ConfigDict(defer_build=True, frozen=True)
-
-    source: str
-    recorded_at: datetime
-    verdict: Verdict
-
-
 class Store:
     """The history database. Thread-safe (one connection per call); several processes may share it."""
 
@@ -351,7 +343,7 @@ class Store:
         """The verdicts recorded for `run_id`, newest first."""
         from sqlalchemy import select
 
-        from evalward.model.verdict import Verdict
+        from evalward.model.verdict import RecordedVerdict, Verdict
 
         t = gate_verdicts_table.c
         with read_transaction(self.engine) as conn:
