@@ -93,7 +93,7 @@ class CaseKeys:
         by_set_id: dict[str, list[int]] = {}
         for part, set_id in enumerate(self._set_ids):
             by_set_id.setdefault(set_id, []).append(part)
-        number_at = array("q")
+        number_at = array("I")  # under 4 billion cases
         for set_id in sorted(by_set_id):
             parts = by_set_id[set_id]
             if len(parts) == 1:
@@ -105,7 +105,7 @@ class CaseKeys:
             number_at.extend(numbers)
         # Cases with equal keys (two files with one eval set id may both hold a case id) share the rank of the
         # first of them, so records sort by key exactly as tuples would.
-        rank_of = array("q", bytes(8 * len(number_at)))
+        rank_of = array("I", bytes(4 * len(number_at)))
         previous: CaseKey | None = None
         shared = 0
         for rank, number in enumerate(number_at):

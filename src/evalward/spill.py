@@ -2,8 +2,8 @@
 
 A run's case results and case summaries are written once and read back a few times (the reports, the
 database), so past `EVALWARD_MAX_RECORDS_IN_MEMORY` records (`DEFAULT_MAX_IN_MEMORY`) a `RecordLog` moves
-them to an unnamed temporary file as JSON lines and keeps only, per record, its offset, length, key and
-status: 25 bytes with a run's ranked keys (`RankedKeys`, `evalward.case_keys`; ~100 with key tuples) instead
+them to an unnamed temporary file as JSON lines and keeps only, per record, its offset, key and
+status: 17 bytes with a run's ranked keys (`RankedKeys`, `evalward.case_keys`; ~100 with key tuples) instead
 of the tens of kilobytes a `CaseResult` with its turns takes. Memory then stays flat however many cases a
 run has, and a small run pays nothing (its records stay objects).
 
@@ -71,6 +71,10 @@ class _SpillFile:
         self._end += len(data)
         return offset
 
+    @property
+    def end(self) -> int:
+        return self._end
+
     def read(self, offset: int, length: int) -> bytes:
         return os.pread(self._descriptor, length, offset)
 
@@ -126,7 +130,7 @@ class RankedKeys:
 
     def __init__(self, cases: CaseKeys, *, repetitions: bool) -> None:
         self._cases = cases
-        self._ranks = array("q")
+        self._ranks = array("I")  # under 4 billion cases
         self._repetitions = array("i") if repetitions else None
 
     def append(self, key: int | tuple[int, int]) -> None:
@@ -208,8 +212,7 @@ class RecordLog(RecordSequence[M], Generic[M]):
         self._keys: KeyStore = TupleKeys() if keys is None else keys
         self._statuses = _Statuses()
         self._file: _SpillFile | None = None
-        self._offsets = array("q")
-        self._lengths = array("I")  # a record is far below 4 GB
+        self._offsets = array("q")  # records are written one after another: each ends where the next starts
 
     @property
     def spilled(self) -> bool:
@@ -233,7 +236,6 @@ class RecordLog(RecordSequence[M], Generic[M]):
         assert self._file is not None
         data = record.model_dump_json(exclude=_computed_fields(self.model)).encode("utf-8")
         self._offsets.append(self._file.append(data))
-        self._lengths.append(len(data))
 
     def keys(self) -> Sequence[tuple[Any, ...]]:
         return self._keys  # type: ignore[return-value]  # a KeyStore reads as a sequence of tuples
@@ -247,7 +249,9 @@ class RecordLog(RecordSequence[M], Generic[M]):
     def _record(self, index: int) -> M:
         if self._file is None:
             return self._objects[index]
-        data = self._file.read(self._offsets[index], self._lengths[index])
+        start = self._offsets[index]
+        end = self._offsets[index + 1] if index + 1 < len(self._offsets) else self._file.end
+        data = self._file.read(start, end - start)
         return self.model.model_validate_json(data)
 
     def ordered(self) -> OrderedView[M]:

@@ -16,7 +16,7 @@ import pytest
 from evalward.errors import EvalFileError
 from evalward.loaders import load_paths
 from evalward.loaders.documents import read_source
-from evalward.loaders.indexed import IndexedCases
+from evalward.loaders.indexed import IdStrings, IndexedCases, _IdBuffer
 from evalward.loaders.streamed import load_streamed
 from evalward.model import EvalSet
 
@@ -193,3 +193,18 @@ def test_a_loaded_set_keeps_under_a_kilobyte_per_case(tmp_path: Path) -> None:
         tracemalloc.stop()
     assert len(eval_set.cases) == 20_000
     assert retained / 20_000 <= 1024, f"{retained / 20_000:.0f} bytes per case"
+
+
+def test_a_large_sets_ids_are_one_blob_read_back_exactly() -> None:
+    """`IdStrings` (a large set's ids): the same strings as a list, non-ASCII and an escaped lone surrogate
+    included, by index, slice, iteration and `pick`."""
+    ids = ["order_1", "ordre_é", "注文", "\ud800x", "", "order_10"]
+    buffer = _IdBuffer()
+    for case_id in ids:
+        buffer.append(case_id)
+    strings = buffer.strings()
+    assert isinstance(strings, IdStrings) and len(strings) == len(ids)
+    assert list(strings) == ids and strings == ids
+    assert [strings[i] for i in range(len(ids))] == ids and strings[-1] == "order_10"
+    assert strings[1:4] == ids[1:4]
+    assert list(strings.pick([5, 0, 3])) == ["order_10", "order_1", "\ud800x"]

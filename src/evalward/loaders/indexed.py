@@ -22,10 +22,10 @@ import os
 import threading
 from array import array
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, overload
 
 from evalward.errors import EvalFileError, FileProblem
 from evalward.loaders.documents import Document, DocumentKind, SourceText
@@ -124,7 +124,7 @@ class IndexedCases(CaseSequence):
     def __init__(
         self,
         origin: _Origin,
-        ids: list[str],
+        ids: Sequence[str],
         content: bytes | bytearray,
         inputs: bytes | bytearray,
         *,
@@ -194,7 +194,7 @@ class IndexedCases(CaseSequence):
             recent = [(new, case) for new, old in enumerate(indexes) if (case := self._cache.get(old)) is not None]
         return IndexedCases(
             self._origin,
-            [self._ids[i] for i in indexes],
+            self._ids.pick(indexes) if isinstance(self._ids, IdStrings) else [self._ids[i] for i in indexes],
             b"".join(self._content[i * _DIGEST : (i + 1) * _DIGEST] for i in indexes),
             b"".join(self._inputs[i * _DIGEST : (i + 1) * _DIGEST] for i in indexes),
             rows=array("I", (self._row(i) for i in indexes)),
@@ -353,7 +353,7 @@ class IndexBuilder:
         whole = len(self._ids) <= self._whole_set
         return IndexedCases(
             origin,
-            self._ids.strings(),
+            list(self._ids.strings()) if whole else self._ids.strings(),
             self._content,
             self._inputs,
             recent=self._recent.items() if whole else (),
@@ -362,10 +362,7 @@ class IndexBuilder:
 
 
 class _IdBuffer:
-    """Case ids gathered during a load as one UTF-8 blob, turned into `str`s when the load is done.
-
-    The id a case is mapped with is a small object allocated among the many a load frees at once; kept, those
-    few would pin the memory around them. Copied out at the end instead, they sit together."""
+    """Case ids gathered during a load as one UTF-8 blob (`IdStrings` once the load is done)."""
 
     def __init__(self) -> None:
         self._blob = bytearray()
@@ -378,12 +375,54 @@ class _IdBuffer:
         self._blob += case_id.encode("utf-8", "surrogatepass")  # JSON may escape a lone surrogate
         self._ends.append(len(self._blob))
 
-    def strings(self) -> list[str]:
-        blob, start, out = self._blob, 0, []
+    def strings(self) -> IdStrings:
+        return IdStrings(bytes(self._blob), self._ends)
+
+
+class IdStrings(Sequence[str]):
+    """A large set's case ids, kept as one UTF-8 blob and where each id ends: ~20 bytes an id where a list of
+    `str`s takes ~70 (a million-case run keeps every id for its whole life). An id is decoded when read."""
+
+    def __init__(self, blob: bytes, ends: array[int]) -> None:
+        self._blob = blob
+        self._ends = ends if len(blob) >= 2**32 else array("I", ends)
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        start = self._ends[index - 1] if index else 0
+        return self._blob[start : self._ends[index]].decode("utf-8", "surrogatepass")
+
+    def __iter__(self) -> Iterator[str]:
+        blob, start = self._blob, 0
         for end in self._ends:
-            out.append(blob[start:end].decode("utf-8", "surrogatepass"))
+            yield blob[start:end].decode("utf-8", "surrogatepass")
             start = end
-        return out
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, str):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def pick(self, indexes: Sequence[int]) -> IdStrings:
+        """The ids at `indexes`, in that order."""
+        picked = _IdBuffer()
+        for index in indexes:
+            picked.append(self[index])
+        return picked.strings()
 
 
 class _ByteOffsets:

@@ -169,10 +169,10 @@ class _FactItems(ItemsView[str, _T]):
         return self._mapping.pairs()
 
 
-def case_ids(cases: Sequence[EvalCase]) -> list[str]:
-    """Every case id, in order."""
+def case_ids(cases: Sequence[EvalCase]) -> Sequence[str]:
+    """Every case id, in order (a large set's ids as the compact sequence its index keeps them in)."""
     if isinstance(cases, CaseSequence):
-        return list(cases.ids())
+        return cases.ids()
     return [case.case_id for case in cases]
 
 

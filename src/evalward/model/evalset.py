@@ -337,7 +337,7 @@ class EvalSet(BaseModel):
     # Per-case facts without the cases themselves: a large file's cases are read back one at a time
     # (`cases` is then a `CaseSequence`, which keeps these), and they are what planning, selection and
     # `EvalSetInfo` need.
-    def case_ids(self) -> list[str]:
+    def case_ids(self) -> Sequence[str]:
         """Every case id, in file order."""
         return case_facts.case_ids(self.cases)
 

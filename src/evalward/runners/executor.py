@@ -242,8 +242,8 @@ class WorkPlan(Sequence[WorkItem]):
     def __init__(self, sets: Sequence[EvalSet], slots: Iterable[tuple[int, int, int]]) -> None:
         self.sets = list(sets)
         self._ids = [s.case_ids() for s in self.sets]
-        # Three parallel arrays: a few bytes per item where tuples would take ~70.
-        self._set_index, self._case_index, self._repetition = array("i"), array("q"), array("i")
+        # Three parallel arrays: 12 bytes per item where tuples would take ~70 (under 4 billion of anything).
+        self._set_index, self._case_index, self._repetition = array("I"), array("I"), array("I")
         for set_index, case_index, repetition in slots:
             self._set_index.append(set_index)
             self._case_index.append(case_index)
