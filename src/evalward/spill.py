@@ -19,11 +19,11 @@ import weakref
 from array import array
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel
 
-from evalward.model.records import Permuted, RecordSequence, order_by_codes
+from evalward.model.records import ItemSequence, Permuted, RecordSequence, order_by_codes
 
 if TYPE_CHECKING:
     from evalward.case_keys import CaseKeys
@@ -162,7 +162,7 @@ class RankedKeys:
         return zip(self._ranks, self._repetitions, strict=True)
 
 
-class _Statuses(Sequence[str]):
+class _Statuses(ItemSequence[str]):
     """Statuses as one byte each, indexes into the few distinct status strings."""
 
     def __init__(self) -> None:
@@ -182,21 +182,8 @@ class _Statuses(Sequence[str]):
     def __len__(self) -> int:
         return len(self._codes)
 
-    @overload
-    def __getitem__(self, index: int) -> str: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[str]: ...
-
-    def __getitem__(self, index: int | slice) -> str | list[str]:
-        if isinstance(index, slice):
-            return [self._names[code] for code in self._codes[index]]
+    def _item(self, index: int) -> str:
         return self._names[self._codes[index]]
-
-    def __iter__(self) -> Iterator[str]:
-        names = self._names
-        for code in self._codes:
-            yield names[code]
 
 
 class RecordLog(RecordSequence[M], Generic[M]):

@@ -25,7 +25,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, overload
+from typing import Any
 
 from evalward.errors import EvalFileError, FileProblem
 from evalward.loaders.documents import Document, DocumentKind, SourceText
@@ -34,6 +34,7 @@ from evalward.loaders.positions import PathKey, format_json_path
 from evalward.loaders.problems import Problems
 from evalward.model import CaseEdit, CaseSequence, EvalCase, SourceLocation
 from evalward.model.cases import case_features
+from evalward.model.records import ItemSequence
 
 CaseMapper = Callable[[Problems, Any, PathKey], EvalCase | None]
 """A format's mapping of one case-list element (found at a path) to an `EvalCase`, recording problems."""
@@ -379,7 +380,7 @@ class _IdBuffer:
         return IdStrings(bytes(self._blob), self._ends)
 
 
-class IdStrings(Sequence[str]):
+class IdStrings(ItemSequence[str]):
     """A large set's case ids, kept as one UTF-8 blob and where each id ends: ~20 bytes an id where a list of
     `str`s takes ~70 (a million-case run keeps every id for its whole life). An id is decoded when read."""
 
@@ -390,17 +391,7 @@ class IdStrings(Sequence[str]):
     def __len__(self) -> int:
         return len(self._ends)
 
-    @overload
-    def __getitem__(self, index: int) -> str: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[str]: ...
-
-    def __getitem__(self, index: int | slice) -> str | list[str]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        if index < 0:
-            index += len(self)
+    def _item(self, index: int) -> str:
         start = self._ends[index - 1] if index else 0
         return self._blob[start : self._ends[index]].decode("utf-8", "surrogatepass")
 
@@ -409,13 +400,6 @@ class IdStrings(Sequence[str]):
         for end in self._ends:
             yield blob[start:end].decode("utf-8", "surrogatepass")
             start = end
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Sequence) and not isinstance(other, str):
-            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
 
     def pick(self, indexes: Sequence[int]) -> IdStrings:
         """The ids at `indexes`, in that order."""

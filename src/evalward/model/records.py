@@ -26,7 +26,48 @@ from pydantic import (
 M = TypeVar("M", bound=BaseModel)
 
 
-class RecordSequence(Sequence[M], Generic[M]):
+T = TypeVar("T")
+
+
+class ItemSequence(Sequence[T], Generic[T]):
+    """A read-only sequence given by its length and how to read one item (`_item`, 0 <= index < len):
+    negative indexes, slices (as lists) and iteration follow from those two."""
+
+    @abstractmethod
+    def __len__(self) -> int: ...
+
+    @abstractmethod
+    def _item(self, index: int) -> T:
+        """The item at `index` (0 <= index < len)."""
+
+    @overload
+    def __getitem__(self, index: int) -> T: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[T]: ...
+
+    def __getitem__(self, index: int | slice) -> T | list[T]:
+        if isinstance(index, slice):
+            return [self._item(i) for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        return self._item(index)
+
+    def __iter__(self) -> Iterator[T]:
+        for index in range(len(self)):
+            yield self._item(index)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, str):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # read-only, but compared by content
+
+
+class RecordSequence(ItemSequence[M], Generic[M]):
     """A read-only sequence of records whose keys and statuses are known without reading the records."""
 
     @abstractmethod
@@ -41,37 +82,14 @@ class RecordSequence(Sequence[M], Generic[M]):
     def _record(self, index: int) -> M:
         """The record at `index` (0 <= index < len)."""
 
-    @overload
-    def __getitem__(self, index: int) -> M: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[M]: ...
-
-    def __getitem__(self, index: int | slice) -> M | list[M]:
-        if isinstance(index, slice):
-            return [self._record(i) for i in range(*index.indices(len(self)))]
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError(index)
+    def _item(self, index: int) -> M:
         return self._record(index)
-
-    def __iter__(self) -> Iterator[M]:
-        for index in range(len(self)):
-            yield self._record(index)
 
     def where(self, keep: Callable[[str], bool]) -> Iterator[M]:
         """The records whose status `keep` accepts, in order; the others are not read."""
         for index, status in enumerate(self.statuses()):
             if keep(status):
                 yield self._record(index)
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Sequence) and not isinstance(other, str):
-            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]  # mutable-looking, compared by content
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} of {len(self)} records>"
@@ -100,10 +118,7 @@ def iter_record_keys(records: Sequence[Any]) -> Iterator[tuple[Any, ...]]:
         yield record.key
 
 
-T = TypeVar("T")
-
-
-class Permuted(Sequence[T], Generic[T]):
+class Permuted(ItemSequence[T], Generic[T]):
     """`items` read in the order of `positions` (a view: nothing is copied)."""
 
     def __init__(self, items: Sequence[T], positions: Sequence[int]) -> None:
@@ -113,21 +128,8 @@ class Permuted(Sequence[T], Generic[T]):
     def __len__(self) -> int:
         return len(self._positions)
 
-    @overload
-    def __getitem__(self, index: int) -> T: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[T]: ...
-
-    def __getitem__(self, index: int | slice) -> T | list[T]:
-        if isinstance(index, slice):
-            return [self._items[self._positions[i]] for i in range(*index.indices(len(self)))]
+    def _item(self, index: int) -> T:
         return self._items[self._positions[index]]
-
-    def __iter__(self) -> Iterator[T]:
-        items = self._items
-        for position in self._positions:
-            yield items[position]
 
 
 def order_by_codes(codes: Sequence[int]) -> array[int]:
