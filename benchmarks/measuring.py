@@ -13,9 +13,37 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One finished command, timed from outside."""
+
+    wall_s: float
+    cpu_s: float
+    """User + system CPU seconds: the steadier figure on a machine shared with other work."""
+    peak_rss_mb: float
+    exit_code: int
+    output: str
+    """Standard output and error, interleaved."""
+
+
+def run_measured(command: list[str], folder: Path, env: dict[str, str] | None = None) -> Measured:
+    """Run `command` in `folder` and measure it (peak RSS from the child's own `ru_maxrss`, via `os.wait4`)."""
+    started = time.perf_counter()
+    with tempfile.TemporaryFile() as out:
+        process = subprocess.Popen(command, cwd=folder, env=env, stdout=out, stderr=subprocess.STDOUT)
+        _, status, usage = os.wait4(process.pid, 0)
+        wall = time.perf_counter() - started
+        out.seek(0)
+        output = out.read().decode(errors="replace")
+    # Linux reports ru_maxrss in kilobytes.
+    cpu = usage.ru_utime + usage.ru_stime
+    return Measured(wall, cpu, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status), output)
 
 
 def measure(command: list[str], folder: Path) -> tuple[float, float, str]:
@@ -25,17 +53,10 @@ def measure(command: list[str], folder: Path) -> tuple[float, float, str]:
         **os.environ,
         "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT / "src"), os.environ.get("PYTHONPATH")) if p),
     }
-    started = time.perf_counter()
-    with tempfile.TemporaryFile() as out:
-        process = subprocess.Popen(command, cwd=folder, env=env, stdout=out, stderr=subprocess.STDOUT)
-        _, status, usage = os.wait4(process.pid, 0)
-        wall = time.perf_counter() - started
-        out.seek(0)
-        output = out.read().decode(errors="replace")
-    code = os.waitstatus_to_exitcode(status)
-    if code != 0:
-        sys.exit(f"{' '.join(command)}: exit code {code}:\n{output[-3000:]}")
-    return wall, usage.ru_maxrss / 1024, output  # Linux reports kilobytes
+    done = run_measured(command, folder, env)
+    if done.exit_code != 0:
+        sys.exit(f"{' '.join(command)}: exit code {done.exit_code}:\n{done.output[-3000:]}")
+    return done.wall_s, done.peak_rss_mb, done.output
 
 
 def passed_cases(output: str) -> int:

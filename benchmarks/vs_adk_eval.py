@@ -32,11 +32,13 @@ import os
 import re
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from measuring import run_measured  # a sibling script, found through the path above
 
 ROOT = Path(__file__).resolve().parents[1]
 GOALS = {"evalward adk:": 3.0, "evalward callable": 8.0}
@@ -188,19 +190,13 @@ def measure(label: str, command: list[str], folder: Path, cases: int) -> tuple[f
     """(wall seconds, CPU seconds, peak RSS in MB) of one run; exits when the command failed or scored too
     few cases. CPU time (user + system) is the steadier figure on a machine shared with other work."""
     shutil.rmtree(folder / "shop_agent" / ".adk", ignore_errors=True)  # adk eval's result history
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    started = time.perf_counter()
-    with tempfile.TemporaryFile() as out:
-        process = subprocess.Popen(command, cwd=folder, env=env, stdout=out, stderr=subprocess.STDOUT)
-        _, status, usage = os.wait4(process.pid, 0)
-        wall = time.perf_counter() - started
-        out.seek(0)
-        output = out.read().decode(errors="replace")
-    code = os.waitstatus_to_exitcode(status)
-    found = scored_cases(label, output)
-    if code != 0 or found != cases:
-        sys.exit(f"{label}: exit code {code}, {found}/{cases} cases scored and passed:\n{output[-3000:]}")
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024  # Linux reports kilobytes
+    done = run_measured(command, folder, {**os.environ, "PYTHONUNBUFFERED": "1"})
+    found = scored_cases(label, done.output)
+    if done.exit_code != 0 or found != cases:
+        sys.exit(
+            f"{label}: exit code {done.exit_code}, {found}/{cases} cases scored and passed:\n{done.output[-3000:]}"
+        )
+    return done.wall_s, done.cpu_s, done.peak_rss_mb
 
 
 def main() -> None:
