@@ -167,6 +167,11 @@ _PIECES = [
     "MY_TOKEN=abcdefgh1",
     "https://user:pw-1234@host/x",
     "?api_key=v4lue",
+    "&Signature=",
+    "?",
+    "&",
+    "KEY=",
+    "A_PASSWD=",
     "xoxb-1234567890-abc",
     "-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----",
     "\n",
@@ -215,3 +220,21 @@ def test_a_clean_result_is_not_walked_string_by_string() -> None:
     assert not redactor.could_change(clean.model_dump_json())
     assert redactor.could_change(Result(texts=["x\nMY_TOKEN=abcdefgh1"]).model_dump_json())
     assert redactor.could_change(Result(texts=["\tghs_" + "A1b2C3d4E5" * 4]).model_dump_json())
+
+
+def test_a_model_and_its_encoded_form_are_redacted_together() -> None:
+    # The pipeline writes the JSON the check read: clean, it is that very text; dirty, the redacted model's.
+    class Result(BaseModel):
+        texts: list[str]
+
+    def encode(result: Result) -> bytes:
+        return result.model_dump_json().encode("utf-8")
+
+    redactor = Redactor([Secret("hunter2hunter2", "DB_PASSWORD")])
+    clean = Result(texts=["Order 7 has shipped.", "a?b=c&d=e"])
+    kept, data = redactor.encoded_model(clean, encode)
+    assert kept is clean and data == encode(clean)
+    dirty = Result(texts=["pw hunter2hunter2", "see ?token=abc123"])
+    redacted, data = redactor.encoded_model(dirty, encode)
+    assert redacted == Result(texts=[f"pw {marker('DB_PASSWORD')}", f"see ?token={marker('credential')}"])
+    assert data == encode(redacted) and b"hunter2" not in data and b"abc123" not in data

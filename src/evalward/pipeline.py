@@ -39,10 +39,11 @@ from evalward.model.cases import (
     HAS_REFERENCE_MESSAGES,
     HAS_SCENARIO,
     cases_with,
+    content_hash_of,
     edit_cases,
 )
-from evalward.redact import redact_model
-from evalward.spill import RankedKeys, RecordLog
+from evalward.redact import redact_encoded_model
+from evalward.spill import RankedKeys, RecordLog, encode_record
 
 if TYPE_CHECKING:
     from evalward.judging.config import JudgeConfig
@@ -544,7 +545,7 @@ def build_case_result(item: WorkItem, case_run: CaseRun) -> CaseResult:
         usage=case_run.usage,
         final_state=case_run.final_state,
         simulation=case_run.simulation,
-        content_hash=item.case.content_hash,
+        content_hash=item.case.content_hash if item.place is None else content_hash_of(eval_set.cases, item.place[1]),
         must_pass=case.must_pass,
         cluster=case.cluster,
         started_at=case_run.started_at,
@@ -730,12 +731,12 @@ async def run_prepared(
     # of all of them after the last case (that tail is pure waiting for the user).
     by_case: dict[int, list[CaseResult]] = {}
 
-    def record(result: CaseResult, place: tuple[int, int] | None) -> None:
+    def record(result: CaseResult, place: tuple[int, int] | None, encoded: bytes | None = None) -> None:
         if place is None:
             rank = cases.rank_of_key((result.eval_set_id, result.case_id))
         else:
             rank = cases.rank(cases.number(*place))
-        results.append(result, (rank, result.repetition), result.status)
+        results.append(result, (rank, result.repetition), result.status, encoded=encoded)
         group = by_case.setdefault(rank, [])
         group.append(result)
         if len(group) == run.repetitions:
@@ -763,12 +764,13 @@ async def run_prepared(
         result = build_case_result(item, case_run)
         result = await score_outside(result, item, case_run, agent, judging, options)
         # Once, as it is recorded: the database, every report and the gate then see only redacted output.
-        result = redact_model(result)
+        # The JSON the redaction reads is the one the result log writes (encoded once).
+        result, encoded = redact_encoded_model(result, encode_record)
         if write_task is not None:
             if write_task.done() and write_task.exception() is not None:
                 raise write_task.exception()  # type: ignore[misc]  # the database failed: stop the run
             await to_write.put(result)
-        record(result, item.place)
+        record(result, item.place, encoded)
 
     try:
         await agent.start()

@@ -205,8 +205,9 @@ class RecordLog(RecordSequence[M], Generic[M]):
     def spilled(self) -> bool:
         return self._file is not None
 
-    def append(self, record: M, key: Any, status: str) -> None:
-        """Add `record`, whose key is `key` in the form the log's key store takes, with `status`."""
+    def append(self, record: M, key: Any, status: str, *, encoded: bytes | None = None) -> None:
+        """Add `record`, whose key is `key` in the form the log's key store takes, with `status`. `encoded`:
+        `encode_record(record)`, when the caller has it already (it is not encoded twice)."""
         self._keys.append(key)
         self._statuses.append(status)
         if self._file is None and len(self._objects) < self.max_in_memory:
@@ -215,13 +216,12 @@ class RecordLog(RecordSequence[M], Generic[M]):
         if self._file is None:
             self._file = _SpillFile()
             for earlier in self._objects:
-                self._write(earlier)
+                self._write(encode_record(earlier))
             self._objects = []
-        self._write(record)
+        self._write(encode_record(record) if encoded is None else encoded)
 
-    def _write(self, record: M) -> None:
+    def _write(self, data: bytes) -> None:
         assert self._file is not None
-        data = record.model_dump_json(exclude=_computed_fields(self.model)).encode("utf-8")
         self._offsets.append(self._file.append(data))
 
     def keys(self) -> Sequence[tuple[Any, ...]]:
@@ -269,6 +269,11 @@ class OrderedView(RecordSequence[M], Generic[M]):
 
     def _record(self, index: int) -> M:
         return self._log._record(self._order[index])
+
+
+def encode_record(record: BaseModel) -> bytes:
+    """`record` as a `RecordLog` writes it: its JSON (UTF-8) without computed fields."""
+    return record.model_dump_json(exclude=_computed_fields(type(record))).encode("utf-8")
 
 
 def _computed_fields(model: type[BaseModel]) -> set[str]:

@@ -183,6 +183,14 @@ def content_hashes(cases: Sequence[EvalCase]) -> Mapping[str, str]:
     return {case.case_id: case.content_hash for case in cases}
 
 
+def content_hash_of(cases: Sequence[EvalCase], index: int) -> str:
+    """Case `index`'s content hash: the one the index keeps for a `CaseSequence` (its case read back need not
+    be hashed again: ~5% of a model-free run), else the case's own."""
+    if isinstance(cases, CaseSequence):
+        return cases.content_hash_at(index)
+    return cases[index].content_hash
+
+
 def content_hash_list(cases: Sequence[EvalCase]) -> list[str]:
     """Every case's content hash, in order (ids may repeat before a set is checked, so not a mapping)."""
     if isinstance(cases, CaseSequence):
