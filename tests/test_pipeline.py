@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 from tests.fakes.cases import make_case, make_set
 
@@ -124,3 +125,45 @@ def test_an_output_the_case_expects_is_not_an_empty_answer() -> None:
     seen.see(WorkItem(eval_set, case, 0), [AgentOutput(outputs={"route": "refunds"})])
     seen.see(WorkItem(eval_set, case, 1), [AgentOutput(outputs={})])
     assert (seen.runs, seen.empty, seen.first) == (2, 1, "case 'route-1' turn 0, an empty object")
+
+
+def test_results_wait_for_a_slow_history_writer_and_a_dead_one_stops_the_run() -> None:
+    # The history queue is bounded: a finished result waits while it is full (memory stays flat when the agent
+    # outruns the database), and when the writer dies instead of draining it, its error ends the wait.
+    from evalward.pipeline import _hand_to_writer
+
+    async def scenario() -> list[str]:
+        seen: list[str] = []
+        queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=1)
+        release = asyncio.Event()
+
+        async def slow_writer() -> None:
+            await release.wait()
+            while (item := await queue.get()) is not None:
+                seen.append(item)
+
+        writer = asyncio.create_task(slow_writer())
+        await _hand_to_writer(queue, "a", writer)
+        waiting = asyncio.create_task(_hand_to_writer(queue, "b", writer))
+        await asyncio.sleep(0.01)
+        assert not waiting.done() and queue.qsize() == 1  # full: "b" waits for the writer
+        release.set()
+        await waiting
+        await _hand_to_writer(queue, None, writer)
+        await writer
+
+        failing_queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=1)
+        failing_queue.put_nowait("c")
+
+        async def dying_writer() -> None:
+            await asyncio.sleep(0.01)
+            raise RuntimeError("database is locked")
+
+        dying = asyncio.create_task(dying_writer())
+        try:
+            await asyncio.wait_for(_hand_to_writer(failing_queue, "d", dying), timeout=5)
+        except RuntimeError as exc:
+            seen.append(f"error: {exc}")
+        return seen
+
+    assert asyncio.run(scenario()) == ["a", "b", "error: database is locked"]

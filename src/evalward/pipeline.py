@@ -382,6 +382,27 @@ def run_fingerprint(
 
 WRITE_BATCH_MAX = 200
 """Most case results one history transaction takes."""
+WRITE_QUEUE_MAX = 4 * WRITE_BATCH_MAX
+"""Most finished case results waiting for the history writer. Past it, finishing cases wait for the database:
+agents that outrun it (a replay, a model-free agent) would otherwise pile up every result in memory (2 GB
+at 100,000 cases before the bound)."""
+
+
+async def _hand_to_writer(
+    queue: asyncio.Queue[CaseResult | None], item: CaseResult | None, writer: asyncio.Task[None]
+) -> None:
+    """Put `item` on the writer's queue, waiting while it is full; raise the writer's error if it stops instead
+    (a full queue nobody drains would hang the run)."""
+    if not queue.full():
+        queue.put_nowait(item)
+        return
+    put = asyncio.ensure_future(queue.put(item))
+    await asyncio.wait({put, writer}, return_when=asyncio.FIRST_COMPLETED)
+    if put.done():
+        return
+    put.cancel()
+    error = writer.exception() if not writer.cancelled() else None
+    raise error or InfrastructureError("the history writer stopped before the run's results were stored")
 
 
 async def _write_results(
@@ -753,7 +774,7 @@ async def run_prepared(
     # them in one transaction. Agents never wait for the database, writes from one process never contend for
     # its lock, and a batch is milliseconds of results (a kill -9 loses at most that; --resume reruns it).
     writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evalward-store")
-    to_write: asyncio.Queue[CaseResult | None] = asyncio.Queue()
+    to_write: asyncio.Queue[CaseResult | None] = asyncio.Queue(maxsize=WRITE_QUEUE_MAX)
     write_task = asyncio.create_task(_write_results(store, run.run_id, to_write, writer)) if store else None
 
     empty_answers = EmptyAnswers()
@@ -769,7 +790,7 @@ async def run_prepared(
         if write_task is not None:
             if write_task.done() and write_task.exception() is not None:
                 raise write_task.exception()  # type: ignore[misc]  # the database failed: stop the run
-            await to_write.put(result)
+            await _hand_to_writer(to_write, result, write_task)
         record(result, item.place, encoded)
 
     try:
@@ -817,7 +838,8 @@ async def run_prepared(
             prepared.simulator = simulator
             await simulator.aclose()
         if write_task is not None:
-            await to_write.put(None)
+            if not write_task.done():
+                await _hand_to_writer(to_write, None, write_task)
             await write_task
         writer.shutdown(wait=True)
         empty_warning = empty_answers.warning()
