@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from tests.fakes.cases import make_case, make_set
 
 from evalward.metrics.aggregate import summarize_run
@@ -167,3 +168,34 @@ def test_results_wait_for_a_slow_history_writer_and_a_dead_one_stops_the_run() -
         return seen
 
     assert asyncio.run(scenario()) == ["a", "b", "error: database is locked"]
+
+
+def test_a_history_database_failing_mid_run_stops_the_run_with_its_error(tmp_path: Path) -> None:
+    from evalward.store import open_store
+
+    cases = [
+        {
+            "eval_id": f"case-{i}",
+            "conversation": [
+                {
+                    "user_content": {"parts": [{"text": f"where is order {i}?"}]},
+                    "final_response": {"parts": [{"text": f"order {i} shipped"}]},
+                }
+            ],
+        }
+        for i in range(40)
+    ]
+    path = tmp_path / "orders.evalset.json"
+    path.write_text(json.dumps({"eval_set_id": "orders", "eval_cases": cases}), encoding="utf-8")
+    prepared = prepare(RunOptions(paths=[str(path)], agent="-", concurrency=2, timeout_s=30))
+    store = open_store(f"sqlite:///{tmp_path / 'history.db'}")
+
+    def failing_write(run_id: str, results: Any) -> None:
+        raise RuntimeError("disk I/O error")
+
+    store.record_cases = failing_write  # type: ignore[method-assign]
+    try:
+        with pytest.raises(RuntimeError, match="disk I/O error"):
+            run_blocking(prepared, agent=AlternatingAgent(), store=store)
+    finally:
+        store.close()

@@ -391,16 +391,17 @@ at 100,000 cases before the bound)."""
 async def _hand_to_writer(
     queue: asyncio.Queue[CaseResult | None], item: CaseResult | None, writer: asyncio.Task[None]
 ) -> None:
-    """Put `item` on the writer's queue, waiting while it is full; raise the writer's error if it stops instead
-    (a full queue nobody drains would hang the run)."""
-    if not queue.full():
-        queue.put_nowait(item)
-        return
-    put = asyncio.ensure_future(queue.put(item))
-    await asyncio.wait({put, writer}, return_when=asyncio.FIRST_COMPLETED)
-    if put.done():
-        return
-    put.cancel()
+    """Put `item` on the writer's queue, waiting while it is full; raise the writer's error once it has stopped
+    (the database failed: the run stops, and a full queue nobody drains would hang it)."""
+    if not writer.done():
+        if not queue.full():
+            queue.put_nowait(item)
+            return
+        put = asyncio.ensure_future(queue.put(item))
+        await asyncio.wait({put, writer}, return_when=asyncio.FIRST_COMPLETED)
+        if put.done():
+            return
+        put.cancel()
     error = writer.exception() if not writer.cancelled() else None
     raise error or InfrastructureError("the history writer stopped before the run's results were stored")
 
@@ -788,8 +789,6 @@ async def run_prepared(
         # The JSON the redaction reads is the one the result log writes (encoded once).
         result, encoded = redact_encoded_model(result, encode_record)
         if write_task is not None:
-            if write_task.done() and write_task.exception() is not None:
-                raise write_task.exception()  # type: ignore[misc]  # the database failed: stop the run
             await _hand_to_writer(to_write, result, write_task)
         record(result, item.place, encoded)
 
@@ -838,8 +837,7 @@ async def run_prepared(
             prepared.simulator = simulator
             await simulator.aclose()
         if write_task is not None:
-            if not write_task.done():
-                await _hand_to_writer(to_write, None, write_task)
+            await _hand_to_writer(to_write, None, write_task)  # raises the writer's error if it failed
             await write_task
         writer.shutdown(wait=True)
         empty_warning = empty_answers.warning()
