@@ -5,9 +5,9 @@ The function receives the turn's request as a plain dict (the agent protocol's J
 returns a dict, an `AgentOutput` or a str (the response alone). It may also report its trajectory with
 `evalward.trace`; each turn runs inside `trace.capture()` and the traced calls are merged into its output.
 
-Sync functions run in a worker thread (`asyncio.to_thread`, which copies context variables, so tracing
-works there). A thread cannot be killed: when a sync turn times out the executor records the timeout and
-moves on, but the thread runs to its end in the background (and what it traces then is discarded).
+Sync functions run in a worker thread (`runners.worker_threads`, which copies context variables as
+`asyncio.to_thread` does, so tracing works there). A thread cannot be killed: when a sync turn times out the
+executor records the timeout and moves on, but the thread runs to its end in the background (and what it traces then is discarded).
 
 Imports: a file target's directory is put first on `sys.path` (so the agent's sibling modules import),
 and the file is loaded under a private module name (so two `agent.py` files do not collide). For a
@@ -17,7 +17,6 @@ module target the working directory is put on `sys.path`, as `python -m` does. `
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import importlib
 import importlib.util
@@ -36,6 +35,7 @@ from evalward import trace
 from evalward.model import AgentOutput, AgentRequest, AgentTarget, canonical_hash
 from evalward.runners.base import AgentFailure, AgentStartError
 from evalward.runners.outputs import coerce_output
+from evalward.runners.worker_threads import WorkerThreads
 
 _PACKAGE_DIR = str(Path(__file__).resolve().parent.parent)
 """evalward's own source directory: frames there are not the user's code."""
@@ -66,6 +66,7 @@ class PythonAgent:
         self._function = function
         self._wants_model = False
         self._is_async = False
+        self._threads: WorkerThreads | None = None
         if function is not None:
             self._inspect(function)
 
@@ -103,7 +104,9 @@ class PythonAgent:
                 if self._is_async:
                     result = await function(argument)
                 else:
-                    result = await asyncio.to_thread(function, argument)
+                    if self._threads is None:
+                        self._threads = WorkerThreads("evalward-agent")
+                    result = await self._threads.call(function, argument)
                     if inspect.isawaitable(result):
                         result = await result
             except AgentFailure:
@@ -113,6 +116,9 @@ class PythonAgent:
         return collector.apply(coerce_output(result))
 
     async def aclose(self) -> None:
+        if self._threads is not None:
+            self._threads.close()
+            self._threads = None
         for key, value in self._saved_env.items():
             if value is None:
                 os.environ.pop(key, None)
