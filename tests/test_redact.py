@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
+from evalward import redact
 from evalward.redact import (
     Redactor,
     Secret,
@@ -209,6 +210,20 @@ def test_the_document_check_never_skips_a_string_the_walk_would_change(texts: li
         assert redactor.model(result) == Result.model_validate(walked)
     else:
         assert redactor.model(result) is result
+
+
+_SCAN_PIECES = [*_PIECES, "gh", "ghp_", "gho_", "github_pat_", "AKIA", "ASIA", "AK", "sk-", "eyJ", "xox", "?", "&"]
+_SCAN_PIECES += ["?token=abc", "&api_key=x", "?q=1", "&sig=", "KEY-----", "PRIVATE KEY-----"]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(_SCAN_PIECES), max_size=12).map("".join))
+def test_the_documents_fast_scans_find_what_the_plain_ones_find(document: str) -> None:
+    # The grouped literal search and the URL-parameter match tried only at `?`/`&` are shortcuts of these.
+    assert any(find(document) for find in redact._TOKEN_LITERAL_FINDERS) == any(
+        literal in document for literal in redact._TOKEN_LITERALS
+    )
+    assert redact._url_secret_parameter_in(document) == bool(redact._URL_SECRET_PARAMETER.search(document))
 
 
 def test_a_clean_result_is_not_walked_string_by_string() -> None:

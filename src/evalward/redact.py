@@ -77,6 +77,30 @@ _ANY_TRIGGER = re.compile("|".join(re.escape(t) for _, _, ts in _TOKEN_SHAPES fo
 # which an escape sequence in JSON text (`\nMY_TOKEN=…`) would hide. Dropping an assertion only adds matches.
 _ASSIGNED_SECRET_ANYWHERE = re.compile(r"[A-Z][A-Z0-9_]*(?:TOKEN|KEY|SECRET|PASSWORD|PASSWD)=\S{8,}")
 _TOKEN_LITERALS: tuple[str, ...] = tuple(literal for _, _, literals in _TOKEN_SHAPES for literal in literals)
+
+
+def _literal_finders(literals: Sequence[str]) -> tuple[Callable[[str], object], ...]:
+    """Tests for "does the text contain one of `literals`", fewer than one per literal: literals that share
+    their first two characters become one pattern with that literal prefix (`gh(?:p_|o_|…)`), which the regex
+    engine finds with its fast substring search; a whole document is scanned ~6 times instead of ~12."""
+    by_prefix: dict[str, list[str]] = {}
+    for literal in literals:
+        by_prefix.setdefault(literal[:2], []).append(literal)
+    finders: list[Callable[[str], object]] = []
+    for prefix, group in by_prefix.items():
+        if len(group) == 1:
+            finders.append(_contains(group[0]))
+        else:
+            rest = "|".join(re.escape(literal[2:]) for literal in group)
+            finders.append(re.compile(f"{re.escape(prefix)}(?:{rest})").search)
+    return tuple(finders)
+
+
+def _contains(literal: str) -> Callable[[str], bool]:
+    return lambda text: literal in text
+
+
+_TOKEN_LITERAL_FINDERS = _literal_finders(_TOKEN_LITERALS)
 # Characters JSON writes as an escape sequence (`"`, `\`, controls): a secret holding one appears in JSON text
 # only in pieces, so the document check looks for its longest piece.
 _JSON_ESCAPED = re.compile(r'["\\\x00-\x1f]')
@@ -155,7 +179,7 @@ class Redactor:
         """
         if any(piece in document for piece in self._pieces):
             return True
-        if any(literal in document for literal in _TOKEN_LITERALS):
+        if any(find(document) for find in _TOKEN_LITERAL_FINDERS):
             return True
         lowered = document.lower()
         if "bearer" in lowered or "authorization" in lowered:
@@ -165,7 +189,7 @@ class Redactor:
         if "=" not in document:
             return False
         # Each pattern's literal part first: a regex scan of a few kilobytes costs ~10 µs, a substring test ~1.
-        if ("?" in document or "&" in document) and _URL_SECRET_PARAMETER.search(document):
+        if _url_secret_parameter_in(document):
             return True
         return any(literal in document for literal in _ASSIGNED_LITERALS) and bool(
             _ASSIGNED_SECRET_ANYWHERE.search(document)
@@ -200,6 +224,18 @@ class Redactor:
         if cleaned is dumped:
             return model
         return type(model).model_validate(cleaned)
+
+
+def _url_secret_parameter_in(document: str) -> bool:
+    """`_URL_SECRET_PARAMETER.search(document)`, tried only where a match can start (at a `?` or `&`): a
+    search scans every character (~25 µs for a 5 KB result), the few starts cost well under one."""
+    for start in ("?", "&"):
+        position = document.find(start)
+        while position != -1:
+            if _URL_SECRET_PARAMETER.match(document, position):
+                return True
+            position = document.find(start, position + 1)
+    return False
 
 
 def _walk(redactor: Redactor, node: Any) -> Any:
