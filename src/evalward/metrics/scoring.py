@@ -110,13 +110,14 @@ def _mean_over_turns(
             explanation=errored[0][1].explanation,
             details={"errored_turns": [t for t, _ in errored]},
         )
+    if len(per_turn) == 1:
+        # One turn: the case's result is that turn's, with its own arithmetic and diagnostics (the very same
+        # object: results are never changed in place, and building it again was a tenth of a case's scoring).
+        return per_turn[0][0]
     scored = [(t, score) for t, (_, score) in enumerate(per_turn) if score is not None]
     if not scored:
         return _result(spec, metric, None)
     values = [score.value for _, score in scored]
-    if len(per_turn) == 1:
-        # One turn: the case score is that turn's score, with its own arithmetic and diagnostics.
-        return _result(spec, metric, scored[0][1])
     terms = " + ".join(f"{v:.3f}" for v in values)
     if metric.turn_aggregate == "sum":
         value = sum(values)
