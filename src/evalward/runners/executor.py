@@ -404,15 +404,19 @@ class _CaseRunner:
                     session_state=session_state,
                     repetition=item.repetition,
                 )
-                if not await self._play(record, request, history):
+                # The history is the next turn's: the last turn's would be built for nobody.
+                if not await self._play(record, request, history, keep_history=turn + 1 < len(case.turns)):
                     break
         record.final_state = record.outputs[-1].state if record.outputs else None
         record.latency_s = time.monotonic() - began
         record.finished_at = datetime.now(UTC)
         return record
 
-    async def _play(self, record: CaseRun, request: AgentRequest, history: list[Message]) -> bool:
-        """Run one turn and record it; False when it failed (the error is recorded and the case ends)."""
+    async def _play(
+        self, record: CaseRun, request: AgentRequest, history: list[Message], *, keep_history: bool = True
+    ) -> bool:
+        """Run one turn and record it, adding it to `history` when `keep_history`; False when it failed (the
+        error is recorded and the case ends)."""
         outcome = await self._run_turn(request)
         record.attempts += outcome.attempts
         if outcome.output is None:
@@ -426,7 +430,8 @@ class _CaseRunner:
         record.turn_latencies_s.append(outcome.latency_s)
         if output.usage is not None:
             record.usage = output.usage if record.usage is None else record.usage.plus(output.usage)
-        history.extend(history_messages(request, output))
+        if keep_history:
+            history.extend(history_messages(request, output))
         return True
 
     async def _run_scenario(

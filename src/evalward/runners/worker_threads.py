@@ -67,16 +67,21 @@ class WorkerThreads:
             if job is None:
                 return
             loop, future, context, function, args = job
+            result: Any = None
+            error: BaseException | None = None
             try:
                 result = context.run(function, *args)
             except BaseException as exc:  # handed to the awaiting task, as asyncio.to_thread does
-                _deliver(loop, future, None, exc)
-            else:
-                _deliver(loop, future, result, None)
+                error = exc
+            # Counted idle before the result is handed over: the task it wakes may call again at once, and
+            # must find this thread rather than start another.
             with self._lock:
-                if self._closed:
-                    return
-                self._idle += 1
+                closed = self._closed
+                if not closed:
+                    self._idle += 1
+            _deliver(loop, future, result, error)
+            if closed:
+                return
 
 
 def _deliver(
