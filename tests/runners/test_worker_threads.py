@@ -100,9 +100,8 @@ async def test_closed_threads_refuse_calls_and_end() -> None:
     threads.close()
     with pytest.raises(RuntimeError, match="closed"):
         await threads.call(lambda: None)
-    deadline = time.monotonic() + 5
-    while any(t.name.startswith("closing-") for t in threading.enumerate()) and time.monotonic() < deadline:
-        await asyncio.sleep(0.01)
+    for thread in [t for t in threading.enumerate() if t.name.startswith("closing-")]:
+        thread.join(timeout=5)
     assert not any(t.name.startswith("closing-") for t in threading.enumerate())
 
 

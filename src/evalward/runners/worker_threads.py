@@ -16,6 +16,7 @@ threads are daemons: a timed-out call still running when the run ends does not h
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import queue
 import threading
@@ -87,10 +88,9 @@ class WorkerThreads:
 def _deliver(
     loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], result: Any, error: BaseException | None
 ) -> None:
-    try:
+    # RuntimeError: the loop has closed, the run ended while this (timed-out) call was still running.
+    with contextlib.suppress(RuntimeError):
         loop.call_soon_threadsafe(_settle, future, result, error)
-    except RuntimeError:
-        pass  # the loop has closed: the run ended while this (timed-out) call was still running
 
 
 def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
