@@ -12,7 +12,7 @@ from evalward.model import CaseResult, CaseSummary, RunResult
 from evalward.model.records import iter_model_json, record_keys, record_statuses, records_where
 from evalward.model.results import PER_CASE_FIELDS
 from evalward.report.json_report import load_run_json, render_json
-from evalward.spill import RecordLog, max_records_in_memory
+from evalward.spill import RecordLog, _SpillFile, max_records_in_memory
 
 RUN = Path(__file__).parent / "ci" / "data" / "regression-artifact" / "run.json"
 
@@ -37,6 +37,23 @@ def test_records_come_back_equal_whether_kept_or_spilled(max_in_memory: int) -> 
         log[len(cases)]
     assert record_keys(log) == [c.key for c in cases] == record_keys(cases)
     assert record_statuses(log) == [c.status for c in cases]
+
+
+def test_the_spill_file_reads_back_records_still_in_its_write_buffer(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A buffer of 100 bytes: records are read while buffered, across a flush, and after several flushes.
+    monkeypatch.setattr(_SpillFile, "BUFFER_BYTES", 100)
+    spill = _SpillFile()
+    written: list[tuple[int, bytes]] = []
+    for number in range(40):
+        data = json.dumps({"case": number, "pad": "x" * (number % 7)}).encode()
+        written.append((spill.append(data), data))
+        offset, last = written[-1]
+        assert spill.read(offset, len(last)) == last  # just appended: may still be in the buffer
+        first_offset, first = written[0]
+        assert spill.read(first_offset, len(first)) == first
+    assert all(spill.read(offset, len(data)) == data for offset, data in written)
+    assert spill.end == sum(len(data) for _, data in written)
+    spill.close()
 
 
 def test_the_ordered_view_sorts_by_key_and_reads_only_what_is_asked() -> None:

@@ -54,28 +54,45 @@ class _SpillFile:
     """An unnamed temporary file of JSON records, appended to and read back by offset.
 
     A bare descriptor (unlinked at once, closed when the file object goes away): a log that nobody closes
-    leaves neither a file on disk nor an unclosed-file warning behind."""
+    leaves neither a file on disk nor an unclosed-file warning behind. Appends are gathered in a buffer of up
+    to `BUFFER_BYTES` and written together (a write per record was ~5% of a fast agent's run); a read of
+    what is still buffered writes the buffer first."""
+
+    BUFFER_BYTES = 256 * 1024
 
     def __init__(self) -> None:
         descriptor, path = tempfile.mkstemp(prefix="evalward-records-")
         Path(path).unlink()
         self._descriptor = descriptor
         self._end = 0
+        self._written = 0
+        self._buffer = bytearray()
         self._closer = weakref.finalize(self, os.close, descriptor)
 
     def append(self, data: bytes) -> int:
         offset = self._end
-        written = 0
-        while written < len(data):
-            written += os.pwrite(self._descriptor, data[written:], offset + written)
+        self._buffer += data
         self._end += len(data)
+        if len(self._buffer) >= self.BUFFER_BYTES:
+            self._flush()
         return offset
+
+    def _flush(self) -> None:
+        view = memoryview(self._buffer)
+        done = 0
+        while done < len(view):
+            done += os.pwrite(self._descriptor, view[done:], self._written + done)
+        view.release()
+        self._written += done
+        self._buffer.clear()
 
     @property
     def end(self) -> int:
         return self._end
 
     def read(self, offset: int, length: int) -> bytes:
+        if offset + length > self._written:
+            self._flush()
         return os.pread(self._descriptor, length, offset)
 
     def close(self) -> None:
