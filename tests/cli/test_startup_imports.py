@@ -163,3 +163,9 @@ def test_a_one_case_dice_run_loads_one_format_and_the_metrics_it_scores(tmp_path
     scored = json.loads(report.read_text(encoding="utf-8"))
     assert scored["passed"] is True
     assert len(scored["cases"]) == 1
+
+
+def test_a_quiet_run_prints_its_line_without_rich(tmp_path: Path) -> None:
+    """`-q` prints one plain line; the terminal tables (and rich's import) are for the full report."""
+    args = ["run", str(DICE), "--agent", f"{DICE}/agent.py:root_agent", "--no-history", "-q"]
+    assert loaded_after(args, ("rich", "evalward.report.terminal"), tmp_path) == []

@@ -139,10 +139,7 @@ def run_and_report(
     quiet: bool,
 ) -> int:
     """Run a prepared evaluation with a progress bar, write the report files, and return the exit code."""
-    from rich.console import Console
-
     from evalward.pipeline import fingerprint_for, run_blocking
-    from evalward.report.terminal import print_run
     from evalward.runners import make_agent
 
     options = prepared.options
@@ -190,16 +187,17 @@ def run_and_report(
         write_reports(
             run, json_path=json_path, junit_path=junit_path, markdown_path=markdown_path, extra_markdown=step_tables
         )
-        # Logs (not a terminal) get a wide fixed width, so tables are not squeezed to 80 columns in CI.
-        console = Console(highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else 120)
-        if quiet:
+        if quiet:  # one plain line: rich (and its import) only for the tables
             counts = run.counts()
             verdict = "PASSED" if run.passed else "FAILED"
-            console.print(
-                f"{verdict}: {counts['passed']} passed, {counts['failed']} failed, {counts['error']} errors",
-                markup=False,
-            )
+            click.echo(f"{verdict}: {counts['passed']} passed, {counts['failed']} failed, {counts['error']} errors")
         else:
+            from rich.console import Console
+
+            from evalward.report.terminal import print_run
+
+            # Logs (not a terminal) get a wide fixed width, so tables are not squeezed to 80 columns in CI.
+            console = Console(highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else 120)
             print_run(run, console, detailed=detailed)
             if step_tables:
                 click.echo("\n" + render_confusion_text(tables), nl=False)
