@@ -85,6 +85,30 @@ def test_a_running_run_loads_with_the_cases_recorded_so_far_in_write_order(store
     assert loaded.model_copy(update={"cases": []}) == run
 
 
+@pytest.mark.parametrize("max_in_memory", ["0", "2", "1000"])
+def test_a_loaded_run_reads_its_cases_as_a_stream_in_the_recorded_order(
+    store: Store, monkeypatch: pytest.MonkeyPatch, max_in_memory: str
+) -> None:
+    """Cases finish_run saw come back in its order (not the order they were written), later ones after them;
+    past EVALWARD_MAX_RECORDS_IN_MEMORY they wait in a temporary file, and they come back equal either way."""
+    monkeypatch.setenv("EVALWARD_MAX_RECORDS_IN_MEMORY", max_in_memory)
+    ids = ["e", "b", "d", "a", "c"]
+    run = make_run("run-1", case_ids=ids)
+    store.begin_run(run, [("smoke", case_id, 0) for case_id in ids])
+    written = [make_case(case_id, score=0.5 + index / 10) for index, case_id in enumerate(ids)]
+    for case in written[::-1]:  # written in the reverse of the run's order
+        store.record_case("run-1", case)
+    store.finish_run(run.model_copy(update={"cases": written[:4], "status": "complete"}))
+    store.record_case("run-1", make_case("late"))
+
+    loaded = store.load_run("run-1")
+
+    assert [c.case_id for c in loaded.cases] == ["e", "b", "d", "a", "c", "late"]
+    assert list(loaded.cases)[:5] == written
+    assert [c.key for c in loaded.cases] == [("smoke", i, 0) for i in [*ids, "late"]]
+    assert loaded.cases.statuses()[0] == written[0].status  # type: ignore[attr-defined]
+
+
 def test_record_case_is_idempotent_per_run_case_and_repetition(store: Store) -> None:
     store.begin_run(make_run("run-1"), [("smoke", "a", 0), ("smoke", "a", 1)])
 

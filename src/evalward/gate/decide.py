@@ -106,7 +106,8 @@ from evalward.gate.stratified import (
     pass_rate_test,
     weighted_holm,
 )
-from evalward.model import CaseResult, RunResult
+from evalward.gate.scores import ScoredResult, scored
+from evalward.model import RunResult
 from evalward.model.verdict import (
     BaselineInfo,
     CaseDiagnostic,
@@ -190,15 +191,15 @@ def compare(a: RunResult, b: RunResult, policy: GatePolicy) -> Verdict:
 # ---------------------------------------------------------------------------------------------- helpers
 
 
-def _group(run: RunResult) -> dict[CaseKey, list[CaseResult]]:
+def _group(results: Sequence[ScoredResult]) -> dict[CaseKey, list[ScoredResult]]:
     """Case results by (eval_set_id, case_id), repetitions in order, keys sorted."""
-    grouped: dict[CaseKey, list[CaseResult]] = {}
-    for result in run.cases:
+    grouped: dict[CaseKey, list[ScoredResult]] = {}
+    for result in results:
         grouped.setdefault((result.eval_set_id, result.case_id), []).append(result)
     return {key: sorted(grouped[key], key=lambda r: r.repetition) for key in sorted(grouped)}
 
 
-def _content_hash(run: RunResult, key: CaseKey, results: Sequence[CaseResult]) -> str:
+def _content_hash(run: RunResult, key: CaseKey, results: Sequence[ScoredResult]) -> str:
     for result in results:
         if result.content_hash:
             return result.content_hash
@@ -292,8 +293,12 @@ class _Gate:
         self.seed = policy.seed if policy.seed is not None else _derive_seed(current, baseline)
         self._positions: dict[int, dict[CaseKey, int]] = {}
         self.findings: list[Finding] = []
-        self.cur = _group(current)
-        self.base = _group(baseline) if baseline is not None else {}
+        # Each run's results are read once, into what the steps read of them (`gate.scores`): a large run's full
+        # results may live in a temporary file, and are never all held here.
+        self.current_results = scored(current.cases)
+        self.baseline_results = scored(baseline.cases) if baseline is not None else []
+        self.cur = _group(self.current_results)
+        self.base = _group(self.baseline_results)
         self.quarantined = self._quarantined_keys()
         self.compared: list[CaseKey] = []
         self.higher_is_better: dict[str, bool] = {}
@@ -417,7 +422,7 @@ class _Gate:
                 "blocking",
                 f"Run {run.run_id} has status {run.status!r}, not 'complete': its results are incomplete.",
             )
-        if not run.cases:
+        if not self.current_results:
             self.add(
                 "error",
                 "blocking",
@@ -656,7 +661,7 @@ class _Gate:
 
     def has_thresholds(self) -> bool:
         """Whether the current run's criteria give any metric a threshold (so statuses mean pass/fail)."""
-        if any(m.threshold is not None for r in self.current.cases for m in r.metric_results):
+        if any(m.threshold is not None for r in self.current_results for m in r.metric_results):
             return True
         return any(m.threshold is not None for info in self.current.eval_sets for m in info.criteria)
 
@@ -666,14 +671,16 @@ class _Gate:
         if self.policy.metrics is not None:
             gated = list(dict.fromkeys(self.policy.metrics))
         else:
-            with_threshold = {m.name for r in self.current.cases for m in r.metric_results if m.threshold is not None}
+            with_threshold = {m.name for r in self.current_results for m in r.metric_results if m.threshold is not None}
             for info in self.current.eval_sets:
                 with_threshold.update(m.name for m in info.criteria if m.threshold is not None)
             if with_threshold:
                 gated, reported = [CASE_PASS_METRIC], sorted(with_threshold)
             else:
                 assert self.baseline is not None
-                gated = sorted(_score_like(self.current) & _score_like(self.baseline)) or [CASE_PASS_METRIC]
+                gated = sorted(_score_like(self.current_results) & _score_like(self.baseline_results)) or [
+                    CASE_PASS_METRIC
+                ]
         primary = self.policy.primary()
         if primary is not None:
             reported = [name for name in dict.fromkeys([*gated, *reported]) if name != primary]
@@ -681,10 +688,8 @@ class _Gate:
         return gated, reported
 
     def _direction(self, metric: str) -> bool:
-        for run in (self.current, self.baseline):
-            if run is None:
-                continue
-            for result in run.cases:
+        for results in (self.current_results, self.baseline_results):
+            for result in results:
                 found = result.metric(metric)
                 if found is not None:
                     return found.higher_is_better
@@ -699,15 +704,14 @@ class _Gate:
         if metric not in self._worst:
             seen = [
                 m.score
-                for run in (self.current, self.baseline)
-                if run is not None
-                for r in run.cases
+                for results in (self.current_results, self.baseline_results)
+                for r in results
                 if (m := r.metric(metric)) is not None and m.score is not None
             ]
             self._worst[metric] = max(seen) if seen else None
         return self._worst[metric]
 
-    def _scores(self, results: Sequence[CaseResult], metric: str) -> list[float]:
+    def _scores(self, results: Sequence[ScoredResult], metric: str) -> list[float]:
         """Scores of one case's repetitions for `metric`, errors handled per policy (steps 0 and 5)."""
         scores: list[float] = []
         for result in results:
@@ -1347,9 +1351,9 @@ class _Gate:
             )
 
     @staticmethod
-    def _resource(results: Sequence[CaseResult], kind: str) -> float | None:
+    def _resource(results: Sequence[ScoredResult], kind: str) -> float | None:
         if kind == "cost":
-            costs = [r.usage.cost_usd for r in results if r.usage is not None and r.usage.cost_usd is not None]
+            costs = [r.cost_usd for r in results if r.cost_usd is not None]
             return statistics.fmean(costs) if costs else None
         latencies = [r.latency_s for r in results if r.latency_s is not None]
         return statistics.median(latencies) if latencies else None
@@ -1449,8 +1453,8 @@ class _Gate:
     def _label(
         self,
         key: CaseKey,
-        before: list[CaseResult] | None,
-        after: list[CaseResult] | None,
+        before: list[ScoredResult] | None,
+        after: list[ScoredResult] | None,
         flip: float | None,
         compared: set[CaseKey],
         changed: set[tuple[str | None, str | None]],
@@ -1654,26 +1658,27 @@ class _Gate:
         )
 
 
-def _score_like(run: RunResult) -> set[str]:
-    """Metrics of `run` that read as scores: higher is better and every score lies in [0, 1] (GATE.md §1).
+def _score_like(results: Sequence[ScoredResult]) -> set[str]:
+    """Metrics of a run's `results` that read as scores: higher is better and every score lies in [0, 1]
+    (GATE.md §1).
 
     The fallback of step 5 gates only these. Latency, tokens, cost, ADK's efficiency counts and other
     lower-is-better counts are informational unless the policy names them: a longer answer or one more model
     call is not a regression by default, and the tests assume s ∈ [0, 1]."""
-    scored: set[str] = set()
+    score_like: set[str] = set()
     excluded: set[str] = set()
-    for result in run.cases:
+    for result in results:
         for metric in result.metric_results:
             if metric.score is None:
                 continue
             if metric.higher_is_better and 0.0 <= metric.score <= 1.0:
-                scored.add(metric.name)
+                score_like.add(metric.name)
             else:
                 excluded.add(metric.name)
-    return scored - excluded
+    return score_like - excluded
 
 
-def _case_passes(results: Sequence[CaseResult], pass_rule: str) -> bool:
+def _case_passes(results: Sequence[ScoredResult], pass_rule: str) -> bool:
     """Whether a case passes over its repetitions under the run's pass rule (errors never pass).
 
     `per_run`: every repetition has status `passed`. `mean_over_runs`: no repetition errored and, for every

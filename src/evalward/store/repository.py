@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import io
 import json
+from array import array
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
@@ -194,6 +195,9 @@ def _unique_keys(keys: Iterable[ItemKey]) -> list[ItemKey]:
 _ROWS_PER_INSERT = 5000
 """Rows a multi-row insert sends at once."""
 
+_ROWS_PER_READ = 500
+"""Case rows a streamed read fetches at once."""
+
 
 def _case_order(keys: Iterable[ItemKey]) -> JSONText:
     """The runs row's `case_order` (the keys as JSON lists), written key by key: a large run's keys are made
@@ -368,35 +372,52 @@ class Store:
 
         Cases follow the order `finish_run` saw them in; cases recorded after that (or before any
         `finish_run`) follow in the order they were written. Raises GateInputError for an unknown id.
+
+        The case results are read as a stream into a `RecordLog` (`evalward.spill`): past a few hundred they
+        wait in a temporary file as the JSON text the database holds (each validated once on the way), so a
+        run of 100,000 cases loads in the memory of its keys instead of gigabytes of objects.
         """
-        from sqlalchemy import select
+        from sqlalchemy import Text, cast, select
+
+        from evalward.spill import OrderedView, RecordLog
 
         with read_transaction(self.engine) as conn:
             row = conn.execute(
-                select(runs_table.c.run_json, runs_table.c.case_order, runs_table.c.status).where(
+                select(runs_table.c.run_json, cast(runs_table.c.case_order, Text), runs_table.c.status).where(
                     runs_table.c.run_id == run_id
                 )
             ).one_or_none()
             if row is None:
                 raise self._unknown_run(conn, run_id)
-            case_rows = conn.execute(
+            run_json, case_order, status = row
+            position = {
+                (str(e), str(c), int(r)): i for i, (e, c, r) in enumerate(json.loads(case_order or "null") or [])
+            }
+            cases: RecordLog[CaseResult] = RecordLog(CaseResult)
+            sort_keys = array("q")
+            stream = conn.execution_options(yield_per=_ROWS_PER_READ).execute(
                 select(
-                    cases_table.c.eval_set_id, cases_table.c.case_id, cases_table.c.repetition, cases_table.c.case_json
+                    cases_table.c.eval_set_id,
+                    cases_table.c.case_id,
+                    cases_table.c.repetition,
+                    cases_table.c.status,
+                    cast(cases_table.c.case_json, Text),
                 )
                 .where(cases_table.c.run_id == run_id)
                 .order_by(cases_table.c.id)
-            ).all()
-        by_key = {(r.eval_set_id, r.case_id, r.repetition): r.case_json for r in case_rows}
-        ordered: list[dict[str, Any]] = []
-        for key in row.case_order or []:
-            item = by_key.pop((str(key[0]), str(key[1]), int(key[2])), None)
-            if item is not None:
-                ordered.append(item)
-        ordered.extend(by_key.values())
-        data = dict(row.run_json)
-        data["status"] = row.status
-        data["cases"] = ordered
-        return RunResult.model_validate(data)
+            )
+            for eval_set_id, case_id, repetition, case_status, text in stream:
+                key = (eval_set_id, case_id, repetition)
+                case = CaseResult.model_validate_json(text)
+                cases.append(case, key, case_status, encoded=text.encode("utf-8"))
+                # Cases finish_run saw first, in its order; later ones after them, in the order written.
+                sort_keys.append(position.get(key, len(position) + len(sort_keys)))
+        del position
+        data = dict(run_json)
+        data["status"] = status
+        data["cases"] = []
+        order = array("q", sorted(range(len(sort_keys)), key=sort_keys.__getitem__))
+        return RunResult.model_validate(data).model_copy(update={"cases": OrderedView(cases, order)})
 
     def load_run_header(self, run_id: str) -> RunResult:
         """The recorded run without its case results (context, eval-set records, summary): cheap at any size.
