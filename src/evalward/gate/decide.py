@@ -98,6 +98,7 @@ from typing import Literal
 from evalward.gate import stats
 from evalward.gate.headline import headline
 from evalward.gate.policy import CASE_PASS_METRIC, ERROR_RATE_METRIC, GatePolicy
+from evalward.gate.scores import ScoredResult, scored
 from evalward.gate.stratified import (
     NewlyBrokenResult,
     PassRateResult,
@@ -106,7 +107,6 @@ from evalward.gate.stratified import (
     pass_rate_test,
     weighted_holm,
 )
-from evalward.gate.scores import ScoredResult, scored
 from evalward.model import RunResult
 from evalward.model.verdict import (
     BaselineInfo,
