@@ -581,18 +581,35 @@ def finalize(
     *,
     status: str,
 ) -> RunResult:
-    """Fold case results held in memory into the run's summary and verdict under its pass rule (a run being
-    made folds its cases as they finish instead: `run_prepared`)."""
-    from evalward.metrics.aggregate import summarize_run
+    """The run with `cases` (in key order) folded into its summary and verdict under its pass rule, as
+    `run_prepared` folds a run being made. `cases` may be a `RecordSequence` (a stored run read back, a
+    re-scored baseline): it is read once, case by case, and its case summaries go to a `RecordLog`, so a large
+    run is finalized without holding its results."""
+    from evalward.metrics.aggregate import RunFold
+    from evalward.model.records import in_key_order
 
-    ordered = sorted(cases, key=lambda c: c.key)
-    summary = summarize_run(ordered, repetitions=run.repetitions, pass_rule=run.pass_rule)
+    ordered = in_key_order(cases)
+    fold = RunFold(repetitions=run.repetitions, pass_rule=run.pass_rule)
+    summaries: RecordLog[CaseSummary] = RecordLog(CaseSummary)
+    group: list[CaseResult] = []
+
+    def fold_group() -> None:
+        summary = fold.add(group)
+        summaries.append(summary, (summary.eval_set_id, summary.case_id), "passed" if summary.passed else "failed")
+
+    for result in ordered:
+        if group and (group[0].eval_set_id, group[0].case_id) != (result.eval_set_id, result.case_id):
+            fold_group()
+            group = []
+        group.append(result)
+    if group:
+        fold_group()
     return run.model_copy(
         update={
             "cases": ordered,
-            "summary": summary.summary,
-            "case_summaries": summary.case_summaries,
-            "passed": summary.passed and status == "complete" and bool(ordered),
+            "summary": fold.metric_summaries(),
+            "case_summaries": summaries,
+            "passed": fold.passed and status == "complete" and bool(len(ordered)),
             "status": status,
             "finished_at": datetime.now(UTC),
         }

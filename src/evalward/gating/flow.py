@@ -32,6 +32,7 @@ from pydantic import ValidationError
 from evalward.errors import EvalFileError, FileProblem, GateInputError
 from evalward.gating.base_side import BaselineRunMode, BaseSideUnavailable
 from evalward.model import RunResult
+from evalward.model.records import in_key_order, iter_record_keys, joined, pick_where, record_statuses, records_where
 from evalward.model.verdict import BaselineInfo, NoBaseline, Verdict
 
 if TYPE_CHECKING:
@@ -159,7 +160,7 @@ def plan_baseline(
     covered: set[tuple[CaseKey, str]] = set()
     if search.choice is not None:
         theirs = case_keys(search.choice.run)
-        with_results = {(c.eval_set_id, c.case_id) for c in search.choice.run.cases}
+        with_results = _case_keys_of(search.choice.run)
         for key, value in mine.items():
             if key in with_results and key in theirs and same_input(value, theirs[key]):
                 covered.add((key, value[0]))
@@ -352,8 +353,8 @@ def finish_gate(
         if result.unscorable:
             notes.append(f"{len(result.unscorable)} case(s) recorded no outputs and could not be re-scored")
     usable_base = base_run
-    if base_run is not None and base_run.cases and all(c.status == "error" for c in base_run.cases):
-        first = next((c.error for c in base_run.cases if c.error is not None), None)
+    if base_run is not None and base_run.cases and all(status == "error" for status in record_statuses(base_run.cases)):
+        first = next((c.error for c in records_where(base_run.cases, "error".__eq__) if c.error is not None), None)
         plan.problem = (
             f"the base side ran but every case errored ({first.kind}: {first.message[:300]})"
             if first is not None
@@ -369,7 +370,7 @@ def finish_gate(
             )
     if usable_base is not None:
         notes.append(
-            f"{len({(c.eval_set_id, c.case_id) for c in usable_base.cases})} case(s) run on demand on the base side "
+            f"{len(_case_keys_of(usable_base))} case(s) run on demand on the base side "
             f"at {(usable_base.context.commit or '?')[:12]} in this job (stored as run {usable_base.run_id})"
         )
     if plan.problem is not None and plan.base_side_cases:
@@ -390,9 +391,7 @@ def finish_gate(
                         "age_s": age,
                         "notes": [*notes, *(choice.notes if choice is not None else [])],
                         "rescored_cases": rescored,
-                        "on_demand_cases": len({(c.eval_set_id, c.case_id) for c in usable_base.cases})
-                        if usable_base is not None
-                        else 0,
+                        "on_demand_cases": len(_case_keys_of(usable_base)) if usable_base is not None else 0,
                     }
                 )
             }
@@ -419,8 +418,9 @@ def _combine(stored: RunResult | None, base_run: RunResult | None) -> RunResult 
         return stored
     if stored is None:
         return base_run
-    ran = {(c.eval_set_id, c.case_id) for c in base_run.cases}
-    cases = [c for c in stored.cases if (c.eval_set_id, c.case_id) not in ran] + list(base_run.cases)
+    ran = _case_keys_of(base_run)
+    # A view of both runs' records (none is read here): a large baseline stays in its temporary file.
+    cases = joined(pick_where(stored.cases, lambda key: (key[0], key[1]) not in ran), base_run.cases)
     infos = {info.eval_set_id: info for info in stored.eval_sets}
     for info in base_run.eval_sets:
         old = infos.get(info.eval_set_id)
@@ -435,7 +435,7 @@ def _combine(stored: RunResult | None, base_run: RunResult | None) -> RunResult 
                 "case_sources": {**old.case_sources, **info.case_sources},
             }
         )
-    return base_run.model_copy(update={"cases": sorted(cases, key=lambda c: c.key), "eval_sets": list(infos.values())})
+    return base_run.model_copy(update={"cases": in_key_order(cases), "eval_sets": list(infos.values())})
 
 
 def _within_selection(baseline: RunResult, current: RunResult) -> tuple[RunResult, int]:
@@ -444,7 +444,7 @@ def _within_selection(baseline: RunResult, current: RunResult) -> tuple[RunResul
     from evalward.store.comparability import case_keys
 
     mine = set(case_keys(current))
-    theirs = set(case_keys(baseline)) | {(c.eval_set_id, c.case_id) for c in baseline.cases}
+    theirs = set(case_keys(baseline)) | _case_keys_of(baseline)
     infos = [
         info.model_copy(
             update={
@@ -454,8 +454,13 @@ def _within_selection(baseline: RunResult, current: RunResult) -> tuple[RunResul
         )
         for info in baseline.eval_sets
     ]
-    cases = [c for c in baseline.cases if (c.eval_set_id, c.case_id) in mine]
+    cases = pick_where(baseline.cases, lambda key: (key[0], key[1]) in mine)
     return baseline.model_copy(update={"cases": cases, "eval_sets": infos}), len(theirs - mine)
+
+
+def _case_keys_of(run: RunResult) -> set[CaseKey]:
+    """The (eval_set_id, case_id) of every result of `run`, from the records' keys (no record is read)."""
+    return {(key[0], key[1]) for key in iter_record_keys(run.cases)}
 
 
 def _why_none(store: Store, current: RunResult, plan: BaselinePlan) -> NoBaseline:

@@ -28,6 +28,7 @@ from evalward.model import AgentOutput, CaseResult, EvalCase, EvalSet, EvalSetIn
 from evalward.store.comparability import scorer_version
 
 if TYPE_CHECKING:
+    from evalward.judging.scoring import Judging
     from evalward.pipeline import PreparedRun
     from evalward.runners.executor import CaseRun
     from evalward.store import Store
@@ -96,52 +97,67 @@ async def rescore_baseline(
     baseline: RunResult, current: RunResult, prepared: PreparedRun, *, store: Store | None
 ) -> Rescored:
     """`baseline` under `current`'s instrument (module docstring). `prepared` holds the current eval sets,
-    options and judges; `store` keeps the judge cache."""
-    from evalward.pipeline import build_case_result, finalize, score_outside, start_judging
+    options and judges; `store` keeps the judge cache.
 
-    cases = {(s.eval_set_id, c.case_id): (s, c) for s in prepared.sets for c in s.cases}
+    One pass over the baseline's results, each read once: the re-scored ones go to a `RecordLog` and the run's
+    cases become a view of the recorded and the re-scored results, so a large baseline is re-scored without
+    holding its results (the judges start with the first result that needs them)."""
+    from evalward.model.records import Picked
+    from evalward.pipeline import build_case_result, finalize, score_outside, start_judging
+    from evalward.spill import RecordLog
+
+    # Where each current case is, not the case: a large set's cases are read back one at a time when used.
+    where = {
+        (s.eval_set_id, case_id): (s, position) for s in prepared.sets for position, case_id in enumerate(s.case_ids())
+    }
     base_infos = {info.eval_set_id: info for info in baseline.eval_sets}
     cur_infos = {info.eval_set_id: info for info in current.eval_sets}
     same_scorer = scorer_version(baseline.evalward_version) == scorer_version(current.evalward_version)
-    todo: list[tuple[int, CaseResult, CaseRun]] = []
     unscorable: list[str] = []
-    for index, result in enumerate(baseline.cases):
-        found = cases.get((result.eval_set_id, result.case_id))
-        if found is None:
-            continue
-        eval_set, case = found
-        base_info = base_infos.get(eval_set.eval_set_id)
-        cur_info = cur_infos.get(eval_set.eval_set_id)
-        if not _same_input(base_info, result, case):
-            continue
-        same_criteria = base_info is not None and cur_info is not None and base_info.criteria == cur_info.criteria
-        if result.content_hash == case.content_hash and same_criteria and same_scorer:
-            continue
-        case_run = case_run_from(result, eval_set, case)
-        if case_run is None:
-            unscorable.append(f"{result.eval_set_id}/{result.case_id}")
-            continue
-        todo.append((index, result, case_run))
-    if not todo:
-        return Rescored(run=baseline, unscorable=sorted(set(unscorable)))
-    judging = await start_judging(prepared, store)
-    new_cases = list(baseline.cases)
+    fresh: RecordLog[CaseResult] = RecordLog(CaseResult)
+    picks: list[tuple[int, int]] = []  # (0, baseline position) as recorded, (1, position in `fresh`) re-scored
+    done: set[tuple[str, str]] = set()
+    judging: Judging | None = None
+    judging_started = False
     try:
-        for index, result, case_run in todo:
-            fresh = build_case_result(case_run.item, case_run)
-            fresh = await score_outside(
-                fresh, case_run.item, case_run, None, judging, prepared.options, recorded=result
+        for index, result in enumerate(baseline.cases):
+            picks.append((0, index))
+            found = where.get((result.eval_set_id, result.case_id))
+            if found is None:
+                continue
+            eval_set, position = found
+            case = eval_set.cases[position]
+            base_info = base_infos.get(eval_set.eval_set_id)
+            cur_info = cur_infos.get(eval_set.eval_set_id)
+            if not _same_input(base_info, result, case):
+                continue
+            same_criteria = base_info is not None and cur_info is not None and base_info.criteria == cur_info.criteria
+            if result.content_hash == case.content_hash and same_criteria and same_scorer:
+                continue
+            case_run = case_run_from(result, eval_set, case)
+            if case_run is None:
+                unscorable.append(f"{result.eval_set_id}/{result.case_id}")
+                continue
+            if not judging_started:
+                judging, judging_started = await start_judging(prepared, store), True
+            scored = build_case_result(case_run.item, case_run)
+            scored = await score_outside(
+                scored, case_run.item, case_run, None, judging, prepared.options, recorded=result
             )
-            new_cases[index] = fresh
+            picks[-1] = (1, len(fresh))
+            fresh.append(scored, scored.key, scored.status)
+            done.add((result.eval_set_id, result.case_id))
     finally:
         if judging is not None:
             await judging.aclose()
-    done = {(result.eval_set_id, result.case_id) for _, result, _ in todo}
+    if not len(fresh):
+        return Rescored(run=baseline, unscorable=sorted(set(unscorable)))
     infos = [_rescored_info(info, cur_infos.get(info.eval_set_id), done) for info in baseline.eval_sets]
     finished = baseline.finished_at
-    run = finalize(baseline.model_copy(update={"eval_sets": infos}), new_cases, status=baseline.status)
+    cases = Picked([baseline.cases, fresh], picks)
+    run = finalize(baseline.model_copy(update={"eval_sets": infos}), cases, status=baseline.status)
     run = run.model_copy(update={"finished_at": finished, "evalward_version": current.evalward_version})
-    return Rescored(run=run, rescored=len(todo), unscorable=sorted(set(unscorable)))
+    return Rescored(run=run, rescored=len(fresh), unscorable=sorted(set(unscorable)))
 
 
 def _rescored_info(info: EvalSetInfo, current: EvalSetInfo | None, done: set[tuple[str, str]]) -> EvalSetInfo:

@@ -132,6 +132,74 @@ class Permuted(ItemSequence[T], Generic[T]):
         return self._items[self._positions[index]]
 
 
+class Picked(RecordSequence[M], Generic[M]):
+    """Records picked from one or more record lists by (source, position): a filtered, reordered or joined view
+    of them that reads a record only when it is asked for (a joined baseline, a baseline cut to the current
+    run's cases, a run's cases in key order). Sources may be lists or `RecordSequence`s."""
+
+    def __init__(self, sources: Sequence[Sequence[M]], picks: Sequence[tuple[int, int]]) -> None:
+        self._sources = list(sources)
+        self._source_of = array("I", (source for source, _ in picks))
+        self._position = array("q", (position for _, position in picks))
+        self._keys = [_lazy_keys(source) for source in self._sources]
+        self._statuses = [_lazy_statuses(source) for source in self._sources]
+
+    def __len__(self) -> int:
+        return len(self._position)
+
+    def keys(self) -> Sequence[tuple[Any, ...]]:
+        return _PickedItems(self, self._keys)
+
+    def statuses(self) -> Sequence[str]:
+        return _PickedItems(self, self._statuses)
+
+    def _record(self, index: int) -> M:
+        return self._sources[self._source_of[index]][self._position[index]]
+
+
+class _PickedItems(ItemSequence[T], Generic[T]):
+    def __init__(self, picked: Picked[Any], columns: Sequence[Sequence[T]]) -> None:
+        self._picked = picked
+        self._columns = columns
+
+    def __len__(self) -> int:
+        return len(self._picked)
+
+    def _item(self, index: int) -> T:
+        picked = self._picked
+        return self._columns[picked._source_of[index]][picked._position[index]]
+
+
+def _lazy_keys(records: Sequence[Any]) -> Sequence[tuple[Any, ...]]:
+    return records.keys() if isinstance(records, RecordSequence) else [record.key for record in records]
+
+
+def _lazy_statuses(records: Sequence[Any]) -> Sequence[str]:
+    return records.statuses() if isinstance(records, RecordSequence) else [record.status for record in records]
+
+
+def pick_where(records: Sequence[M], keep_key: Callable[[tuple[Any, ...]], bool]) -> Sequence[M]:
+    """The records whose key `keep_key` accepts, in order; a record kept elsewhere is not read (a view)."""
+    if not isinstance(records, RecordSequence):
+        return [record for record in records if keep_key(record.key)]  # type: ignore[attr-defined]
+    return Picked([records], [(0, index) for index, key in enumerate(records.keys()) if keep_key(key)])
+
+
+def joined(*parts: Sequence[M]) -> Sequence[M]:
+    """The records of `parts` one after another; a list when every part is one, else a view."""
+    if not any(isinstance(part, RecordSequence) for part in parts):
+        return [record for part in parts for record in part]
+    return Picked(parts, [(source, index) for source, part in enumerate(parts) for index in range(len(part))])
+
+
+def in_key_order(records: Sequence[M]) -> Sequence[M]:
+    """The records sorted by key (stable); a list for a list, a view of a `RecordSequence` (nothing is read)."""
+    if not isinstance(records, RecordSequence):
+        return sorted(records, key=lambda record: record.key)  # type: ignore[attr-defined]
+    keys = records.keys()
+    return Picked([records], [(0, index) for index in sorted(range(len(keys)), key=keys.__getitem__)])
+
+
 def order_by_codes(codes: Sequence[int]) -> array[int]:
     """The positions of `codes` sorted by code, equal codes in their order (a stable argsort).
 

@@ -35,6 +35,7 @@ from math import comb
 from typing import TYPE_CHECKING, Literal
 
 from evalward.model import CaseResult, InvocationResult, MetricResult, RunResult
+from evalward.model.records import pick_where
 from evalward.model.verdict import CaseDiagnostic, Finding, MetricComparison, Outcome, PerCaseTests, Verdict
 from evalward.report import formatting as fmt
 from evalward.report.diff import TrajectoryDiff, diff_text, steps_diff, trajectory_diff
@@ -297,7 +298,8 @@ def flagged_cases(verdict: Verdict) -> list[FlaggedCase]:
 
 def case_results(run: RunResult, eval_set_id: str, case_id: str) -> list[CaseResult]:
     """The case's results in `run`, repetitions in order."""
-    found = [c for c in run.cases if c.case_id == case_id and c.eval_set_id == eval_set_id]
+    # Found by the records' keys: of a large run kept in a temporary file, only these results are read.
+    found = pick_where(run.cases, lambda key: key[0] == eval_set_id and key[1] == case_id)
     return sorted(found, key=lambda c: c.repetition)
 
 

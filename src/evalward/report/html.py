@@ -27,9 +27,12 @@ template's `svg_plot` macro. jinja2 is imported on the first render.
 
 from __future__ import annotations
 
+import heapq
+import itertools
 from dataclasses import dataclass
 
 from evalward.model import CaseResult, MetricComparison, MetricSummary, RunResult
+from evalward.model.records import records_where
 from evalward.model.verdict import Verdict
 from evalward.redact import redact
 from evalward.report import comparison
@@ -65,8 +68,15 @@ def render_html(
     """The whole page as one string (see the module docstring)."""
     from evalward.report.templating import render
 
-    failing = [c for c in run.cases if c.status != "passed"]
-    failing.sort(key=lambda c: (not c.must_pass, c.status != "failed"))
+    # The failing cases shown first (must-pass, then failed, then errored), read from the run one at a time:
+    # only the shown ones are kept, however many failed.
+    counted = itertools.count()
+    shown = heapq.nsmallest(
+        MAX_CASE_SECTIONS,
+        ((c, next(counted)) for c in records_where(run.cases, "passed".__ne__)),
+        key=lambda pair: (not pair[0].must_pass, pair[0].status != "failed", pair[1]),
+    )
+    failing_count = next(counted)
     page = render(
         TEMPLATE,
         run=run,
@@ -76,8 +86,8 @@ def render_html(
         fmt=fmt,
         c=comparison,
         metric_names=list(run.summary) or list(dict.fromkeys(m.name for c in run.cases for m in c.metric_results)),
-        failing=[_failing_case(case, baseline) for case in failing[:MAX_CASE_SECTIONS]],
-        hidden=max(0, len(failing) - MAX_CASE_SECTIONS),
+        failing=[_failing_case(case, baseline) for case, _ in shown],
+        hidden=max(0, failing_count - MAX_CASE_SECTIONS),
         summary_plot=summary_plot_data,
         delta_plot=delta_plot_data,
         diff_lines=_diff_lines,

@@ -20,13 +20,15 @@ comparable run on that branch), `none` (no baseline).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from evalward.errors import GateInputError
 from evalward.model import RunResult
+from evalward.model.records import in_key_order, iter_record_keys, joined, pick_where
 from evalward.store.comparability import (
     agent_changes,
     case_keys,
@@ -289,6 +291,11 @@ def _sources(run: RunResult) -> set[str]:
     return {w.removeprefix(prefix) for w in run.warnings if w.startswith(prefix)}
 
 
+def _case_in(keys: set[tuple[str, str]]) -> Callable[[tuple[Any, ...]], bool]:
+    """Whether a record's key names one of the cases `keys`."""
+    return lambda key: (key[0], key[1]) in keys
+
+
 def compose(current: RunResult, runs: Sequence[RunResult]) -> RunResult:
     """One baseline from the usable runs at a commit (newest first): the newest run's cases, then each case the
     current run lists (same input) that it lacks, from the next run that has it. Eval-set records are merged the
@@ -297,8 +304,8 @@ def compose(current: RunResult, runs: Sequence[RunResult]) -> RunResult:
         return runs[0]
     wanted = case_keys(current)
     newest = runs[0]
-    cases = list(newest.cases)
-    have = {(c.eval_set_id, c.case_id) for c in cases}
+    parts = [newest.cases]  # views of each run's records: none is read to compose them
+    have = {(key[0], key[1]) for key in iter_record_keys(newest.cases)}
     infos = {i.eval_set_id: i.model_copy(deep=True) for i in newest.eval_sets}
     warnings: list[str] = []
     for older in runs[1:]:
@@ -308,7 +315,7 @@ def compose(current: RunResult, runs: Sequence[RunResult]) -> RunResult:
         }
         if not take:
             continue
-        cases.extend(c for c in older.cases if (c.eval_set_id, c.case_id) in take)
+        parts.append(pick_where(older.cases, _case_in(take)))
         for info in older.eval_sets:
             target = infos.setdefault(
                 info.eval_set_id,
@@ -336,7 +343,7 @@ def compose(current: RunResult, runs: Sequence[RunResult]) -> RunResult:
         return newest
     return newest.model_copy(
         update={
-            "cases": sorted(cases, key=lambda c: c.key),
+            "cases": in_key_order(joined(*parts)),
             "eval_sets": list(infos.values()),
             "warnings": [*newest.warnings, *warnings],
         }
