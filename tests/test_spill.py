@@ -12,7 +12,7 @@ from evalward.model import CaseResult, CaseSummary, RunResult
 from evalward.model.records import iter_model_json, record_keys, record_statuses, records_where
 from evalward.model.results import PER_CASE_FIELDS
 from evalward.report.json_report import load_run_json, render_json
-from evalward.spill import RecordLog, _SpillFile, max_records_in_memory
+from evalward.spill import RecordLog, _SpillFile, max_records_in_memory, split_json_object
 
 RUN = Path(__file__).parent / "ci" / "data" / "regression-artifact" / "run.json"
 
@@ -105,6 +105,24 @@ def test_the_in_memory_limit_comes_from_the_environment(monkeypatch: pytest.Monk
     monkeypatch.setenv("EVALWARD_MAX_RECORDS_IN_MEMORY", "many")
     with pytest.raises(UsageError, match="EVALWARD_MAX_RECORDS_IN_MEMORY must be a whole number, found 'many'"):
         max_records_in_memory()
+
+
+@pytest.mark.parametrize("indent", [None, 2])
+def test_a_dumped_run_splits_back_into_its_header_and_its_records(indent: int | None) -> None:
+    # What Store.load_run does with a runs row: the per-case lists come out one JSON text at a time.
+    run = load_run_json(RUN.read_text(encoding="utf-8"))
+    run = run.model_copy(update={"warnings": ['"case_summaries": [1, 2]'], "case_selection": "[{]}"})
+    text = "".join(iter_model_json(run, PER_CASE_FIELDS, indent=indent))
+    summaries: list[str] = []
+    cases: list[str] = []
+    header = split_json_object(text, {"case_summaries": summaries.append, "cases": cases.append})
+    assert header == {k: v for k, v in json.loads(text).items() if k not in PER_CASE_FIELDS}
+    assert len(summaries) == len(run.case_summaries) > 0 and len(cases) == len(run.cases) > 0
+    assert [CaseSummary.model_validate_json(s) for s in summaries] == list(run.case_summaries)
+    assert [CaseResult.model_validate_json(c) for c in cases] == list(run.cases)
+    assert split_json_object(" { } ", {}) == {}
+    assert split_json_object('{"a": [1, 2], "b": {"c": []}}', {"a": cases.append}) == {"b": {"c": []}}
+    assert cases[-2:] == ["1", "2"]
 
 
 @pytest.mark.parametrize("indent", [None, 2])

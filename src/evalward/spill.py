@@ -13,11 +13,12 @@ model it is used with (`tests/test_spill.py`), so reports rendered from spilled 
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 import weakref
 from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
@@ -296,3 +297,45 @@ def encode_record(record: BaseModel) -> bytes:
 def _computed_fields(model: type[BaseModel]) -> set[str]:
     """The model's computed fields: derived on the way out, and refused (or ignored) on the way back in."""
     return set(model.model_computed_fields)
+
+
+_scan_json: Any = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # the C value scanner
+_JSON_SPACE = " \t\n\r"
+
+
+def split_json_object(text: str, record_lists: Mapping[str, Callable[[str], None]]) -> dict[str, Any]:
+    """The members of the JSON object `text`, but for the arrays named in `record_lists`: each of their
+    elements is handed, as its own JSON text, to that field's callback, and the field is left out of the
+    result. A stored run's header holds one summary per case (`RunResult.case_summaries`); read this way they
+    go one at a time to a `RecordLog` instead of all into memory at once. `text` must be valid JSON (it was
+    written by evalward: `records.iter_model_json`)."""
+    members: dict[str, Any] = {}
+    at = _skip_space(text, 0)
+    if text[at] != "{":
+        raise ValueError("not a JSON object")
+    at = _skip_space(text, at + 1)
+    while text[at] != "}":
+        key, at = json.decoder.scanstring(text, at + 1)  # type: ignore[attr-defined]
+        at = _skip_space(text, _skip_space(text, at) + 1)  # past ':'
+        each = record_lists.get(key)
+        if each is not None and text[at] == "[":
+            at = _skip_space(text, at + 1)
+            while text[at] != "]":
+                _, end = _scan_json(text, at)
+                each(text[at:end])
+                at = _skip_space(text, end)
+                if text[at] == ",":
+                    at = _skip_space(text, at + 1)
+            at += 1
+        else:
+            members[key], at = _scan_json(text, at)
+        at = _skip_space(text, at)
+        if text[at] == ",":
+            at = _skip_space(text, at + 1)
+    return members
+
+
+def _skip_space(text: str, at: int) -> int:
+    while text[at] in _JSON_SPACE:
+        at += 1
+    return at

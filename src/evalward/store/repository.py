@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from evalward.errors import GateInputError, UsageError
-from evalward.model import CaseResult, RunResult
+from evalward.model import CaseResult, CaseSummary, RunResult
 from evalward.model.records import iter_model_json, iter_record_keys, record_keys
 from evalward.model.results import PER_CASE_FIELDS
 from evalward.redact import redact_model
@@ -379,13 +379,13 @@ class Store:
         """
         from sqlalchemy import Text, cast, select
 
-        from evalward.spill import OrderedView, RecordLog
+        from evalward.spill import OrderedView, RecordLog, split_json_object
 
         with read_transaction(self.engine) as conn:
             row = conn.execute(
-                select(runs_table.c.run_json, cast(runs_table.c.case_order, Text), runs_table.c.status).where(
-                    runs_table.c.run_id == run_id
-                )
+                select(
+                    cast(runs_table.c.run_json, Text), cast(runs_table.c.case_order, Text), runs_table.c.status
+                ).where(runs_table.c.run_id == run_id)
             ).one_or_none()
             if row is None:
                 raise self._unknown_run(conn, run_id)
@@ -413,11 +413,14 @@ class Store:
                 # Cases finish_run saw first, in its order; later ones after them, in the order written.
                 sort_keys.append(position.get(key, len(position) + len(sort_keys)))
         del position
-        data = dict(run_json)
+        summaries = _StoredSummaries()
+        data = split_json_object(run_json, {"case_summaries": summaries.add})
         data["status"] = status
         data["cases"] = []
         order = array("q", sorted(range(len(sort_keys)), key=sort_keys.__getitem__))
-        return RunResult.model_validate(data).model_copy(update={"cases": OrderedView(cases, order)})
+        return RunResult.model_validate(data).model_copy(
+            update={"cases": OrderedView(cases, order), "case_summaries": summaries.log}
+        )
 
     def load_run_header(self, run_id: str) -> RunResult:
         """The recorded run without its case results (context, eval-set records, summary): cheap at any size.
@@ -875,6 +878,21 @@ class Store:
         return GateInputError(
             f"run {run_id!r} is not in the history database" + (f" (similar ids: {hint})" if hint else "")
         )
+
+
+class _StoredSummaries:
+    """A stored run's case summaries, read one JSON text at a time into a `RecordLog` (kept in a temporary file
+    when many: the runs row holds one per case)."""
+
+    def __init__(self) -> None:
+        from evalward.spill import RecordLog
+
+        self.log: RecordLog[CaseSummary] = RecordLog(CaseSummary)
+
+    def add(self, text: str) -> None:
+        summary = CaseSummary.model_validate_json(text)
+        status = "passed" if summary.passed else "failed"
+        self.log.append(summary, (summary.eval_set_id, summary.case_id), status, encoded=text.encode("utf-8"))
 
 
 def open_store(url: str | None = None, *, upgrade: bool = True) -> Store:
