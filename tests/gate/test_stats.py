@@ -187,3 +187,32 @@ class TestLogRatio:
 
     def test_nothing_usable(self) -> None:
         assert stats.log_ratio_rule([None], [1.0], tau=0.1, alpha=0.05, seed=1) is None
+
+
+class TestResamplingBlocks:
+    """Resamples are drawn in blocks bounded by memory; the block size never changes a number."""
+
+    @pytest.mark.parametrize("values_per_block", [1, 37, 1 << 21])
+    def test_results_do_not_depend_on_the_block_size(
+        self, monkeypatch: pytest.MonkeyPatch, values_per_block: int
+    ) -> None:
+        diffs = [((i * 37) % 11 - 5) / 10 for i in range(300)]
+        sums, sizes = [sum(diffs[i : i + 3]) for i in range(0, 300, 3)], [3] * 100
+        expected = (
+            stats.bootstrap_mean_bounds(diffs, alpha=0.05, seed=7, resamples=500),
+            stats.bootstrap_cluster_mean_bounds(sums, sizes, alpha=0.05, seed=7, resamples=500),
+            stats.sign_flip_test(diffs, seed=7, resamples=500),
+        )
+        monkeypatch.setattr(stats, "_VALUES_PER_BLOCK", values_per_block)
+        assert (
+            stats.bootstrap_mean_bounds(diffs, alpha=0.05, seed=7, resamples=500),
+            stats.bootstrap_cluster_mean_bounds(sums, sizes, alpha=0.05, seed=7, resamples=500),
+            stats.sign_flip_test(diffs, seed=7, resamples=500),
+        ) == expected
+
+    def test_a_block_holds_a_bounded_number_of_values(self) -> None:
+        # 100,000 cases: 20 resamples a block (2,097,152 values), not 1,024 (102 million values, 1.6 GB).
+        blocks = list(stats._blocks(10_000, 100_000))
+        assert blocks[0] == (0, 20) and blocks[-1] == (9_980, 20) and sum(rows for _, rows in blocks) == 10_000
+        assert list(stats._blocks(3, 5)) == [(0, 3)]
+        assert list(stats._blocks(2_000, 10)) == [(0, 1_024), (1_024, 976)]
