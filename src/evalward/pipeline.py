@@ -591,19 +591,8 @@ def finalize(
     ordered = in_key_order(cases)
     fold = RunFold(repetitions=run.repetitions, pass_rule=run.pass_rule)
     summaries: RecordLog[CaseSummary] = RecordLog(CaseSummary)
-    group: list[CaseResult] = []
-
-    def fold_group() -> None:
-        summary = fold.add(group)
+    for summary in fold.add_in_key_order(ordered):
         summaries.append(summary, (summary.eval_set_id, summary.case_id), "passed" if summary.passed else "failed")
-
-    for result in ordered:
-        if group and (group[0].eval_set_id, group[0].case_id) != (result.eval_set_id, result.case_id):
-            fold_group()
-            group = []
-        group.append(result)
-    if group:
-        fold_group()
     return run.model_copy(
         update={
             "cases": ordered,

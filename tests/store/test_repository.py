@@ -8,9 +8,11 @@ import pytest
 from store_factories import T0, make_case, make_run
 
 from evalward.errors import GateInputError, UsageError
+from evalward.metrics.aggregate import summarize_case
 from evalward.model import CaseSummary, MetricSummary, RunResult, ToolCall, Usage
 from evalward.model.results import InvocationResult
 from evalward.store import Store, open_store
+from evalward.store.engine import JSONText
 
 
 def _finished(run: RunResult, cases: list, *, passed: bool = True) -> RunResult:  # type: ignore[type-arg]
@@ -45,20 +47,8 @@ def test_round_trip_rebuilds_the_recorded_run_exactly(store: Store) -> None:
     final = _finished(run, cases, passed=False).model_copy(
         update={
             "summary": {"trajectory_f1": MetricSummary(mean=0.625, threshold=0.8, passed=False, n=2, pass_rate=0.5)},
-            "case_summaries": [
-                CaseSummary(
-                    eval_set_id="smoke",
-                    case_id="a",
-                    repetitions=1,
-                    passes=1,
-                    errors=0,
-                    pass_rate=1.0,
-                    pass_at_k=1.0,
-                    pass_hat_k=1.0,
-                    metric_means={"trajectory_f1": 1.0},
-                    passed=True,
-                )
-            ],
+            # Each case's summary is a fold of its results (the store folds them again when it loads a run).
+            "case_summaries": [summarize_case([case], repetitions=1, pass_rule="per_run") for case in cases],
             "warnings": ["case 'c' timed out"],
         }
     )
@@ -70,6 +60,45 @@ def test_round_trip_rebuilds_the_recorded_run_exactly(store: Store) -> None:
     assert loaded.model_dump(mode="json") == final.model_dump(mode="json")
     assert loaded.cases[0].usage == Usage(input_tokens=120, output_tokens=30, cost_usd=0.0042)
     assert loaded.started_at is not None and loaded.started_at.tzinfo is not None
+    assert loaded.case_summaries[0] == CaseSummary(
+        eval_set_id="smoke",
+        case_id="a",
+        repetitions=1,
+        passes=1,
+        errors=0,
+        pass_rate=1.0,
+        pass_at_k=1.0,
+        pass_hat_k=1.0,
+        metric_means={"trajectory_f1": 1.0, "response_match": 0.5},
+        passed=True,
+    )
+
+
+def test_case_summaries_are_folded_from_the_stored_results_not_stored(store: Store) -> None:
+    """The runs row leaves them out (a 100,000-case run's would be ~60 MB of JSON in one value); a row written
+    before that keeps its own, which load_run reads back as they are."""
+    from sqlalchemy import Text, cast, select, update
+
+    from evalward.store.schema import runs_table
+
+    cases = [make_case("a"), make_case("b", passed=False, score=0.25), make_case("a", repetition=1, score=0.5)]
+    run = make_run("run-1", case_ids=["a", "b"]).model_copy(update={"repetitions": 2})
+    store.begin_run(run, [c.key for c in cases])
+    store.record_cases("run-1", cases)
+    store.finish_run(_finished(run, cases))
+    with store.engine.connect() as conn:
+        row_text = conn.execute(select(cast(runs_table.c.run_json, Text))).scalar_one()
+    assert '"case_summaries":[]' in row_text
+
+    folded = store.load_run("run-1").case_summaries
+    assert [(s.case_id, s.repetitions, s.passes, s.metric_means["trajectory_f1"]) for s in folded] == [
+        ("a", 2, 2, 0.75),
+        ("b", 1, 0, 0.25),
+    ]
+    older = row_text.replace('"case_summaries":[]', f'"case_summaries":[{folded[1].model_dump_json()}]')
+    with store.engine.begin() as conn:
+        conn.execute(update(runs_table).values(run_json=JSONText(older)))
+    assert list(store.load_run("run-1").case_summaries) == [folded[1]]
 
 
 def test_a_running_run_loads_with_the_cases_recorded_so_far_in_write_order(store: Store) -> None:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import functools
 import math
 from array import array
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, NamedTuple
 
@@ -483,6 +483,19 @@ class RunFold:
                 self._first_seen[name] = (key, position)
         self.all_passed = self.all_passed and summary.passed
         return summary
+
+    def add_in_key_order(self, results: Iterable[CaseResult]) -> Iterator[CaseSummary]:
+        """Fold `results`, given in key order (each case's repetitions together), case by case; yield each
+        case's summary as it is folded. One pass, one case's results held at a time (a stored run read back
+        from its temporary file)."""
+        group: list[CaseResult] = []
+        for result in results:
+            if group and (group[0].eval_set_id, group[0].case_id) != (result.eval_set_id, result.case_id):
+                yield self.add(group)
+                group = []
+            group.append(result)
+        if group:
+            yield self.add(group)
 
     @property
     def cases(self) -> int:

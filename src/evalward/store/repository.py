@@ -26,8 +26,7 @@ from pydantic import BaseModel, ConfigDict
 
 from evalward.errors import GateInputError, UsageError
 from evalward.model import CaseResult, CaseSummary, RunResult
-from evalward.model.records import iter_model_json, iter_record_keys, record_keys
-from evalward.model.results import PER_CASE_FIELDS
+from evalward.model.records import iter_record_keys, record_keys
 from evalward.redact import redact_model
 from evalward.store.comparability import comparability_key
 from evalward.store.engine import JSONText, read_transaction, write_transaction
@@ -113,13 +112,15 @@ def _now() -> datetime:
 
 
 def _run_columns(run: RunResult, status: str) -> dict[str, Any]:
-    """The runs row for `run` (without planned_count/created_at), run JSON without its cases; secrets
-    redacted, like every row written (`evalward.redact`)."""
-    run = run.model_copy(update={"cases": [], "status": status})
-    # Dumped piece by piece (a large run's case summaries live in a temporary file) into JSON text that the
-    # engine stores as it is (`engine.JSONText`), instead of a dict of every summary.
-    run_json = JSONText("".join(iter_model_json(run, PER_CASE_FIELDS, each=redact_model)))
-    run = redact_model(run.model_copy(update={"case_summaries": []}))  # the columns below, redacted
+    """The runs row for `run` (without planned_count/created_at): run JSON without its cases and case
+    summaries, secrets redacted like every row written (`evalward.redact`).
+
+    The case summaries are not stored: each is a fold of the case's stored results, and `load_run` folds
+    them again. A row holding them took ~600 bytes a case, all written as one value: a 100,000-case run's
+    finish_run held ~250 MB of JSON text and its copies."""
+    run = redact_model(run.model_copy(update={"cases": [], "case_summaries": [], "status": status}))
+    # JSON text the engine stores as it is (`engine.JSONText`), not a dict dumped again.
+    run_json = JSONText(run.model_dump_json())
     ctx = run.context
     return {
         "run_id": run.run_id,
@@ -413,14 +414,16 @@ class Store:
                 # Cases finish_run saw first, in its order; later ones after them, in the order written.
                 sort_keys.append(position.get(key, len(position) + len(sort_keys)))
         del position
-        summaries = _StoredSummaries()
-        data = split_json_object(run_json, {"case_summaries": summaries.add})
+        stored = _StoredSummaries()  # a row written before case summaries were left out holds them
+        data = split_json_object(run_json, {"case_summaries": stored.add})
         data["status"] = status
         data["cases"] = []
         order = array("q", sorted(range(len(sort_keys)), key=sort_keys.__getitem__))
-        return RunResult.model_validate(data).model_copy(
-            update={"cases": OrderedView(cases, order), "case_summaries": summaries.log}
-        )
+        run = RunResult.model_validate(data)
+        ordered = OrderedView(cases, order)
+        # A run still running (or killed while it ran) had no summaries yet: none are made up for it.
+        summaries = stored.log if len(stored.log) or status == "running" else _summaries_of(run, ordered)
+        return run.model_copy(update={"cases": ordered, "case_summaries": summaries})
 
     def load_run_header(self, run_id: str) -> RunResult:
         """The recorded run without its case results (context, eval-set records, summary): cheap at any size.
@@ -878,6 +881,20 @@ class Store:
         return GateInputError(
             f"run {run_id!r} is not in the history database" + (f" (similar ids: {hint})" if hint else "")
         )
+
+
+def _summaries_of(run: RunResult, cases: Sequence[CaseResult]) -> Sequence[CaseSummary]:
+    """Each case's summary folded from its results (as the run folded them), in key order, into a record log:
+    one pass over the results, one case held at a time."""
+    from evalward.metrics.aggregate import RunFold
+    from evalward.model.records import in_key_order
+    from evalward.spill import RecordLog
+
+    summaries: RecordLog[CaseSummary] = RecordLog(CaseSummary)
+    fold = RunFold(repetitions=run.repetitions, pass_rule=run.pass_rule)
+    for summary in fold.add_in_key_order(in_key_order(cases)):
+        summaries.append(summary, (summary.eval_set_id, summary.case_id), "passed" if summary.passed else "failed")
+    return summaries
 
 
 class _StoredSummaries:
