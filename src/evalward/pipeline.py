@@ -42,6 +42,7 @@ from evalward.model.cases import (
     content_hash_of,
     edit_cases,
 )
+from evalward.model.records import iter_record_keys
 from evalward.redact import redact_encoded_model
 from evalward.spill import RankedKeys, RecordLog, encode_record
 
@@ -701,7 +702,7 @@ async def run_prepared(
     fingerprint = fingerprint_for(prepared, agent)
     items = plan_work(prepared.sets, options.repeat, options.shard)
 
-    existing: list[CaseResult] = []
+    existing: Sequence[CaseResult] = []  # a resumed run's stored results (a view: read once, when recorded)
     if resume_run_id is not None:
         if store is None:
             raise UsageError("--resume needs the history database")
@@ -712,7 +713,7 @@ async def run_prepared(
                 "(its fingerprint differs), so it cannot be resumed with these"
             )
         missing = set(store.missing_items(resume_run_id))
-        existing = list(stored.cases)
+        existing = stored.cases
         items = items.only(missing)
         run = stored.model_copy(update={"status": "running", "warnings": list(prepared.warnings)})
     else:
@@ -751,7 +752,7 @@ async def run_prepared(
     # Results and case summaries go to logs that move to a temporary file once they are many, and the run's
     # metric summaries are folded in case by case: memory stays flat however many cases run (evalward.spill).
     # Both logs and the fold know a case by its rank in key order (evalward.case_keys): a few bytes a case.
-    cases = items.case_keys(extra=((done.eval_set_id, done.case_id) for done in existing))
+    cases = items.case_keys(extra=((key[0], key[1]) for key in iter_record_keys(existing)))
     results = RecordLog(CaseResult, keys=RankedKeys(cases, repetitions=True))
     case_summaries = RecordLog(CaseSummary, keys=RankedKeys(cases, repetitions=False))
     fold = RunFold(repetitions=run.repetitions, pass_rule=run.pass_rule)
