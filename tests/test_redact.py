@@ -253,3 +253,15 @@ def test_a_model_and_its_encoded_form_are_redacted_together() -> None:
     redacted, data = redactor.encoded_model(dirty, encode)
     assert redacted == Result(texts=[f"pw {marker('DB_PASSWORD')}", f"see ?token={marker('credential')}"])
     assert data == encode(redacted) and b"hunter2" not in data and b"abc123" not in data
+
+
+def test_a_model_and_its_json_text_are_redacted_together() -> None:
+    class Header(BaseModel):
+        notes: list[str]
+
+    redactor = Redactor([Secret("hunter2hunter2", "DB_PASSWORD")])
+    clean = Header(notes=["ran 3 cases"])
+    kept, text = redactor.model_json(clean)
+    assert kept is clean and text == clean.model_dump_json()
+    redacted, text = redactor.model_json(Header(notes=["pw hunter2hunter2"]))
+    assert redacted == Header(notes=[f"pw {marker('DB_PASSWORD')}"]) and text == redacted.model_dump_json()

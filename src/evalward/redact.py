@@ -218,6 +218,15 @@ class Redactor:
         redacted = self._walked(model)
         return redacted, data if redacted is model else encode(redacted)
 
+    def model_json(self, model: _Model) -> tuple[_Model, str]:
+        """`self.model(model)` and its JSON text (`model_dump_json()`), dumped once when nothing had to
+        change: the check reads the very text the caller writes (a stored run's row)."""
+        text = model.model_dump_json()
+        if not self.could_change(text):
+            return model, text
+        redacted = self._walked(model)
+        return redacted, text if redacted is model else redacted.model_dump_json()
+
     def _walked(self, model: _Model) -> _Model:
         dumped = model.model_dump(mode="json")
         cleaned = self.data(dumped)
@@ -368,6 +377,11 @@ def redact_model(model: _Model) -> _Model:
 def redact_encoded_model(model: _Model, encode: Callable[[_Model], bytes]) -> tuple[_Model, bytes]:
     """`redact_model(model)` and its `encode`d form (`Redactor.encoded_model`)."""
     return current().encoded_model(model, encode)
+
+
+def redact_model_json(model: _Model) -> tuple[_Model, str]:
+    """`redact_model(model)` and its JSON text (`Redactor.model_json`)."""
+    return current().model_json(model)
 
 
 # -- credentials shown in configuration ---------------------------------------------------------------

@@ -72,16 +72,30 @@ def sqlite_path(url: str) -> Path | None:
     return Path(database)
 
 
-class JSONText(str):
-    """JSON already written (a large run's row, dumped piece by piece): stored as it is, not dumped again."""
+class JSONText:
+    """JSON already written (a run's row, a case's JSON): stored as it is, not dumped again.
 
-    __slots__ = ()
+    A holder rather than a `str` subclass: the driver needs an exact `str`, and `str()` of a subclass copies
+    it (tens of megabytes for a large run's row)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, JSONText) and other.text == self.text
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 def dump_json(value: Any) -> str:
-    """The engine's JSON serialiser: `JSONText` as it is, anything else as `json.dumps` writes it."""
+    """The engine's JSON serialiser: `JSONText`'s text as it is, anything else as `json.dumps` writes it."""
     if isinstance(value, JSONText):
-        return str(value)
+        return value.text
     return json.dumps(value)
 
 

@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict
 from evalward.errors import GateInputError, UsageError
 from evalward.model import CaseResult, CaseSummary, RunResult
 from evalward.model.records import iter_record_keys, record_keys
-from evalward.redact import redact_model
+from evalward.redact import redact_model, redact_model_json
 from evalward.store.comparability import comparability_key
 from evalward.store.engine import JSONText, read_transaction, write_transaction
 from evalward.store.schema import cases_table, gate_verdicts_table, plan_table, runs_table, scores_table
@@ -118,9 +118,9 @@ def _run_columns(run: RunResult, status: str) -> dict[str, Any]:
     The case summaries are not stored: each is a fold of the case's stored results, and `load_run` folds
     them again. A row holding them took ~600 bytes a case, all written as one value: a 100,000-case run's
     finish_run held ~250 MB of JSON text and its copies."""
-    run = redact_model(run.model_copy(update={"cases": [], "case_summaries": [], "status": status}))
-    # JSON text the engine stores as it is (`engine.JSONText`), not a dict dumped again.
-    run_json = JSONText(run.model_dump_json())
+    # Dumped once: the redaction check reads the JSON text the row stores (`engine.JSONText`, kept as it is).
+    run, text = redact_model_json(run.model_copy(update={"cases": [], "case_summaries": [], "status": status}))
+    run_json = JSONText(text)
     ctx = run.context
     return {
         "run_id": run.run_id,
