@@ -165,3 +165,28 @@ def test_informational_metrics_nobody_reported_are_named_below_the_table(passing
     print_run(run, Console(file=buffer, width=200, color_system=None))
     assert "No values reported for: token_usage_v1, inference_call_count_v1" in buffer.getvalue()
     assert "token_usage_v1 │" not in buffer.getvalue()
+
+
+def test_a_long_report_renders_only_the_sections_it_can_show(failing_run_factory: Callable[[int], RunResult]):
+    """Of a run whose results wait in a temporary file, the report reads each failing result once to order
+    them and renders only as many as fit: the text is the one the same run held in memory gives."""
+    from evalward.model import CaseResult
+    from evalward.spill import RecordLog
+
+    class CountingLog(RecordLog[CaseResult]):
+        reads = 0
+
+        def _record(self, index: int) -> CaseResult:
+            CountingLog.reads += 1
+            return super()._record(index)
+
+    run = failing_run_factory(500)
+    log = CountingLog(CaseResult, max_in_memory=0)
+    for case in run.cases:
+        log.append(case, case.key, case.status)
+    spilled = run.model_copy(update={"cases": log})
+
+    text = render_run_markdown(spilled, max_chars=60_000)
+    assert text == render_run_markdown(run, max_chars=60_000)
+    shown = text.count("<details>")
+    assert 0 < shown < 100 and CountingLog.reads <= 500 + shown + 1

@@ -16,10 +16,11 @@ line through `html_inline`, agent output through `md_code_block`.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from urllib.parse import quote
 
 from evalward.model import CaseResult, InvocationResult, MetricResult, RunResult
-from evalward.model.records import iter_record_keys, records_where
+from evalward.model.records import iter_record_keys, record_statuses
 from evalward.report import formatting as fmt
 from evalward.report.diff import diff_text, steps_diff, trajectory_diff
 from evalward.report.escape import html_inline, md_code_block, md_code_span, md_inline
@@ -51,16 +52,27 @@ def render_run_markdown(
         part for part in (_verdict(run, title), _facts(run), _summary_table(run), _warnings(run)) if part
     )
 
-    failing = list(records_where(run.cases, lambda status: status != "passed"))  # only these are read back
-    failing.sort(key=lambda c: (not c.must_pass, c.status != "failed"))
-    sections = [_case_section(case, run, with_set=with_set, with_rep=with_rep) for case in failing]
+    # The failing cases in the order they are shown (must-pass first, then failed, then errored), each read
+    # once to learn that order and again to render it, until the report is full: however many failed, it
+    # holds at most a report's worth of sections.
+    order = sorted(
+        (not case.must_pass, case.status != "failed", index) for index, case in _failing_with_positions(run.cases)
+    )
+    total_sections = len(order)
+    sections: list[str] = []
+    length = len(head) + 1
+    for _, _, index in order:
+        if length > max_chars:
+            break  # cut below: the sections rendered so far fill more than its budget
+        section = _case_section(run.cases[index], run, with_set=with_set, with_rep=with_rep)
+        sections.append(section)
+        length += 2 + len(section)
 
-    body = head + "".join("\n\n" + s for s in sections) + "\n"
-    if len(body) <= max_chars:
-        return body
+    if length <= max_chars:
+        return head + "".join("\n\n" + s for s in sections) + "\n"
 
     # Room for the note at its longest (every section cut), the blank line before it and the final newline.
-    budget = max_chars - len(_cut_note(len(sections), len(sections), max_chars, details_url)) - 3
+    budget = max_chars - len(_cut_note(total_sections, total_sections, max_chars, details_url)) - 3
     parts = [head]
     used = len(head)
     shown = 0
@@ -70,13 +82,21 @@ def render_run_markdown(
         parts.append(section)
         used += 2 + len(section)
         shown += 1
-    parts.append(_cut_note(len(sections) - shown, len(sections), max_chars, details_url))
+    parts.append(_cut_note(total_sections - shown, total_sections, max_chars, details_url))
     text = "\n\n".join(parts) + "\n"
     if len(text) > max_chars:  # only when the head alone is too big: keep whole lines of it
         note = parts[-1]
         keep = head[: max(0, max_chars - len(note) - 3)]
         text = keep[: keep.rfind("\n") + 1 if "\n" in keep else 0] + "\n" + note + "\n"
     return text
+
+
+def _failing_with_positions(cases: Sequence[CaseResult]) -> Iterator[tuple[int, CaseResult]]:
+    """(position, result) of every result that did not pass; the others are not read."""
+    statuses = record_statuses(cases)
+    for index, status in enumerate(statuses):
+        if status != "passed":
+            yield index, cases[index]
 
 
 def _verdict(run: RunResult, title: str) -> str:
