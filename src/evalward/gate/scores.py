@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from evalward.model import CaseError, CaseResult
@@ -27,49 +28,22 @@ class ScoredMetric(NamedTuple):
     higher_is_better: bool
 
 
+@dataclass(slots=True, kw_only=True)
 class ScoredResult:
     """One case × repetition, as the gate reads it (see the module docstring); built by `scored`."""
 
-    __slots__ = (
-        "case_id",
-        "cluster",
-        "content_hash",
-        "cost_usd",
-        "error",
-        "eval_set_id",
-        "latency_s",
-        "metric_results",
-        "must_pass",
-        "repetition",
-        "status",
-    )
-
-    def __init__(
-        self,
-        *,
-        eval_set_id: str,
-        case_id: str,
-        repetition: int,
-        status: str,
-        metric_results: tuple[ScoredMetric, ...],
-        error: CaseError | None,
-        cost_usd: float | None,
-        latency_s: float | None,
-        content_hash: str,
-        must_pass: bool,
-        cluster: str | None,
-    ) -> None:
-        self.eval_set_id = eval_set_id
-        self.case_id = case_id
-        self.repetition = repetition
-        self.status = status
-        self.metric_results = metric_results
-        self.error = error
-        self.cost_usd = cost_usd
-        self.latency_s = latency_s
-        self.content_hash = content_hash
-        self.must_pass = must_pass
-        self.cluster = cluster
+    eval_set_id: str
+    case_id: str
+    repetition: int
+    status: str
+    metric_results: tuple[ScoredMetric, ...]
+    """The case-level metric results."""
+    error: CaseError | None
+    cost_usd: float | None
+    latency_s: float | None
+    content_hash: str
+    must_pass: bool
+    cluster: str | None
 
     def metric(self, name: str) -> ScoredMetric | None:
         """The first case-level result of metric `name` (as `CaseResult.metric`)."""
