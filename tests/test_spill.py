@@ -11,7 +11,7 @@ from evalward.errors import UsageError
 from evalward.model import CaseResult, CaseSummary, RunResult
 from evalward.model.records import iter_model_json, record_keys, record_statuses, records_where
 from evalward.model.results import PER_CASE_FIELDS
-from evalward.report.json_report import load_run_json, render_json
+from evalward.run_json import load_run_json, render_json
 from evalward.spill import RecordLog, _SpillFile, max_records_in_memory, split_json_object
 
 RUN = Path(__file__).parent / "ci" / "data" / "regression-artifact" / "run.json"

@@ -881,7 +881,9 @@ async def start_judging(prepared: PreparedRun, store: Store | None) -> Judging |
 
     config = prepared.options.judge or JudgeConfig()
     cache: JudgeCache = (
-        SqlJudgeCache(store.engine) if store is not None else SqlJudgeCache.open(config.cache_url or FALLBACK_CACHE_URL)
+        SqlJudgeCache(store.judge_replies())
+        if store is not None
+        else SqlJudgeCache.open(config.cache_url or FALLBACK_CACHE_URL)
     )
     judging = Judging(config, cache=cache)
     try:

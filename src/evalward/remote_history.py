@@ -109,7 +109,7 @@ class RemoteHistory:
 
     def upload(self, run: RunResult) -> None:
         """Store `run` on the server; already stored (409) is success. InfrastructureError otherwise."""
-        from evalward.report.json_report import render_json
+        from evalward.run_json import render_json
 
         body = render_json(run).encode("utf-8")
         response = self._post("/api/v1/runs", body)

@@ -12,7 +12,7 @@ from tests.traces.otlp_builders import export, multi_agent_turn
 
 from evalward.model import AgentRequest, RunResult
 from evalward.pipeline import RunOptions, prepare, run_prepared
-from evalward.report.json_report import render_json
+from evalward.run_json import render_json
 from evalward.runners import AgentFailure, make_agent
 from evalward.runners.replay import ReplayAgent, eval_set_of
 

@@ -19,11 +19,11 @@ def test_key_covers_model_messages_and_parameters() -> None:
 
 async def test_history_database_holds_the_cache(tmp_path: Path) -> None:
     store = open_store(f"sqlite:///{tmp_path}/history.db")
-    cache = SqlJudgeCache(store.engine)
+    cache = SqlJudgeCache(store.judge_replies())
     assert await cache.get("k") is None
     await cache.put("k", "m", CachedReply('{"is_correct": true}', 10, 5))
     await cache.put("k", "m", CachedReply("ignored: the key exists", 1, 1))
     assert await cache.get("k") == CachedReply('{"is_correct": true}', 10, 5)
     cache.close()  # does not own the store's engine
-    assert await SqlJudgeCache(store.engine).get("k") is not None
+    assert await SqlJudgeCache(store.judge_replies()).get("k") is not None
     store.close()

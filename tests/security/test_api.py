@@ -88,7 +88,7 @@ def test_a_bug_is_a_logged_500_whose_answer_names_no_detail(
 ) -> None:
     """Only the server's own faults are 500: logged (through the redactor) with the traceback, answered
     with a generic message that leaks nothing of it."""
-    from evalward.server.queue import JobQueue
+    from evalward.store.job_queue import JobQueue
 
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("secret detail ghp_" + "x" * 36)
@@ -110,7 +110,7 @@ def test_a_value_postgresql_refuses_is_a_4xx_not_a_500(
     what the database refuses anyway is the request's fault (422), not a server error."""
     from tests.server.runs import dice_run
 
-    from evalward.report.json_report import render_json
+    from evalward.run_json import render_json
     from evalward.store import open_store
 
     with open_store(f"sqlite:///{tmp_path / 'action.db'}") as action_store:

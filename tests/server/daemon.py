@@ -27,9 +27,9 @@ from tests.server.conftest import delivery_headers, example, make_settings
 from tests.server.live import LiveServer
 
 from evalward.server.app import create_app
-from evalward.server.queue import JobQueue, JobView
 from evalward.server.runtime import build_pool
 from evalward.store import open_store
+from evalward.store.job_queue import JobQueue, JobView
 
 REPO = "acme/agent"
 INSTALLATION = 4242

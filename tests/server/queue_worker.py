@@ -14,9 +14,9 @@ import sys
 import time
 from pathlib import Path
 
-from evalward.server.queue import JobQueue
 from evalward.server.worker import JobContext, Worker, WorkerOptions
 from evalward.store import open_store
+from evalward.store.job_queue import JobQueue
 
 
 def _append(path: Path, line: str) -> None:

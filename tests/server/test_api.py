@@ -11,11 +11,11 @@ import pytest
 from tests.server.conftest import make_settings
 from tests.server.runs import dice_run, t
 
-from evalward.report.json_report import render_json
+from evalward.run_json import render_json
 from evalward.server.app import create_app
-from evalward.server.queue import JobQueue, JobSpec
 from evalward.server.tokens import hash_token
 from evalward.store import Store, open_store
+from evalward.store.job_queue import JobQueue, JobSpec
 
 UPLOAD = "ewt_upload-token-for-acme-dice"
 READ = "ewt_read-token"

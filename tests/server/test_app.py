@@ -11,8 +11,8 @@ import pytest
 from tests.server.conftest import WEBHOOKS, delivery_headers, example, make_settings
 
 from evalward.server.app import create_app
-from evalward.server.queue import JobQueue
 from evalward.store import Store
+from evalward.store.job_queue import JobQueue
 
 EXAMPLES = sorted(p.stem for p in WEBHOOKS.glob("*.json"))
 EVENT_OF = {name: name.split(".")[0] for name in EXAMPLES}

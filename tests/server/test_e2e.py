@@ -20,9 +20,9 @@ from tests.server.live import LiveServer
 from tests.server.runs import dice_project
 
 from evalward.server.app import create_app
-from evalward.server.queue import JobQueue
 from evalward.server.runtime import build_pool
 from evalward.store import open_store
+from evalward.store.job_queue import JobQueue
 
 REPO = "acme/dice"
 INSTALLATION = 4242

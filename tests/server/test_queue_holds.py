@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from evalward.server.queue import JobQueue, JobSpec
 from evalward.store import open_store
 from evalward.store.engine import write_transaction
+from evalward.store.job_queue import JobQueue, JobSpec
 from evalward.store.schema import webhook_deliveries_table
 
 SHA = "c" * 40

@@ -19,10 +19,10 @@ from tests.server.live import LiveServer
 from tests.server.test_write_access import INSTALLATION, KEYS, REPO, pr_event
 
 from evalward.server.app import create_app
-from evalward.server.queue import JobQueue
 from evalward.server.redeliver import start_redelivery
 from evalward.server.settings import ServerSettings, load_settings
 from evalward.store import Store, open_store
+from evalward.store.job_queue import JobQueue
 
 
 def closed_port() -> int:

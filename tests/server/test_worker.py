@@ -5,9 +5,9 @@ from __future__ import annotations
 import threading
 import time
 
-from evalward.server.queue import JobQueue, JobSpec
 from evalward.server.worker import JobContext, RetryableJobError, Worker, WorkerOptions, WorkerPool
 from evalward.store import open_store
+from evalward.store.job_queue import JobQueue, JobSpec
 
 FAST = WorkerOptions(lease_s=30, heartbeat_s=0.05, poll_s=0.01, max_per_repo=None)
 

@@ -19,8 +19,8 @@ from tests.github.contract import check_requests
 from tests.server.conftest import example, make_settings
 from tests.server.daemon import INSTALLATION, KEYS, REPO, Daemon, pr_event
 
-from evalward.server.queue import JobQueue
 from evalward.store import open_store
+from evalward.store.job_queue import JobQueue
 
 
 @pytest.mark.parametrize(("role", "shown"), [("triage", "read"), ("read", "read"), (None, "none")])
@@ -151,7 +151,7 @@ def _handlers(tmp_path: Path, github: FakeGitHub, store: Any, **overrides: Any) 
 
 
 def _claim(queue: JobQueue, sha: str, number: int) -> Any:
-    from evalward.server.queue import JobSpec
+    from evalward.store.job_queue import JobSpec
 
     payload = {
         "repo": REPO,

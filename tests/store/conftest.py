@@ -38,3 +38,9 @@ def store(db_url: str) -> Iterator[object]:
     opened = open_store(db_url)
     yield opened
     opened.close()
+
+
+@pytest.fixture
+def pg_url(postgres_database: str) -> str:
+    """A fresh schema on the live PostgreSQL (the PostgreSQL-only tests)."""
+    return fresh_schema(postgres_database)

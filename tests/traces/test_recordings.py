@@ -10,7 +10,7 @@ from tests.traces.otlp_builders import export, multi_agent_turn
 
 from evalward.errors import EvalFileError
 from evalward.model import AgentOutput, CaseError, CaseResult, InvocationResult, RunResult, ToolCall
-from evalward.report.json_report import render_json
+from evalward.run_json import render_json
 from evalward.traces.recordings import RecordedError, Recordings, detect_kind, load_recordings
 
 

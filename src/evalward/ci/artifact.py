@@ -71,7 +71,7 @@ def write_artifact(
     """Write `meta.json`, `run.json`, `report.html` and, when gated, `verdict.json` (+ `baseline.json`); return
     run.json's path."""
     from evalward.report.html import render_html
-    from evalward.report.json_report import render_json
+    from evalward.run_json import render_json
 
     directory.mkdir(parents=True, exist_ok=True)
     meta = meta.model_copy(update={"has_verdict": verdict is not None, "has_baseline": baseline is not None})
@@ -118,7 +118,7 @@ def _model_problems(path: Path, exc: ValidationError) -> EvalFileError:
 def read_artifact(directory: Path) -> Artifact:
     """Read and validate a results artifact (untrusted: sizes capped, every model validated, IDs checked)."""
     from evalward.model.verdict import Verdict
-    from evalward.report.json_report import load_run_json
+    from evalward.run_json import load_run_json
 
     if not directory.is_dir():
         raise UsageError(f"{directory}: no such results artifact folder")
@@ -175,7 +175,7 @@ def merge_shard_artifacts(store: Store, directory: str, *, run_id: str | None = 
     """Import every shard's `run.json` found under `directory` and merge them; fails closed (GateInputError)."""
     from evalward.errors import GateInputError
     from evalward.pipeline import finalize, new_run_id
-    from evalward.report.json_report import load_run_json
+    from evalward.run_json import load_run_json
 
     root = Path(directory)
     files = sorted(root.rglob("run.json")) if root.is_dir() else []

@@ -142,7 +142,7 @@ def import_command(files: tuple[str, ...], db_url: str | None) -> None:
     """Import runs from JSON files written by `run --json` or `export` (importing twice changes nothing)."""
     from evalward.cli.run_cmd import open_history
     from evalward.reading import read_text_file
-    from evalward.report.json_report import load_run_json
+    from evalward.run_json import load_run_json
 
     store = open_history(db_url)
     for file in files:
@@ -170,8 +170,8 @@ def merge_command(
     from evalward.cli.run_cmd import open_history
     from evalward.pipeline import finalize
     from evalward.pipeline import new_run_id as make_id
-    from evalward.report.json_report import render_json
     from evalward.report.terminal import print_run
+    from evalward.run_json import render_json
 
     store = open_history(db_url)
     merged = store.merge_runs(

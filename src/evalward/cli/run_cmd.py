@@ -240,7 +240,7 @@ def write_reports(
     """Write the report files asked for; `extra_markdown` (e.g. a confusion table) ends the markdown report."""
 
     def json_report(value: Any, target: TextIO) -> None:
-        from evalward.report.json_report import write_json
+        from evalward.run_json import write_json
 
         write_json(value, target)
 

@@ -17,13 +17,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from evalward.model import canonical_hash
 
 if TYPE_CHECKING:
-    from sqlalchemy import Engine
+    from evalward.store.judge_replies import JudgeReplies
 
 
 @dataclass(frozen=True)
@@ -63,62 +62,28 @@ class MemoryJudgeCache:
 
 
 class SqlJudgeCache:
-    """The `judge_cache` table behind an engine (history database or the fallback file)."""
+    """Replies kept in the `judge_cache` table of a database (`evalward.store.judge_replies`): the history
+    database's engine, or a file of its own (`open`)."""
 
-    def __init__(self, engine: Engine, *, owns_engine: bool = False) -> None:
-        self.engine = engine
-        self._owns_engine = owns_engine
+    def __init__(self, replies: JudgeReplies) -> None:
+        self._replies = replies
 
     @classmethod
     def open(cls, url: str) -> SqlJudgeCache:
         """A cache in its own database at `url` (the table is created when missing)."""
-        from evalward.store.engine import create_db_engine
-        from evalward.store.schema import judge_cache_table
+        from evalward.store.judge_replies import JudgeReplies
 
-        engine = create_db_engine(url)
-        judge_cache_table.create(engine, checkfirst=True)
-        return cls(engine, owns_engine=True)
-
-    def _get(self, key: str) -> CachedReply | None:
-        from sqlalchemy import select
-
-        from evalward.store.engine import read_transaction
-        from evalward.store.schema import judge_cache_table as table
-
-        with read_transaction(self.engine) as conn:
-            row = conn.execute(
-                select(table.c.reply, table.c.input_tokens, table.c.output_tokens).where(table.c.key == key)
-            ).first()
-        return None if row is None else CachedReply(text=row[0], input_tokens=row[1], output_tokens=row[2])
-
-    def _put(self, key: str, model: str, reply: CachedReply) -> None:
-        from evalward.store.engine import write_transaction
-        from evalward.store.schema import judge_cache_table as table
-
-        values = {
-            "key": key,
-            "model": model,
-            "reply": reply.text,
-            "input_tokens": reply.input_tokens,
-            "output_tokens": reply.output_tokens,
-            "created_at": datetime.now(UTC),
-        }
-        with write_transaction(self.engine) as conn:
-            if conn.dialect.name == "postgresql":
-                from sqlalchemy.dialects.postgresql import insert as pg_insert
-
-                conn.execute(pg_insert(table).values(**values).on_conflict_do_nothing(index_elements=["key"]))
-            else:
-                from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-
-                conn.execute(sqlite_insert(table).values(**values).on_conflict_do_nothing(index_elements=["key"]))
+        return cls(JudgeReplies.open(url))
 
     async def get(self, key: str) -> CachedReply | None:
-        return await asyncio.to_thread(self._get, key)
+        stored = await asyncio.to_thread(self._replies.get, key)
+        return None if stored is None else CachedReply(stored.text, stored.input_tokens, stored.output_tokens)
 
     async def put(self, key: str, model: str, reply: CachedReply) -> None:
-        await asyncio.to_thread(self._put, key, model, reply)
+        from evalward.store.judge_replies import StoredReply
+
+        stored = StoredReply(reply.text, reply.input_tokens, reply.output_tokens)
+        await asyncio.to_thread(self._replies.put, key, model, stored)
 
     def close(self) -> None:
-        if self._owns_engine:
-            self.engine.dispose()
+        self._replies.close()

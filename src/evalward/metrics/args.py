@@ -452,7 +452,7 @@ def compare_args(actual: Mapping[str, Any] | None, expected: Mapping[str, Any] |
     """Differences between a call's actual and expected arguments (normalised first).
 
     Absent args (`None`) on either side mean "not recorded / not specified": the call is matched by name
-    only (METRICS.md §11), and callers report that (see `args_unrecorded`).
+    only (METRICS.md §11), and the trajectory metrics say so in their details ("matched by name only").
     """
     if rule.mode == "ignore" or expected is None or actual is None:
         return []

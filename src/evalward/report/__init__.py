@@ -15,10 +15,10 @@ if TYPE_CHECKING:
     from evalward.report.comparison import print_verdict, render_verdict_markdown
     from evalward.report.diff import ArgDiff, DiffLine, TrajectoryDiff, steps_diff, trajectory_diff
     from evalward.report.html import render_html
-    from evalward.report.json_report import load_run_json, render_json
     from evalward.report.junit import render_junit
     from evalward.report.markdown import render_run_markdown
     from evalward.report.terminal import print_run
+    from evalward.run_json import load_run_json, render_json
 
 # Each name is loaded from its module on first use: a run imports `report.escape` or `report.terminal` without
 # paying for the comparison, HTML and JUnit renderers it may never write.
@@ -28,8 +28,8 @@ _HOME = {
     "TrajectoryDiff": "diff",
     "steps_diff": "diff",
     "trajectory_diff": "diff",
-    "load_run_json": "json_report",
-    "render_json": "json_report",
+    "load_run_json": "evalward.run_json",
+    "render_json": "evalward.run_json",
     "print_run": "terminal",
     "print_verdict": "comparison",
     "render_verdict_markdown": "comparison",
@@ -59,4 +59,4 @@ def __getattr__(name: str) -> Any:
     home = _HOME.get(name)
     if home is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(import_module(f"{__name__}.{home}"), name)
+    return getattr(import_module(home if "." in home else f"{__name__}.{home}"), name)

@@ -82,7 +82,7 @@ def _repo(request: Request) -> str:
 
 
 async def upload_run(request: Request) -> Response:
-    from evalward.report.json_report import load_run_json
+    from evalward.run_json import load_run_json
     from evalward.server.app import PayloadTooLarge, read_body_capped
 
     state = _state(request)
@@ -273,7 +273,7 @@ async def compare(request: Request) -> Response:
 
 
 async def case_history(request: Request) -> Response:
-    from evalward.server import history
+    from evalward.store import repository_views as history
 
     require_read(request)
     state = _state(request)

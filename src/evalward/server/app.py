@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
-from sqlalchemy.exc import DataError
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
@@ -44,9 +43,9 @@ from evalward.server.boundary import (
     load_json,
 )
 from evalward.server.metrics import ServerMetrics, gauge_lines, webhook_event_label
-from evalward.server.queue import Enqueued, JobQueue
 from evalward.server.settings import ServerSettings
 from evalward.server.webhooks import WebhookPlan, plan_delivery, verify_signature
+from evalward.store.job_queue import Enqueued, JobQueue, ValueRefused
 
 if TYPE_CHECKING:
     from evalward.server.worker import WorkerPool
@@ -207,7 +206,7 @@ async def github_webhook(request: Request) -> Response:
         return answer(status, outcome, {"delivery": delivery, "note": plan.note})
     try:
         enqueued, released, cancelled = await run_in_threadpool(carry_out, state.queue, plan)
-    except DataError:
+    except ValueRefused:
         # The boundary checks should leave nothing for the database to refuse; if it still does, the
         # delivery is at fault, not the queue, and GitHub must not be told to retry it as an outage.
         log.warning("webhook: the database refused a value", extra={"delivery": delivery, "event": event})
@@ -350,7 +349,7 @@ def create_app(
         exception_handlers={
             HTTPException: _http_error,
             EvalwardError: evalward_error_handler,
-            DataError: _database_refused,
+            ValueRefused: _database_refused,
             Exception: _server_error,
         },
     )

@@ -56,8 +56,8 @@ if TYPE_CHECKING:
     from evalward.gating import GateOutcome
     from evalward.github.client import GitHubClient
     from evalward.model import RunResult
-    from evalward.server.queue import JobQueue
     from evalward.store import Store
+    from evalward.store.job_queue import JobQueue
 
 log = logging.getLogger("evalward.server.evaluate")
 
@@ -232,7 +232,7 @@ class EvalProcess:
 
 def run_evals(ctx: JobContext, settings: ServerSettings, workdir: Path, repo_dir: Path, args: list[str]) -> EvalProcess:
     """`evalward run ARGS --json FILE` in `repo_dir` under the sandbox; see the module docstring."""
-    from evalward.report.json_report import load_run_json
+    from evalward.run_json import load_run_json
 
     out = workdir / "run.json"
     stderr_path = workdir / "stderr.txt"

@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from evalward.github.client import GitHubClient
-    from evalward.server.queue import JobQueue
     from evalward.server.settings import ServerSettings
+    from evalward.store.job_queue import JobQueue
 
 log = logging.getLogger("evalward.server.redeliver")
 

@@ -30,8 +30,8 @@ def build_pool(
     """`settings.workers` worker threads running the production handlers (`github_options`: extra
     `GitHubClient` arguments, e.g. a recording `sleep` in tests)."""
     from evalward.server.evaluate import GitHubAccess, Handlers
-    from evalward.server.queue import JobQueue
     from evalward.server.worker import WorkerOptions, WorkerPool
+    from evalward.store.job_queue import JobQueue
 
     queue = JobQueue(store.engine, max_attempts=settings.max_attempts)
     handlers = Handlers(

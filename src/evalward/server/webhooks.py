@@ -47,7 +47,7 @@ from evalward.github.events import (
     PushEvent,
     parse_event,
 )
-from evalward.server.queue import JobSpec
+from evalward.store.job_queue import JobSpec
 
 SIGNATURE_PREFIX = "sha256="
 PR_ACTIONS = frozenset({"opened", "synchronize", "reopened", "ready_for_review"})

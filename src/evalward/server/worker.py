@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalward.server.metrics import ServerMetrics
-from evalward.server.queue import ClaimedJob, JobQueue
+from evalward.store.job_queue import ClaimedJob, JobQueue
 
 log = logging.getLogger("evalward.server.worker")
 

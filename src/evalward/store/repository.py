@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
     # The gate's models load when a verdict is read or written: a run never needs them.
     from evalward.model.verdict import RecordedVerdict, Verdict
+    from evalward.store.judge_replies import JudgeReplies
 
 ItemKey = tuple[str, str, int]
 """(eval_set_id, case_id, repetition): one planned or recorded unit of work."""
@@ -223,6 +224,12 @@ class Store:
 
     def close(self) -> None:
         self.engine.dispose()
+
+    def judge_replies(self) -> JudgeReplies:
+        """The judge reply cache kept in this database (`judge_cache` table)."""
+        from evalward.store.judge_replies import JudgeReplies
+
+        return JudgeReplies(self.engine)
 
     def __enter__(self) -> Store:
         return self

@@ -42,7 +42,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     path = session.config.getoption("evalward_json", default=None)
     if not path:
         return
-    from evalward.report.json_report import render_json
+    from evalward.run_json import render_json
     from evalward.testing import _session
 
     collected = _session.runs()
@@ -70,7 +70,7 @@ def pytest_testnodedown(node: object, error: object) -> None:
     texts = getattr(node, "workeroutput", {}).get(_WORKER_RUNS) or []
     if not texts:
         return
-    from evalward.report.json_report import load_run_json
+    from evalward.run_json import load_run_json
     from evalward.testing import _session
 
     for text in texts:

@@ -148,7 +148,7 @@ def load_recordings(path: str | Path, *, options: TraceOptions | None = None, ha
     """Read a recording file of any supported source; `EvalFileError` names the file and what was found.
 
     Indexed recordings keep a file open: `close()` them when done (or let them be collected)."""
-    from evalward.report.json_report import load_run_json
+    from evalward.run_json import load_run_json
 
     shown = str(path)
     file = Path(path)

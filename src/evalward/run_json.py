@@ -1,4 +1,5 @@
-"""The run as JSON: the persisted, re-renderable form of `RunResult`.
+"""The run as JSON: the persisted, re-renderable form of `RunResult`, written by reports and the store's
+export and read back by everything that takes a run from a file (`evalward import`, traces, the server).
 
 `render_json` writes the whole model, including the computed `metrics` maps ({name: score}) on every
 case and turn, so other tools can read scores without walking `metric_results`. `load_run_json` reads

@@ -39,6 +39,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
+from sqlalchemy.exc import DataError
 
 from evalward.store.engine import read_transaction, write_transaction
 from evalward.store.schema import jobs_table, webhook_deliveries_table
@@ -52,6 +53,10 @@ FINAL_STATUSES: tuple[str, ...] = ("done", "failed", "cancelled")
 _CANDIDATES = 32
 """Rows looked at per claim; enough to skip past repositories that are at their limit."""
 ERROR_MAX_CHARS = 4000
+
+ValueRefused = DataError
+"""What the database raises for a value it cannot store (a number out of its column's range, a NUL byte in
+PostgreSQL text): the web role answers it as a bad request, not as an outage."""
 
 
 @dataclass(frozen=True)

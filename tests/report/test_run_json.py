@@ -1,4 +1,4 @@
-"""json_report.py: the run round-trips through JSON; computed maps are written; bad files are refused clearly."""
+"""run_json.py: the run round-trips through JSON; computed maps are written; bad files are refused clearly."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from evalward.errors import EvalFileError
 from evalward.model import SCHEMA_VERSION, RunResult
-from evalward.report.json_report import load_run_json, render_json
+from evalward.run_json import load_run_json, render_json
 
 
 def test_round_trip(sample_run: RunResult):

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from evalward.server.queue import JobQueue, JobSpec
 from evalward.store import open_store
 from evalward.store.engine import write_transaction
+from evalward.store.job_queue import JobQueue, JobSpec
 from evalward.store.schema import jobs_table
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
