@@ -136,17 +136,6 @@ class TestWilson:
         assert stats.wilson_interval(0, 0) == (0.0, 1.0)
 
 
-class TestPassK:
-    def test_gate_md_example(self) -> None:
-        # n = 5, c = 4: pass^3 = C(4,3)/C(5,3) = 4/10; pass@3 = 1 − C(1,3)/C(5,3) = 1 − 0/10
-        assert stats.pass_hat_k(5, 4, 3) == 0.4
-        assert stats.pass_at_k(5, 4, 3) == 1.0
-
-    def test_k_beyond_runs_refused(self) -> None:
-        with pytest.raises(ValueError, match="k=4"):
-            stats.pass_hat_k(3, 3, 4)
-
-
 class TestPower:
     def test_cases_needed(self) -> None:
         # z_0.95 + z_0.8 = 1.64485 + 0.84162 = 2.48647; (2.48647 · 0.5 / 0.1)² = 12.432² = 154.56 → 155

@@ -383,31 +383,6 @@ def wilson_interval(successes: int, trials: int, alpha: float = 0.05) -> tuple[f
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def _check_pass_counts(n: int, c: int, k: int) -> None:
-    if not 0 <= c <= n:
-        raise ValueError(f"need 0 <= passes <= runs, got {c}/{n}")
-    if not 1 <= k <= n:
-        raise ValueError(f"need 1 <= k <= runs, got k={k} with {n} runs")
-
-
-def pass_hat_k(n: int, c: int, k: int) -> float:
-    """pass^k = C(c, k) / C(n, k): the chance that k runs drawn from the n all pass (τ-bench).
-
-    Example: n = 5, c = 4, k = 3 → C(4,3)/C(5,3) = 4/10 = 0.4.
-    """
-    _check_pass_counts(n, c, k)
-    return math.comb(c, k) / math.comb(n, k)
-
-
-def pass_at_k(n: int, c: int, k: int) -> float:
-    """pass@k = 1 − C(n − c, k) / C(n, k): the chance that at least one of k runs passes (Chen et al.).
-
-    Example: n = 5, c = 4, k = 3 → 1 − C(1,3)/C(5,3) = 1 − 0/10 = 1.0.
-    """
-    _check_pass_counts(n, c, k)
-    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
-
-
 # ----------------------------------------------------------------------------------------------- power
 
 

@@ -48,13 +48,15 @@ class RunSummary:
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
-    """P(at least one of k draws without replacement passes) = 1 − C(n−c, k)/C(n, k)."""
+    """P(at least one of k draws without replacement passes) = 1 − C(n−c, k)/C(n, k) (Chen et al.'s unbiased
+    estimator). Example: n = 5, c = 4, k = 3 → 1 − C(1,3)/C(5,3) = 1 − 0/10 = 1.0."""
     _check_nck(n, c, k)
     return 1.0 - math.comb(n - c, k) / math.comb(n, k)
 
 
 def pass_hat_k(n: int, c: int, k: int) -> float:
-    """P(all k draws without replacement pass) = C(c, k)/C(n, k)."""
+    """P(all k draws without replacement pass) = C(c, k)/C(n, k) (τ-bench). Example: n = 5, c = 4, k = 3 →
+    C(4,3)/C(5,3) = 4/10 = 0.4."""
     _check_nck(n, c, k)
     return math.comb(c, k) / math.comb(n, k)
 
