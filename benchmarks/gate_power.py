@@ -4,7 +4,7 @@ Each trial builds a baseline run and a candidate run (`RunResult`s as `evalward 
 per case, ADK's `tool_trajectory_avg_score` at its default threshold 1.0, so a repetition passes exactly
 when the agent made the expected call) and asks `gate.decide` — the function behind `evalward gate`,
 `evalward ci` and the daemon — with `GatePolicy()` unchanged. Per-case pass probabilities come from
-Beta(4, 1) (mean 0.8, GATE.md §10) unless a scenario says otherwise. Two scenarios go through the history
+Beta(4, 1) (mean 0.8, docs/gate.md §10) unless a scenario says otherwise. Two scenarios go through the history
 database (`gating.flow.plan_baseline` + `finish_gate`) because what they test is baseline selection.
 
     python benchmarks/gate_power.py                 # every scenario, 200 trials each (a few minutes)

@@ -2,7 +2,7 @@
 
 Precedence for each field: an explicit value (flag / EVALWARD_* variable) > the GitHub Actions
 environment (and its event payload) > the local git checkout. On `pull_request` events the commit is the
-PR's head SHA, not the test merge commit GitHub checks out (GITHUB.md §4).
+PR's head SHA, not the test merge commit GitHub checks out (docs/github.md §4).
 """
 
 from __future__ import annotations

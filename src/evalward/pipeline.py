@@ -958,7 +958,7 @@ def _keep_stepwise(result: CaseResult, recorded: CaseResult) -> CaseResult:
 async def score_stepwise(
     item: WorkItem, case_run: CaseRun, agent: Agent, options: RunOptions, judging: Judging | None = None
 ) -> tuple[list[MetricResult], dict[int, list[MetricResult]], CaseError | None] | None:
-    """Teacher forcing for every answered turn with `reference_messages` (METRICS.md §6, `metrics.stepwise`).
+    """Teacher forcing for every answered turn with `reference_messages` (docs/metrics.md §6, `metrics.stepwise`).
 
     Each such turn's steps go to the agent with `next_action_only` (runners/stepwise.py), the earlier turns
     in its history as the normal run had them; the normal run's output gives the free-running survival.
@@ -1097,7 +1097,7 @@ def run_pair(
     store: Store | None,
     progress: ProgressCallback | None = None,
 ) -> PairedRuns:
-    """Run `prepared` and, interleaved with it, the base side (GATE.md §9): one concurrency limit and one rate
+    """Run `prepared` and, interleaved with it, the base side (docs/gate.md §9): one concurrency limit and one rate
     limit shared case by case, so both sides meet the same provider conditions and its drift cancels out.
 
     A failure of the current run propagates; a failure of the base side is returned as `base_error`."""

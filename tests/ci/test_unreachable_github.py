@@ -69,7 +69,7 @@ def test_a_github_answering_5xx_shares_one_budget_across_every_post(workspace: W
 
 
 def test_rate_limits_keep_githubs_rules_outside_the_budget(workspace: Workspace) -> None:
-    """A secondary rate limit with `retry-after` is waited out as GitHub asks (GITHUB.md §9), not cut short."""
+    """A secondary rate limit with `retry-after` is waited out as GitHub asks (docs/github.md §9), not cut short."""
     waits: list[float] = []
     workspace.fake.inject("secondary", 2, path_contains="/statuses/", retry_after=30)
     env = workspace.env("pull_request", pull_request_payload())

@@ -1,6 +1,6 @@
 """A fake GitHub REST API on a real socket (127.0.0.1, random port), with in-memory state.
 
-It speaks the endpoints evalward uses (GITHUB.md §8) and enforces GitHub's limits with GitHub's own 422
+It speaks the endpoints evalward uses (docs/github.md §8) and enforces GitHub's limits with GitHub's own 422
 messages, including the ones the OpenAPI description lacks (65,536-character comments, 140-character
 status descriptions, 50 annotations per request, check-run conclusion rules). Every request is recorded
 (method, path relative to the API root, query, headers without `Authorization`, JSON body) so tests and

@@ -1,4 +1,4 @@
-"""The default policy on the situations GATE.md §9 names: thresholds that gate on change, newly broken cases,
+"""The default policy on the situations docs/gate.md §9 names: thresholds that gate on change, newly broken cases,
 symmetric errors, evidence before a pass, and the plain-words headline."""
 
 from __future__ import annotations

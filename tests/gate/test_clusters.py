@@ -1,4 +1,4 @@
-"""The clustered analysis (GATE.md §1, §3–§5): SE_cl, one sign flip per cluster, whole-cluster bootstrap.
+"""The clustered analysis (docs/gate.md §1, §3–§5): SE_cl, one sign flip per cluster, whole-cluster bootstrap.
 
 Hand calculations are in the comments; the statistics are checked on their own first, then through decide().
 """

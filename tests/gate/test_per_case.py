@@ -1,4 +1,4 @@
-"""Per-case diagnostics (GATE.md §8): one-sided Fisher exact per case with k ≥ 5, Benjamini–Hochberg q < 0.1.
+"""Per-case diagnostics (docs/gate.md §8): one-sided Fisher exact per case with k ≥ 5, Benjamini–Hochberg q < 0.1.
 
 Hand calculations are in the comments. The tests are diagnostic: they never block a verdict.
 """
@@ -40,7 +40,7 @@ class TestFisher:
         assert stats.fisher_one_sided_p(5, 5, 0, 5) == float(Fraction(1, 252))
 
     def test_three_runs_cannot_reach_significance(self) -> None:
-        # GATE.md §8: 3/3 → 0/3 gives 1/C(6,3) = 1/20 = 0.05, not < 0.05
+        # docs/gate.md §8: 3/3 → 0/3 gives 1/C(6,3) = 1/20 = 0.05, not < 0.05
         assert stats.fisher_one_sided_p(3, 3, 0, 3) == 0.05
 
     @pytest.mark.parametrize(

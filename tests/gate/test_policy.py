@@ -1,4 +1,4 @@
-"""GatePolicy: defaults from GATE.md, strict config, one primary metric, schema and digest."""
+"""GatePolicy: defaults from docs/gate.md, strict config, one primary metric, schema and digest."""
 
 from __future__ import annotations
 

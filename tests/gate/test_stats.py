@@ -1,4 +1,4 @@
-"""The gate's statistics against GATE.md's worked examples (hand calculations in the comments)."""
+"""The gate's statistics against docs/gate.md's worked examples (hand calculations in the comments)."""
 
 from __future__ import annotations
 

@@ -30,7 +30,7 @@ def test_hypergeometric_law_of_three_passes_in_six_runs() -> None:
 
 
 def test_one_repetition_per_side_is_exact_mcnemar() -> None:
-    # six pass → fail, one fail → pass, 23 stable: p = P[Bin(7, ½) ≥ 6] = 8/128 (GATE.md §4)
+    # six pass → fail, one fail → pass, 23 stable: p = P[Bin(7, ½) ≥ 6] = 8/128 (docs/gate.md §4)
     strata = [Stratum(1, 1, 1, 0)] * 6 + [Stratum(1, 1, 0, 1)] + [Stratum(1, 1, 1, 1)] * 23
     result = pass_rate_test(strata, seed=1)
     assert result.test == "stratified_exact"

@@ -1,4 +1,4 @@
-"""GATE.md §9 through the real CLI with the default policy: a git repository, a fresh history database, a pull
+"""docs/gate.md §9 through the real CLI with the default policy: a git repository, a fresh history database, a pull
 request whose merge-base agent is run on demand, and the situations a gate must get right.
 
 Each repository holds an ADK eval set of `CASES` one-turn cases (`solve N` → expected call `solve(x=N)`,

@@ -1,4 +1,4 @@
-"""Check requests recorded by the fake GitHub against GitHub's REST description (GITHUB.md §13).
+"""Check requests recorded by the fake GitHub against GitHub's REST description (docs/github.md §13).
 
 The description is the vendored subset `tests/fakes/data/github-rest-subset.json` (from npm
 `@octokit/openapi`; see `extract_github_subset.py`). For each request: a path template matches
@@ -131,7 +131,7 @@ def undeclared_keys(body: Any, schema: dict[str, Any] | None, where: str = "body
 
 
 def _limits(op: Operation, body: Any) -> list[str]:
-    """GitHub's limits that the OpenAPI description does not state (GITHUB.md §8)."""
+    """GitHub's limits that the OpenAPI description does not state (docs/github.md §8)."""
     problems: list[str] = []
     if not isinstance(body, dict):
         return problems

@@ -129,7 +129,7 @@ A: Call = ("a", {"x": 1})
 B: Call = ("b", {"y": "z"})
 C: Call = ("c", None)
 
-# (actual, expected) pairs chosen for the edge cases named in ADK-FORMATS.md §6.1.
+# (actual, expected) pairs chosen for the edge cases named in docs/formats.md §6.1.
 CRAFTED_PAIRS: list[tuple[list[Call], list[Call]]] = [
     ([], []),
     ([A], []),
@@ -168,7 +168,7 @@ def test_trajectory_crafted_cases_match_adk(match_type: MatchType, ignore_args: 
 
 
 def test_trajectory_spot_values_match_the_reference_doc() -> None:
-    # hand calculation (ADK-FORMATS.md §6.1): expected [T1,T2,T3]; actual [T1,X,T2,Y,T3] -> IN_ORDER 1,
+    # hand calculation (docs/formats.md §6.1): expected [T1,T2,T3]; actual [T1,X,T2,Y,T3] -> IN_ORDER 1,
     # ANY_ORDER 1, EXACT 0; actual [T2,T1,T3] -> IN_ORDER 0, ANY_ORDER 1.
     t1, t2, t3, x, y = (("t1", None), ("t2", None), ("t3", None), ("x", None), ("y", None))
     interleaved = ([t1, x, t2, y, t3], [t1, t2, t3])
@@ -230,7 +230,7 @@ def test_adk_match_type_spellings_score_alike() -> None:
 
 # ----------------------------------------------------------------------------------------------- ROUGE
 
-# (response, reference) pairs with the Unicode behaviour named in ADK-FORMATS.md §6.2.
+# (response, reference) pairs with the Unicode behaviour named in docs/formats.md §6.2.
 UNICODE_TEXTS: list[tuple[str | None, str | None]] = [
     ("naïve approach", "naive approach"),
     ("你好世界", "你好"),
@@ -271,7 +271,7 @@ def test_rouge_unicode_cases_match_adk() -> None:
 
 
 def test_rouge_worked_examples_of_the_reference_doc() -> None:
-    # hand calculations (ADK-FORMATS.md §6.2):
+    # hand calculations (docs/formats.md §6.2):
     #   naïve approach / naive approach: tokens {naïve, approach} vs {naiv, approach}: overlap 1, P = R = 1/2 -> 0.5
     #   你好世界 / 你好: overlap 2, P = 2/4, R = 2/2, F = 2·0.5·1/1.5 = 0.667
     #   ﬁle / file and １２３ / 123: NFKC makes them equal -> 1.0; running dogs / run dog: stems equal -> 1.0

@@ -1,4 +1,4 @@
-"""Aggregation: pass@k / pass^k (GATE.md §8), t intervals, case summaries, run verdicts."""
+"""Aggregation: pass@k / pass^k (docs/gate.md §8), t intervals, case summaries, run verdicts."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def case(case_id: str, rep: int, status: str, *results: MetricResult) -> CaseRes
 
 
 def test_pass_at_k_and_pass_hat_k_gate_example() -> None:
-    # GATE.md §8: n = 5, c = 4 → pass^3 = C(4,3)/C(5,3) = 4/10 = 0.4; pass@3 = 1 − C(1,3)/C(5,3) = 1 − 0/10 = 1.0
+    # docs/gate.md §8: n = 5, c = 4 → pass^3 = C(4,3)/C(5,3) = 4/10 = 0.4; pass@3 = 1 − C(1,3)/C(5,3) = 1 − 0/10 = 1.0
     assert pass_hat_k(5, 4, 3) == pytest.approx(0.4)
     assert pass_at_k(5, 4, 3) == 1.0
     # n = 5, c = 2, k = 2: pass^2 = C(2,2)/C(5,2) = 1/10; pass@2 = 1 − C(3,2)/C(5,2) = 1 − 3/10 = 0.7

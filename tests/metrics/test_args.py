@@ -1,4 +1,4 @@
-"""Native argument matching: JSON typing, modes, key paths, value matchers (METRICS.md §4)."""
+"""Native argument matching: JSON typing, modes, key paths, value matchers (docs/metrics.md §4)."""
 
 from __future__ import annotations
 

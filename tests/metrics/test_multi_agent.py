@@ -1,4 +1,4 @@
-"""Multi-agent checks (seed 002): agents and per-agent tools, missed and extra."""
+"""Multi-agent checks (guide 002): agents and per-agent tools, missed and extra."""
 
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ def test_agent_tools_match_per_agent_missed_extra_and_pr() -> None:
     assert result.details["extra"] == [{"agent": "editor", "tool": "write_file"}]
     editor = result.details["per_agent"]["editor"]
     assert (editor["precision"], editor["recall"], editor["arithmetic"]) == (0.5, 0.5, "P=1/2=0.500, R=1/2=0.500")
-    # researcher exact → P = R = 1; reviewer both empty → 1 (METRICS.md §2 empty rule)
+    # researcher exact → P = R = 1; reviewer both empty → 1 (docs/metrics.md §2 empty rule)
     assert result.details["per_agent"]["researcher"]["precision"] == 1.0
     assert result.details["per_agent"]["reviewer"]["recall"] == 1.0
     assert result.explanation == "agent tools: 1 missed, 1 extra → 0; missed editor.lint; extra editor.write_file"

@@ -102,7 +102,7 @@ def test_first_step_takes_the_smallest_step_group() -> None:
 
 
 def test_worked_example_from_metrics_md() -> None:
-    """METRICS.md §6: m = 2, c = (1, 0, 1); free run (r_1, x, …)."""
+    """docs/metrics.md §6: m = 2, c = (1, 0, 1); free run (r_1, x, …)."""
     reference = parse_reference(reference_messages())
     answered = final_check_for(EvalCase(case_id="c", turns=[Invocation(query="q")]), 0, [], reference)
     actions = [

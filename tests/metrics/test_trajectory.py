@@ -1,4 +1,4 @@
-"""Native trajectory metrics: METRICS.md §2 worked example, empty rules, duplicates, greedy counter-example."""
+"""Native trajectory metrics: docs/metrics.md §2 worked example, empty rules, duplicates, greedy counter-example."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def value(metric: str, actual: list[ToolCall], expected: list[ToolCall], **optio
     return result.value
 
 
-# METRICS.md §2 worked example
+# docs/metrics.md §2 worked example
 E_WORKED = [call("search", q="a"), call("search", q="a"), call("book", id=1)]
 A_WORKED = [call("search", q="a"), call("book", id=1), call("book", id=1), call("notify")]
 
@@ -82,7 +82,7 @@ def test_worked_example_diagnostics() -> None:
 
 
 def test_greedy_counter_example_under_contains() -> None:
-    # METRICS.md §1: E1 = f(a=1), E2 = f(a=1,b=2); A1 = f(a=1,b=2), A2 = f(a=1,c=3), args mode contains.
+    # docs/metrics.md §1: E1 = f(a=1), E2 = f(a=1,b=2); A1 = f(a=1,b=2), A2 = f(a=1,c=3), args mode contains.
     # Greedy: E1→A1 leaves E2 unmatched. Maximum matching: E1→A2, E2→A1 → k* = 2.
     expected = [call("f", a=1), call("f", a=1, b=2)]
     actual = [call("f", a=1, b=2), call("f", a=1, c=3)]
@@ -102,7 +102,7 @@ def test_greedy_counter_example_under_contains() -> None:
 @pytest.mark.parametrize(
     ("metric", "both_empty", "only_expected", "only_actual"),
     [
-        # METRICS.md §2 empty rules: P/R/F1 = 1 when both empty, 0 when exactly one side is empty
+        # docs/metrics.md §2 empty rules: P/R/F1 = 1 when both empty, 0 when exactly one side is empty
         ("trajectory_precision", 1.0, 0.0, 0.0),
         ("trajectory_recall", 1.0, 0.0, 0.0),
         ("trajectory_f1", 1.0, 0.0, 0.0),
@@ -248,7 +248,7 @@ def test_agent_attribution_is_matched_when_expectation_names_it() -> None:
     # hand calculation: same name and args but another agent → no pair
     assert value("trajectory_recall", [call("lookup", agent="refund")], expected) == 0.0
     assert value("trajectory_recall", [call("lookup", agent="refund")], expected, match_agent=False) == 1.0
-    # diagnostics name the misattributed call: right call, wrong agent (METRICS.md §7)
+    # diagnostics name the misattributed call: right call, wrong agent (docs/metrics.md §7)
     result = score("trajectory_recall", [call("lookup", agent="refund")], expected)
     assert result is not None
     assert result.details["misattributed"] == [
@@ -289,7 +289,7 @@ def test_not_applicable_without_expectation_and_over_steps() -> None:
 
 
 def _seed_trajectory_subsequence(outputs: list[str], reference: list[str]) -> float:
-    """The music-store tutorial's evaluator, as given in seed 000 (test oracle only)."""
+    """The music-store tutorial's evaluator, as given in guide 000 (test oracle only)."""
     if len(reference) > len(outputs):
         return 0.0
     i = j = 0
@@ -339,7 +339,7 @@ def test_trajectory_subsequence_explanations() -> None:
 
 
 def test_langchain_benchmarks_expected_steps_list_equality() -> None:
-    # seed 003: order_matters=true is `actual_steps == expected_steps`; false compares sorted lists
+    # guide 003: order_matters=true is `actual_steps == expected_steps`; false compares sorted lists
     expected = ["a", "b", "c"]
     assert value_steps("trajectory_exact", ["a", "b", "c"], expected) == 1.0
     assert value_steps("trajectory_exact", ["a", "c", "b"], expected) == 0.0

@@ -98,7 +98,7 @@ def test_markdown_k3_note_matches_gate_md() -> None:
     base = build("base", {"x": [1.0] * 3, "y": [1.0] * 3}, {})
     head = build("head", {"x": [0.0] * 3, "y": [1.0] * 3}, {})
     text = render_verdict_markdown(head, decide(head, base, POLICY), baseline=base)
-    # GATE.md §8: with k = 3 even 3/3 → 0/3 only reaches p = 1/C(6,3) = 0.05
+    # docs/gate.md §8: with k = 3 even 3/3 → 0/3 only reaches p = 1/C(6,3) = 0.05
     assert (
         "(here k = 3/3, baseline/this PR; even 3/3 → 0/3 passes only reaches one-sided Fisher p = 1/C(6,3) = 0.05)"
         in text

@@ -1,4 +1,4 @@
-"""The teacher-forcing driver on a recorded trajectory (seed 001's Dune example), scored by hand."""
+"""The teacher-forcing driver on a recorded trajectory (guide 001's Dune example), scored by hand."""
 
 from __future__ import annotations
 

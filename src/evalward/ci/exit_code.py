@@ -1,6 +1,6 @@
 """What a verdict means for the step: its exit code, its GitHub states and the `regressions` output.
 
-Exit codes (GATE.md §6): 0 the gate passed or failed only on what `fail-on` does not name; 1 it failed on a
+Exit codes (docs/gate.md §6): 0 the gate passed or failed only on what `fail-on` does not name; 1 it failed on a
 named class — `regression` (regression, newly broken, cost, latency findings), `threshold` (threshold,
 must-pass), `inconclusive` (turns on the policy's `strict`) — or on a hard gate (errors, missing cases,
 mismatches, no baseline under `on_missing_baseline = "fail"`) unless `fail-on` is `none`; 2 bad input;

@@ -86,7 +86,7 @@ def event_mode(actions: ActionsEnv) -> Mode:
 
 def default_client(actions: ActionsEnv, **overrides: Any) -> GitHubClient | None:
     """A client for `GITHUB_API_URL` with the job's token (None without one): 5 retries, but at most 20 s lost
-    to GitHub not answering over the whole job; rate limits follow GITHUB.md §9. `overrides` go to
+    to GitHub not answering over the whole job; rate limits follow docs/github.md §9. `overrides` go to
     `GitHubClient` (tests: `sleep`, `jitter`, `monotonic`)."""
     from evalward.github.client import GitHubClient
 
@@ -240,7 +240,7 @@ def _run_and_gate(
     """Run the evals (or merge the shards), then gate the run against its baseline: the one place where the
     run and the gate meet in `evalward ci`.
 
-    The baseline is made by `gating` (GATE.md §9): a stored run at the merge-base, re-scored under this run's
+    The baseline is made by `gating` (docs/gate.md §9): a stored run at the merge-base, re-scored under this run's
     criteria, and — for the cases no stored run covers (`options.baseline_run`) — the base side run on demand,
     interleaved with this run's cases. With `server-url`, the run is uploaded first and the server's history
     is searched; the base side then runs after the head (the server answers for a finished run).

@@ -1,6 +1,6 @@
 """The Action's inputs: `INPUT_<NAME>` → the `EVALWARD_*` variable of the matching `evalward ci` option.
 
-The runner exports each input as `INPUT_<NAME>` (upper-cased, dashes kept, GITHUB.md §2) and enforces
+The runner exports each input as `INPUT_<NAME>` (upper-cased, dashes kept, docs/github.md §2) and enforces
 neither `required` nor types. `apply_action_inputs` validates every given input at once and copies it onto
 its variable, so the Action, a laptop and the daemon share one code path; an empty input means "not given",
 and a given input wins over the same `EVALWARD_*` variable. `CiOptions` is everything `evalward ci` can be

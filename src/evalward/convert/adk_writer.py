@@ -1,4 +1,4 @@
-"""`EvalSet` → ADK's current eval-set JSON (ADK-FORMATS.md §3), plus what ADK cannot express.
+"""`EvalSet` → ADK's current eval-set JSON (docs/formats.md §3), plus what ADK cannot express.
 
 Written as ADK writes eval sets (§3.4): snake_case keys, indent 2, default, unset and null values left
 out, `EvalSet`'s own keys never camelCased. Mapping per case (`eval_id` = case id) and turn:

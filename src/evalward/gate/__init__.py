@@ -1,6 +1,6 @@
 """The gate: a pure `decide(current, baseline, policy) -> Verdict` telling real regressions from noise.
 
-See `evalward.gate.decide` for the policy as a numbered list and GATE.md for the method.
+See `evalward.gate.decide` for the policy as a numbered list and docs/gate.md for the method.
 """
 
 from evalward.gate.decide import compare, decide

@@ -2,7 +2,7 @@
 
 Pure and deterministic: no I/O, no clock (the quarantine date defaults to the day the current run
 started), resampling seeded from the two run ids, so the same inputs give byte-identical Verdict JSON.
-The method and its defaults are GATE.md's. **The agent is the treatment; the eval set, the metrics and the
+The method and its defaults are docs/gate.md's. **The agent is the treatment; the eval set, the metrics and the
 grader are the instrument**: the caller hands over a baseline measured with the current run's instrument
 (re-scored from its recorded outputs, or run on demand on the base side), and this function compares.
 The policy, evaluated in this order:
@@ -73,7 +73,7 @@ The policy, evaluated in this order:
    `regression` finding ("likely regressed", not gating), or an info `flaky` finding when it is known to
    flip. Quarantined cases (entry not expired on `today`) get a `quarantined` finding and are left out of
    steps 1, 2, 5 and 6 (their errors still count in step 0); expired entries give a warning.
-   Per-case tests (GATE.md §8): every compared case with ≥ 5 repetitions on both sides gets a one-sided
+   Per-case tests (docs/gate.md §8): every compared case with ≥ 5 repetitions on both sides gets a one-sided
    Fisher exact test of its baseline passes against its current passes (an errored repetition is not a
    pass); Benjamini–Hochberg q across those cases; q < 0.1 labels it "regressed (per-case test)" with an
    info `regression` finding. Diagnostic only: never blocking.
@@ -129,13 +129,13 @@ CaseKey = tuple[str, str]
 """(eval_set_id, case_id): how cases pair across runs."""
 
 LIKELY_REGRESSED_DROP = 0.5
-"""b_i − c_i at or above this marks a case "likely regressed" (GATE.md §8)."""
+"""b_i − c_i at or above this marks a case "likely regressed" (docs/gate.md §8)."""
 
 PER_CASE_MIN_RUNS = 5
 """Repetitions a case needs on both sides for its own Fisher test: with 3, even 3/3 → 0/3 gives p = 0.05."""
 
 PER_CASE_Q = 0.1
-"""Benjamini–Hochberg q below which a tested case is "regressed (per-case test)" (GATE.md §8)."""
+"""Benjamini–Hochberg q below which a tested case is "regressed (per-case test)" (docs/gate.md §8)."""
 
 MIN_UNITS = 5
 """Independent cases (or clusters) a gated metric needs before it can pass: with four, even a sign-flip test
@@ -1363,7 +1363,7 @@ class _Gate:
     def per_case_tests(self) -> dict[CaseKey, tuple[float, float]]:
         """{case: (Fisher p, BH q)} for the compared cases with ≥ PER_CASE_MIN_RUNS repetitions on both sides.
 
-        Passes are repetitions with status `passed` (an errored one is not a pass, GATE.md §2), the same
+        Passes are repetitions with status `passed` (an errored one is not a pass, docs/gate.md §2), the same
         counts the case's diagnostic shows. Also records the summary in `self.per_case`.
         """
         if self.baseline is None or not self.compared:
@@ -1660,7 +1660,7 @@ class _Gate:
 
 def _score_like(results: Sequence[ScoredResult]) -> set[str]:
     """Metrics of a run's `results` that read as scores: higher is better and every score lies in [0, 1]
-    (GATE.md §1).
+    (docs/gate.md §1).
 
     The fallback of step 5 gates only these. Latency, tokens, cost, ADK's efficiency counts and other
     lower-is-better counts are informational unless the policy names them: a longer answer or one more model

@@ -1,7 +1,7 @@
 """The gate's policy: significance, margins, which metrics gate, and how errors, gaps and flaky cases count.
 
 Lives in the repository's config (versioned with the code, never on a server); unknown keys are refused
-and `GatePolicy.model_json_schema()` gives editors a schema. Defaults follow GATE.md §6.
+and `GatePolicy.model_json_schema()` gives editors a schema. Defaults follow docs/gate.md §6.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ class QuarantineEntry(BaseModel):
 
 
 class RatioGate(BaseModel):
-    """The log-ratio rule for cost or latency (GATE.md §7)."""
+    """The log-ratio rule for cost or latency (docs/gate.md §7)."""
 
     model_config = ConfigDict(defer_build=True, extra="forbid")
 

@@ -1,4 +1,4 @@
-"""The gate's statistics: exact and resampling tests, intervals, multiplicity and power (GATE.md §4–§10).
+"""The gate's statistics: exact and resampling tests, intervals, multiplicity and power (docs/gate.md §4–§10).
 
 Pure functions of numbers. Resampling is seeded and reproducible: draws come from numpy's legacy
 `RandomState` (Mersenne Twister, a stream NEP 19 freezes across numpy releases) and are processed as
@@ -232,7 +232,7 @@ def bootstrap_cluster_mean_bounds(
 
 @dataclass(frozen=True)
 class Clusters:
-    """The paired differences grouped by cluster label (GATE.md §1: same template, same document)."""
+    """The paired differences grouped by cluster label (docs/gate.md §1: same template, same document)."""
 
     sums: list[float]
     """D_g = Σ_{i∈g} d_i, clusters in order of first appearance."""
@@ -263,7 +263,7 @@ def group_by_cluster(diffs: Sequence[float], labels: Sequence[Hashable]) -> Clus
 
 
 def clustered_se(diffs: Sequence[float], labels: Sequence[Hashable]) -> float | None:
-    """Cluster-robust standard error of Δ̂ (GATE.md §3), None when there are fewer than 2 clusters.
+    """Cluster-robust standard error of Δ̂ (docs/gate.md §3), None when there are fewer than 2 clusters.
 
     SE_cl = (1/n) · √( G/(G−1) · Σ_g (Σ_{i∈g} (d_i − Δ̂))² ), with Δ̂ = (1/n) Σ d_i over the n cases and G
     clusters; Σ_{i∈g} (d_i − Δ̂) = D_g − n_g·Δ̂. G/(G−1) is the finite-cluster correction (as in Inspect's
@@ -345,7 +345,7 @@ def fisher_one_sided_p(baseline_passes: int, baseline_runs: int, current_passes:
     p = P[A ≥ a] = Σ_{x=a}^{min(k_B, m)} C(k_B, x) · C(k_C, m − x) / C(N, m), computed in exact integers.
 
     Examples: 5/5 → 0/5: p = C(5,5)·C(5,0)/C(10,5) = 1/252 ≈ 0.00397. 3/3 → 0/3: 1/C(6,3) = 1/20 = 0.05,
-    which is why per-case tests need k ≥ 5 (GATE.md §8).
+    which is why per-case tests need k ≥ 5 (docs/gate.md §8).
     """
     for passes, runs, side in ((baseline_passes, baseline_runs, "baseline"), (current_passes, current_runs, "current")):
         if not 0 <= passes <= runs:
@@ -404,7 +404,7 @@ def minimum_detectable_effect(sd: float, n: int, *, alpha: float, power: float) 
 
 
 def cases_needed(sd: float, delta: float, *, alpha: float, power: float) -> int:
-    """n = ⌈((z_{1−α} + z_{power}) · σ_d / δ)²⌉: cases needed to detect a drop of δ (GATE.md §10), at least 1.
+    """n = ⌈((z_{1−α} + z_{power}) · σ_d / δ)²⌉: cases needed to detect a drop of δ (docs/gate.md §10), at least 1.
 
     σ_d is the SD of the per-case differences; more repetitions shrink only its within-case part.
     """
@@ -443,7 +443,7 @@ def log_ratio_rule(
     seed: int,
     resamples: int = 10_000,
 ) -> LogRatioResult | None:
-    """GATE.md §7: r_i = ln(c_i / b_i), ratio = exp(mean r), REGRESSED when exp(L) > 1 + τ.
+    """docs/gate.md §7: r_i = ln(c_i / b_i), ratio = exp(mean r), REGRESSED when exp(L) > 1 + τ.
 
     L is the paired bootstrap's one-sided lower bound of mean r at level 1 − α (see
     `bootstrap_mean_bounds`). Pairs with a zero, negative or missing value on either side are excluded and

@@ -41,7 +41,7 @@ import numpy.typing as npt
 from evalward.gate.stats import seeded_generator
 
 NEWLY_BROKEN_MIN_RUNS = 3
-"""Repetitions a case needs on both sides to count as newly broken (GATE.md §9: k ≥ 3)."""
+"""Repetitions a case needs on both sides to count as newly broken (docs/gate.md §9: k ≥ 3)."""
 
 _EXACT_SUPPORT_MAX = 200_000
 """Joint support of several types' sums up to which the pass-rate p-value is enumerated exactly."""

@@ -1,4 +1,4 @@
-"""Run the base side on demand: the merge-base's agent on the current run's cases, in this job (GATE.md §9).
+"""Run the base side on demand: the merge-base's agent on the current run's cases, in this job (docs/gate.md §9).
 
 When no stored run covers a case (a first pull request, a fresh history, a case whose inputs changed),
 the baseline is made here: the merge-base is checked out in a separate git worktree, its agent is started

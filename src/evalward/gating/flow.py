@@ -1,7 +1,7 @@
 """Where history, the base side and the gate meet: make the baseline, then `gate.decide`.
 
 Used by `evalward gate`, `evalward ci` and the daemon, so a verdict is reached the same way everywhere
-(GATE.md §9, "the agent is the treatment; the eval set, the metrics and the grader are the instrument"):
+(docs/gate.md §9, "the agent is the treatment; the eval set, the metrics and the grader are the instrument"):
 
 1. **Merge-base** of the run's commit with its base (recorded, else computed with git).
 2. **Stored baseline**: the newest usable run at the merge-base, else at its nearest first-parent ancestor

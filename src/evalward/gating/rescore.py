@@ -1,4 +1,4 @@
-"""Re-score a baseline's recorded outputs under the current run's instrument (GATE.md §9).
+"""Re-score a baseline's recorded outputs under the current run's instrument (docs/gate.md §9).
 
 A pull request that loosens a threshold, edits an expected answer, changes a match type or a judge prompt
 changes how outputs are *scored*, not what the agent did. The stored baseline keeps every turn's output,

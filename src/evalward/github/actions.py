@@ -1,4 +1,4 @@
-"""The GitHub Actions runtime as a container action sees it (GITHUB.md §2, §3, §5, §6).
+"""The GitHub Actions runtime as a container action sees it (docs/github.md §2, §3, §5, §6).
 
 - `ActionsEnv.from_environ`: the `GITHUB_*` variables and the parsed event payload. For pull requests the
   commit to report on is `pull_request.head.sha` from the payload — `GITHUB_SHA` is the test merge commit.

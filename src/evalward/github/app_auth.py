@@ -1,4 +1,4 @@
-"""GitHub App authentication (GITHUB.md §11): the App's JWT, and installation tokens cached per installation.
+"""GitHub App authentication (docs/github.md §11): the App's JWT, and installation tokens cached per installation.
 
 JWT claims: `iat` = now − 60 s (GitHub's clock may run behind ours), `exp` = now + 9 min (GitHub refuses
 more than 10), `iss` = the client ID (recommended) or the App ID, signed RS256 with the App's PEM key.

@@ -1,4 +1,4 @@
-"""Commit statuses and check runs (GITHUB.md §8), with GitHub's limits applied before sending.
+"""Commit statuses and check runs (docs/github.md §8), with GitHub's limits applied before sending.
 
 A check run is completed with the first 50 annotations — created that way (`post_check_run`), or by
 updating the run a worker started (`start_check_run` → `in_progress`, then `post_check_run(check_run_id=…)`);

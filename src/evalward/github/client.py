@@ -1,4 +1,4 @@
-"""A small synchronous client for the GitHub REST endpoints evalward calls (GITHUB.md §8), with §9's retry rule.
+"""A small synchronous client for the GitHub REST endpoints evalward calls (docs/github.md §8), with §9's retry rule.
 
 Error tree:
 

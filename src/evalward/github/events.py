@@ -1,4 +1,4 @@
-"""Lenient readers of the webhook / Actions event payloads evalward acts on (GITHUB.md §4, §10).
+"""Lenient readers of the webhook / Actions event payloads evalward acts on (docs/github.md §4, §10).
 
 Each reader picks only the fields we use and ignores everything else, so a payload is never rejected
 because GitHub added, renamed or dropped a field we do not read. Only a field we cannot act without

@@ -1,4 +1,4 @@
-"""One PR comment per eval suite, updated in place on every run (GITHUB.md §14 "Sticky comment").
+"""One PR comment per eval suite, updated in place on every run (docs/github.md §14 "Sticky comment").
 
 The comment is found by two things together: an invisible marker `<!-- evalward:{marker_id} -->` at the
 very start of its body, and an author that is our bot. The marker alone would let anyone (or the agent's

@@ -1,5 +1,5 @@
 """The judge cache: a reply per sha256 of (model, full prompt messages, parameters), so a re-run of the same
-eval on unchanged outputs makes no judge calls (METRICS.md §5).
+eval on unchanged outputs makes no judge calls (docs/metrics.md §5).
 
 `cache_key` hashes the canonical JSON of `{model, messages, parameters}` where parameters hold the request
 parameters (temperature, …), the requested response format (schema name and schema) and the sample index —

@@ -1,6 +1,6 @@
 """ADK's current eval-set schema (`eval_set_id` + `eval_cases`) → `EvalSet`, with ADK's exact alias rules.
 
-Boundary models mirror google-adk 2.13 (see ADK-FORMATS.md §3):
+Boundary models mirror google-adk 2.13 (see docs/formats.md §3):
 - the eval set itself takes snake_case keys only (`evalSetId` is a problem with a hint) and ignores extra keys;
 - `EvalCase` accepts snake_case and camelCase and keeps extra keys (a string `description` is used);
 - `Invocation`, `IntermediateData`, `InvocationEvents`, `Content`, `Part`, `FunctionCall` and

@@ -1,4 +1,4 @@
-"""ADK's two legacy formats → `EvalSet` (ADK-FORMATS.md §2). Both load here; ADK takes each in one entry point.
+"""ADK's two legacy formats → `EvalSet` (docs/formats.md §2). Both load here; ADK takes each in one entry point.
 
 Format A (`adk_legacy_test`): a JSON list of turns `{query, expected_tool_use: [{tool_name, tool_input}],
 expected_intermediate_agent_responses: [{author, text}], reference}`. The whole file is ONE case whose

@@ -11,7 +11,7 @@ Each example is a one-turn case:
   the canonical `inputs`, so ids survive reordering;
 - `metadata.cluster` (a non-empty string, or an integer taken as its decimal text) → the case's cluster
   label, which the gate uses to analyse correlated cases (same template, same document) as one unit.
-- `inputs.trajectory`, a list of LangChain messages (seed 001's recorded trajectories: HumanMessage, AIMessage
+- `inputs.trajectory`, a list of LangChain messages (guide 001's recorded trajectories: HumanMessage, AIMessage
   with `additional_kwargs.tool_calls`, ToolMessage with `tool_call_id`, in any shape `loaders.lc_messages`
   reads) → the turn's `reference_messages`, scored step by step (teacher forcing); it is not handed to the
   agent (`inputs` without it), and the query defaults to its last user message before the first AI message.

@@ -1,4 +1,4 @@
-"""LangChain messages as recorded in datasets → evalward `Message`s (reference trajectories, seed 001).
+"""LangChain messages as recorded in datasets → evalward `Message`s (reference trajectories, guide 001).
 
 Accepted shapes, per message:
 1. `dumpd` / LangSmith serialisation: `{"lc": 1, "type": "constructor", "id": [..., "AIMessage"], "kwargs": {...}}`;
@@ -7,7 +7,7 @@ Accepted shapes, per message:
 4. OpenAI: `{"role": "assistant", ...}`.
 Roles: Human/human/user → `user`, AI/ai/assistant → `assistant`, Tool/tool → `tool`, System/system → `system`.
 An AI message's calls come from `tool_calls` (LangChain `{name, args, id}` or OpenAI `{id, function: {name,
-arguments}}`), else from `additional_kwargs.tool_calls` (OpenAI shape, as seed 001 records them); `arguments`
+arguments}}`), else from `additional_kwargs.tool_calls` (OpenAI shape, as guide 001 records them); `arguments`
 is a JSON text. Content given as parts keeps their text, joined. A tool message keeps `tool_call_id` and
 `name` (also read from `additional_kwargs.name`).
 """

@@ -1,6 +1,6 @@
 """Aggregation (pure): fold case × repetition results into per-case and per-metric summaries.
 
-Per case (a *reducer* over its n repetitions, c of which passed; GATE.md §8):
+Per case (a *reducer* over its n repetitions, c of which passed; docs/gate.md §8):
 - pass rate = c/n;
 - pass@k = 1 − C(n−c, k)/C(n, k) (at least one of k passes; Chen's unbiased estimator);
 - pass^k = C(c, k)/C(n, k) (all k pass; τ-bench); k = the run's repetitions (capped at n);

@@ -1,6 +1,6 @@
 """Native argument matching: JSON-typed comparison, args modes, key paths and per-value matchers.
 
-Normalisation (METRICS.md §4), applied to both sides before comparing:
+Normalisation (docs/metrics.md §4), applied to both sides before comparing:
 - strings holding a JSON object or array (`'{"a": 1}'`, `'[1, 2]'`) are parsed; other strings stay strings,
   so `"1"` is never turned into `1`;
 - key order is irrelevant; `1 == 1.0`; `true != 1` (booleans are not numbers); `"1" != 1` unless `coerce`;
@@ -452,7 +452,7 @@ def compare_args(actual: Mapping[str, Any] | None, expected: Mapping[str, Any] |
     """Differences between a call's actual and expected arguments (normalised first).
 
     Absent args (`None`) on either side mean "not recorded / not specified": the call is matched by name
-    only (METRICS.md §11), and the trajectory metrics say so in their details ("matched by name only").
+    only (docs/metrics.md §11), and the trajectory metrics say so in their details ("matched by name only").
     """
     if rule.mode == "ignore" or expected is None or actual is None:
         return []
@@ -523,7 +523,7 @@ def args_credit(
     rule: ArgsRule,
     mode: CreditMode = "symmetric",
 ) -> Credit:
-    """Partial credit for a call's arguments (METRICS.md §4), after normalisation:
+    """Partial credit for a call's arguments (docs/metrics.md §4), after normalisation:
 
         symmetric: credit = #{p ∈ leaves(e) : a[p] matches e[p]} ÷ #(leaves(e) ∪ leaves(a))
         recall:    credit = #{p ∈ leaves(e) : a[p] matches e[p]} ÷ #leaves(e)

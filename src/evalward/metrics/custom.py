@@ -1,4 +1,4 @@
-"""ADK custom metrics: `custom_metrics.<name>.code_config.name` in `test_config.json` (ADK-FORMATS.md §4.3).
+"""ADK custom metrics: `custom_metrics.<name>.code_config.name` in `test_config.json` (docs/formats.md §4.3).
 
 A criterion whose name is declared under `custom_metrics` carries the option `custom_metric` =
 `{"code_config": {"name": "pkg.module.function"}, ...}` (the loader checks its shape; `pkg.module:function`

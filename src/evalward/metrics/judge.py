@@ -3,7 +3,7 @@
 Calling a model, caching and retries live in `evalward.judging`; everything here is a function of models
 and strings, so every score can be recomputed from the judge replies shown in a report.
 
-Judged metric names and what they compute (METRICS.md §5, ADK-FORMATS.md §4):
+Judged metric names and what they compute (docs/metrics.md §5, docs/formats.md §4):
 
 | name | kind | per turn | default samples | aggregate |
 | --- | --- | --- | --- | --- |
@@ -455,7 +455,7 @@ False means that the student response does not meet all of the criteria.
 
 Explain your reasoning in a step-by-step manner to ensure your reasoning and conclusion are correct.
 Reply with a JSON object: {"reasoning": "<your step-by-step reasoning>", "is_correct": true or false}."""
-"""The music-store tutorial's grader (seed 000), used by `answer_correctness` and `final_response_match_v2`."""
+"""The music-store tutorial's grader (guide 000), used by `answer_correctness` and `final_response_match_v2`."""
 
 RUBRIC_SYSTEM = """You are an impartial evaluator of an AI agent's {subject}.
 For each rubric, decide whether the agent's {subject} satisfies it: answer "yes" only when it clearly does, "no" otherwise.

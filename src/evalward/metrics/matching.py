@@ -2,7 +2,7 @@
 
 Unordered pairing is a **maximum bipartite matching** (augmenting paths, Kuhn's algorithm): with a
 lenient predicate (args mode `contains`, value matchers) greedy first-fit can leave valid pairs unmatched,
-so the pairing must be optimal (METRICS.md §1). Ordered pairing is the longest common subsequence under
+so the pairing must be optimal (docs/metrics.md §1). Ordered pairing is the longest common subsequence under
 the predicate. The subsequence scan is the left-to-right greedy walk, which is optimal for the yes/no
 question "is E a subsequence of A" and is exactly what the music-store `trajectory_subsequence` does.
 
@@ -157,7 +157,7 @@ def max_weight_matching(weights: WeightMatrix, n_expected: int) -> list[Pair]:
     smaller side is assigned in full to distinct partners of the larger side minimising Σ −w, which maximises
     Σ w; since every weight is ≥ 0, a pairing with a zero-weight pair is no better than leaving it out, so
     zero-weight pairs are dropped from the result and the total is unchanged. A greedy pass can score below
-    this optimum (DeepEval's partial credit, METRICS.md §12), so weighted pairing never uses one.
+    this optimum (DeepEval's partial credit, docs/metrics.md §12), so weighted pairing never uses one.
     """
     n_actual = len(weights)
     if n_actual == 0 or n_expected == 0:

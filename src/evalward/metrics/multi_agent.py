@@ -1,4 +1,4 @@
-"""Multi-agent checks (METRICS.md §7; the TypeScript evaluator of seed 002).
+"""Multi-agent checks (docs/metrics.md §7; the TypeScript evaluator of guide 002).
 
 Both compare **sets**, as the seed does (its collector de-duplicates tools per agent):
 - `agents_match`: missed = expected agents that did not take part, extra = agents that took part
@@ -6,10 +6,10 @@ Both compare **sets**, as the seed does (its collector de-duplicates tools per a
 - `agent_tools_match`: per agent, missed = expected tools the agent never called, extra = tools it
   called that were not expected for it (tools of an agent absent from the expectation are all extra);
   1 iff nothing is missed or extra anywhere. Per-agent precision = |E∩A|/|A| and recall = |E∩A|/|E| over
-  tool-name sets go into details (both empty → 1, exactly one empty → 0, as METRICS.md §2).
+  tool-name sets go into details (both empty → 1, exactly one empty → 0, as docs/metrics.md §2).
 Deferred calls do not count; calls without an agent are grouped under "" (as `AgentOutput.tools_by_agent`).
 
-`handoff_match` compares **sequences** (METRICS.md §7): the handoffs are a trajectory of agent names, scored
+`handoff_match` compares **sequences** (docs/metrics.md §7): the handoffs are a trajectory of agent names, scored
 by the trajectory engine under any §2 mode (`mode`, default `exact`) with string equality as M. Expected:
 the turn's `expected_agents`, in order. Actual: the agents the output reports (`agents`, in order), else the
 agents that issued the calls in order with consecutive repeats collapsed (A, A, B, A → A, B, A).
@@ -160,7 +160,7 @@ _HANDOFF_ENGINES: dict[str, type[TrajectoryMetric]] = {
 class HandoffOptions(BaseModel):
     model_config = ConfigDict(defer_build=True, extra="forbid")
 
-    mode: HandoffMode = Field(default="exact", description="Any METRICS.md §2 mode.")
+    mode: HandoffMode = Field(default="exact", description="Any docs/metrics.md §2 mode.")
     both_empty_score: float = Field(default=1.0, ge=0.0, le=1.0)
 
 

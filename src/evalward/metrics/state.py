@@ -1,4 +1,4 @@
-"""Environment-state comparison (METRICS.md §8), case scope, each scoring 1 or 0 with a path-level diff.
+"""Environment-state comparison (docs/metrics.md §8), case scope, each scoring 1 or 0 with a path-level diff.
 
 - `state_exact`: deep JSON-typed equality of the final state and `case.expected_state` after removing
   `ignore_paths` from both (timestamps, generated ids); lists `ordered` (default) or `unordered`.

@@ -2,7 +2,7 @@
 
 Exact matching (the default) fails an agent that paraphrases a search query ("Denis Villeneuve brother"
 for a recorded "Denis Villanueve Brother"). With `match: judge`, an LLM judge decides each step instead
-(seed 001's scoring):
+(guide 001's scoring):
 
 - step j ≤ m: the agent proposed calls. No calls at all → c_j = 0 without asking; the same calls as the
   reference (as a multiset, `stepwise.same_multiset`) → c_j = 1 without asking; otherwise the judge is

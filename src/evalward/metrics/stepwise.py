@@ -1,4 +1,4 @@
-"""Step-by-step (teacher-forced) metrics over a recorded reference trajectory (METRICS.md §6, seed 001).
+"""Step-by-step (teacher-forced) metrics over a recorded reference trajectory (docs/metrics.md §6, guide 001).
 
 A turn's reference R = (r_1 … r_m) is read from its `reference_messages`: every assistant message with
 tool calls is one step r_j (parallel calls share it), the tool messages after it are its recorded outputs
@@ -15,7 +15,7 @@ o_j, and a closing assistant message without calls is the reference final answer
 - **stepwise_score** = (1/N) Σ_j c_j.
 - **first_error_step** j* = min{j : c_j = 0} (1-based), or N+1 when every step is right.
 - **survived_until** = (j* − 1)/N: the share of steps survived before the first error, 1.0 without one
-  (seed 001's `survived_until`: index of the first failing step, 0-based, over N).
+  (guide 001's `survived_until`: index of the first failing step, 0-based, over N).
   `teacher_forced_survival` is another name for the same number (the name evalward used first); a
   criterion written with it is scored and reported under that name.
 - **free_running_survival**: the normal (free) run's calls, grouped into steps, against R:
@@ -27,11 +27,11 @@ o_j, and a closing assistant message without calls is the reference final answer
 Grouping a run's calls into steps: by `ToolCall.step` when every call carries one (parallel calls share
 it); otherwise call by call, each reference step taking as many calls as it has.
 
-Worked example (seed 001's Dune question, m = 3 search steps then the answer "45", N = 4): the agent gets
+Worked example (guide 001's Dune question, m = 3 search steps then the answer "45", N = 4): the agent gets
 steps 1, 3 and 4 right and step 2 wrong, c = (1, 0, 1, 1) → stepwise = 3/4 = 0.75, j* = 2,
 survived_until = (2 − 1)/4 = 0.25. Its free run searched r_1, then something else: s = 1,
 free_running_survival = 1/3 = 0.333, divergence index 2.
-METRICS.md §6's: m = 2, c = (1, 0, 1) → stepwise = 2/3 = 0.667, j* = 2, survived_until = 1/3 = 0.333.
+docs/metrics.md §6's: m = 2, c = (1, 0, 1) → stepwise = 2/3 = 0.667, j* = 2, survived_until = 1/3 = 0.333.
 
 The case score of each metric is the mean over the turns that carry a reference (as for every turn metric).
 """

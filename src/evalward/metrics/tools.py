@@ -1,4 +1,4 @@
-"""Single-tool checks, permissions, budgets and efficiency counts (METRICS.md §3).
+"""Single-tool checks, permissions, budgets and efficiency counts (docs/metrics.md §3).
 
 The checks score a turn 1 or 0: `tool_called`, `tool_not_called` (denylist), `allowed_tools` (allowlist),
 `tool_call_count`, `tool_order`, `max_tool_calls`. The efficiency measures are lower-is-better numbers whose
@@ -8,7 +8,7 @@ threshold is a **maximum** (pass iff value ≤ threshold):
   case = sum over turns;
 - `error_calls` = calls with status `error`; per turn, case = sum over turns.
 
-Counting rules (METRICS.md §1): deferred calls never count; failed calls (status `error`) count in
+Counting rules (docs/metrics.md §1): deferred calls never count; failed calls (status `error`) count in
 budgets (`tool_call_count`, `max_tool_calls`, `step_ratio`, `tool_not_called` and `allowed_tools`: trying a
 forbidden tool is a violation) but are excluded when matching arguments (`tool_called` with `args`) and
 ordering. An agent reports a failed call as `{"name", "args", "status": "error", "result": <the error>}`.
@@ -245,7 +245,7 @@ class AllowedTools(Metric):
 
     With `tools`: allowed iff the call's name is listed (reference-free). Without: allowed iff the call
     satisfies M (name, args under `args_mode` / `keys` / `tool_args`, agent) against **some** expected call
-    of the turn (the `subset` mode with `allowed_tools`, METRICS.md §2); not applicable when the turn expects
+    of the turn (the `subset` mode with `allowed_tools`, docs/metrics.md §2); not applicable when the turn expects
     nothing. Failed calls count (attempting a forbidden tool is a violation); deferred calls do not.
     """
 

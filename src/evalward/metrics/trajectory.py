@@ -1,4 +1,4 @@
-"""Native trajectory metrics: match modes over tool calls or step names (METRICS.md §1–§2).
+"""Native trajectory metrics: match modes over tool calls or step names (docs/metrics.md §1–§2).
 
 Notation: A = actual items (n = |A|), E = expected items (m = |E|), M(a, e) the call predicate:
 `a.name == e.name` ∧ ArgsMatch(a.args, e.args) (args.py) ∧ (`a.agent == e.agent` when `match_agent` and
@@ -22,7 +22,7 @@ matching under M; LCS = longest common subsequence under M. Duplicates always co
 | `trajectory_weighted_f1` | 2·P_w·R_w/(P_w+R_w) |
 | `trajectory_weighted_ordered_f1` | P, R, F1 with k*_w = Σ credit over a maximum-weight common subsequence |
 
-Weighted (`weighted_*`) metrics replace the 0/1 predicate M by a credit in [0, 1] (METRICS.md §4 partial
+Weighted (`weighted_*`) metrics replace the 0/1 predicate M by a credit in [0, 1] (docs/metrics.md §4 partial
 credit, `args.args_credit`): 0 when the names (or the named agent) differ, 1 when M holds, else the share of
 matching argument leaves, `#{p ∈ leaves(e) : a[p] matches} ÷ #(leaves(e) ∪ leaves(a))` (option
 `credit: symmetric`, default) or `÷ #leaves(e)` (`credit: recall`). Over steps the credit is 0/1 equality.
@@ -210,7 +210,7 @@ class Alignment:
 
     def _misattributed(self, missing: list[int], unexpected: list[int]) -> list[dict[str, Any]]:
         """Missing expected calls that an unexpected actual call satisfies once the agent is ignored
-        (METRICS.md §7), paired by maximum matching."""
+        (docs/metrics.md §7), paired by maximum matching."""
         relaxed = self.relaxed
         assert relaxed is not None
         compat = [[relaxed(i, j) for j in missing] for i in unexpected]

@@ -1,4 +1,4 @@
-"""Cost, latency and token metrics (METRICS.md §9) and ADK's informational efficiency metrics.
+"""Cost, latency and token metrics (docs/metrics.md §9) and ADK's informational efficiency metrics.
 
 Native (case scope, lower is better; the threshold is the maximum allowed, pass iff value ≤ threshold):
 - `latency_s` = wall-clock seconds of the whole case;
@@ -7,7 +7,7 @@ Native (case scope, lower is better; the threshold is the maximum allowed, pass 
 - `cost_usd` = reported cost summed over the turns.
 Not applicable when the runner recorded no such value.
 
-ADK efficiency metrics (ADK-FORMATS.md §6.3; google-adk 2.13 `_efficiency_evaluators`): informational, lower
+ADK efficiency metrics (docs/formats.md §6.3; google-adk 2.13 `_efficiency_evaluators`): informational, lower
 is better, **no threshold allowed** (a threshold is a configuration error, as ADK's evaluators raise on one).
 evalward scores them for every ADK-format eval set without being asked, as ADK appends them to every eval
 (`ADK_EFFICIENCY_METRICS`, `with_adk_efficiency`). Per turn ("invocation"); a turn whose value was not

@@ -266,7 +266,7 @@ class EvalCase(BaseModel):
         """sha256 of what the agent is given: every turn's query and inputs, and the initial session.
 
         Two cases with the same id and input hash ask the agent the same thing, so a baseline's recorded
-        outputs for one can be re-scored under the other's expectations and criteria (GATE.md §9: the eval
+        outputs for one can be re-scored under the other's expectations and criteria (docs/gate.md §9: the eval
         set is the instrument). A different input hash is a different case."""
         given: dict[str, Any] = {
             "turns": [{"query": turn.query, "inputs": turn.inputs} for turn in self.turns],

@@ -123,7 +123,7 @@ class MetricComparison(BaseModel):
     k_current: int = Field(description="Largest number of scored repetitions of one case in the current run.")
     delta_block: float = Field(description="δ_block: smallest drop worth blocking.")
     delta_ni: float = Field(description="δ_ni: non-inferiority margin.")
-    verdict: MetricVerdict = Field(description="`regressed`, `pass` or `inconclusive` (GATE.md §6).")
+    verdict: MetricVerdict = Field(description="`regressed`, `pass` or `inconclusive` (docs/gate.md §6).")
     mde: float | None = Field(
         default=None,
         description="Minimum detectable effect of this run: (z_{1−α} + z_{1−β}) · s_d / √n at the policy's power.",
@@ -161,7 +161,7 @@ class CaseDiagnostic(BaseModel):
     cluster: str | None = Field(default=None, description="The case's cluster label, if it has one.")
     fisher_p: float | None = Field(
         default=None,
-        description="Per-case test (GATE.md §8): one-sided Fisher exact p for fewer passes now than in the "
+        description="Per-case test (docs/gate.md §8): one-sided Fisher exact p for fewer passes now than in the "
         "baseline; None when the case was not tested (fewer than k = 5 runs on a side, or not compared).",
     )
     fisher_q: float | None = Field(
@@ -175,7 +175,7 @@ class CaseDiagnostic(BaseModel):
 
 
 class PerCaseTests(BaseModel):
-    """The per-case diagnostic tests of a verdict (GATE.md §8): shown, never gating.
+    """The per-case diagnostic tests of a verdict (docs/gate.md §8): shown, never gating.
 
     A compared case with at least `min_runs` repetitions on both sides gets a one-sided Fisher exact test of
     its baseline passes against its current passes; the p-values are Benjamini–Hochberg adjusted across the

@@ -1,6 +1,6 @@
 """The gate's verdict (this PR's run against its baseline) as the PR comment body and on the terminal.
 
-Layout, by priority (GITHUB.md §14, GATE.md §6 and §8):
+Layout, by priority (docs/github.md §14, docs/gate.md §6 and §8):
 1. head, always kept: first line, the outcome mark (✅ pass / ❌ fail / ⚠️ inconclusive / 💥 error) with the
    gate's headline — what happened in plain words — then the outcome word and the gate's reason; the
    baseline (run, commit, branch, age, how it was chosen) or what having none means; the summary table

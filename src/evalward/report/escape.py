@@ -15,7 +15,7 @@ Each function names the context its result is safe in; use the one for the place
 HTML pages are Jinja templates: the shared environment (`templating.py`) escapes every value it prints, after
 `strip_unsafe_chars`, so no template or caller escapes by hand.
 
-Facts these rely on (see docs/reference GITHUB.md §5, §6, §14):
+Facts these rely on (see docs/github.md §5, §6, §14):
 - GitHub links `@user` and `#123`/`owner/repo#123`/`GH-123` in rendered text outside code; backslash
   and `&#64;` do not stop a mention, a zero-width space after `@` (or `#`) does.
 - The sticky comment is found by an HTML-comment marker (`<!-- evalward:… -->`), so untrusted text must

@@ -1,6 +1,6 @@
 """The run as GitHub-flavoured markdown: the PR comment and the job summary.
 
-Layout, by priority (GITHUB.md §14):
+Layout, by priority (docs/github.md §14):
 1. the verdict line (✅/❌ with counts) and run facts;
 2. the summary table, one row per metric: mean, 95% interval, threshold, pass rate, status;
 3. warnings;

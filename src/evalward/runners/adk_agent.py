@@ -11,7 +11,7 @@ executor), on its first turn a fresh session is created with the case's initial 
 (`session_input.state`), so what a case writes to its session is seen by its later turns and by no other
 case, as in `adk eval` (where, too, `user:` and `app:` state is shared by every case of the run). Every turn
 sends the query as a user message through `Runner.run_async` and reads the events the way ADK's evaluation
-does (ADK-FORMATS.md §3.2, §6.1):
+does (docs/formats.md §3.2, §6.1):
 - `tool_calls`: every `function_call` part of every event, in order, from any author (sub-agents,
   `transfer_to_agent`, and agents used as tools), as `ToolCall(name, args, agent=author, id)`; the
   matching `function_response` (by id) becomes its `result`;

@@ -2,7 +2,7 @@
 
     python -m evalward.runners.jsonl_server TARGET [--options JSON] [--check]
 
-Why: the gate runs a pull request's base side in the same job as its head (GATE.md §9). Both sides'
+Why: the gate runs a pull request's base side in the same job as its head (docs/gate.md §9). Both sides'
 Python agents have the same module names (`my_agent.agent`), and one interpreter can hold only one module
 per name, so the base side's agent runs here, in its own interpreter, with the base checkout as its
 working directory, and evalward talks to it exactly as to any `cmd:` agent (`runners/process.py`: requests

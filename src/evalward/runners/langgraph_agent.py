@@ -30,7 +30,7 @@ Teacher forcing (`next_action_only`, input mode `messages`): the graph gets the 
 `history` as messages — user, AI messages with their `tool_calls` (`{name, args, id}`), tool messages with
 the `tool_call_id` they answer — on a fresh thread (`configurable.thread_id` = the session id + `/step-`
 the history length, so a checkpointer starts empty). evalward streams node updates (`stream_mode="updates"`,
-subgraphs included) and stops at the first AI message a node other than a tools node writes, as seed 001's
+subgraphs included) and stops at the first AI message a node other than a tools node writes, as guide 001's
 harness takes the agent node's output: its `tool_calls` are the next action (all of them one step, so
 parallel calls are compared together) and its text, when it calls nothing, the final response. The tools
 node never runs for that message when agent and tools are nodes of the streamed graph; a tools node inside

@@ -534,7 +534,7 @@ class Handlers:
     def _run_base_side(
         self, ctx: JobContext, p: Mapping[str, Any], run: RunResult, settings: Any, repo_dir: Path, workdir: Path
     ) -> None:
-        """The base side on demand, as `evalward ci` makes it (GATE.md §9), in the job's sandbox: when no stored
+        """The base side on demand, as `evalward ci` makes it (docs/gate.md §9), in the job's sandbox: when no stored
         run at the merge-base covers the PR's cases, the merge-base is checked out beside the PR's checkout and
         `evalward run` runs its agent there on the PR's eval files (absolute paths, the PR's criteria), and the
         run is stored at the merge-base for the gate to find. Sequential here (each run is a sandboxed process of

@@ -1,4 +1,4 @@
-"""Start-up redelivery (GITHUB.md §10): ask GitHub to resend the App's failed webhook deliveries we never got.
+"""Start-up redelivery (docs/github.md §10): ask GitHub to resend the App's failed webhook deliveries we never got.
 
 GitHub never redelivers by itself, and only deliveries of the past 3 days can be redelivered. So when the
 web role starts with a GitHub App configured (and `redeliver_on_start`), a background thread:

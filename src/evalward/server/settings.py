@@ -36,7 +36,7 @@ from evalward.errors import EvalFileError, FileProblem, UsageError
 Role = Literal["web", "worker", "all"]
 
 MAX_WEBHOOK_BYTES = 25 * 1024 * 1024
-"""GitHub sends no payload over 25 MB (GITHUB.md §10); a larger body is refused with 413 before reading on."""
+"""GitHub sends no payload over 25 MB (docs/github.md §10); a larger body is refused with 413 before reading on."""
 
 DEFAULT_CLONE_URL = "https://github.com/{repo}.git"
 

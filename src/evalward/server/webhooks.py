@@ -1,4 +1,4 @@
-"""GitHub webhooks (GITHUB.md §10): signature check, then a plan of what to enqueue — no I/O here.
+"""GitHub webhooks (docs/github.md §10): signature check, then a plan of what to enqueue — no I/O here.
 
 Signature: `X-Hub-Signature-256: sha256=<hex>` where hex = HMAC-SHA256(secret, raw body bytes); compared
 in constant time against every configured secret (several during a rotation). Checked before the body is

@@ -1,4 +1,4 @@
-"""Which stored run a PR's run is compared against (GATE.md §9). Never "whatever ran last".
+"""Which stored run a PR's run is compared against (docs/gate.md §9). Never "whatever ran last".
 
 `--baseline auto` (the default), in order:
 1. the newest complete, comparable, unsharded run on the base branch at the PR's merge-base commit;

@@ -1,4 +1,4 @@
-"""What makes a stored run usable as a baseline: the instrument, never the agent (GATE.md §9).
+"""What makes a stored run usable as a baseline: the instrument, never the agent (docs/gate.md §9).
 
 The agent (its target, prompt, model, tools, code) is the **treatment**: a pull request that edits it is
 exactly what the gate judges, so a different agent is recorded and shown (`agent_changes`), never a reason

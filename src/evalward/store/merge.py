@@ -4,7 +4,7 @@ A sharded run declares `context.shard_count = n` on every shard and a manifest o
 shard. The merge is complete only when shards 1..n are all present, each is `complete`, each has a
 result for every planned item, and they agree on what was run (fingerprint, commit, n). Anything else
 is a GateInputError that names every problem: a silent partial merge would let the gate pass a PR on
-half of its cases (GATE.md §2, §9).
+half of its cases (docs/gate.md §2, §9).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """`evaluate` / `evaluate_async`: run an agent on eval sets inside a test and assert on the verdict.
 
 Parity with ADK's `AgentEvaluator.evaluate(agent_module, eval_dataset_file_path_or_dir, num_runs=2)`
-(ADK-FORMATS.md §5, §7): `num_runs` defaults to 2, the pass rule defaults to ADK's "mean over runs"
+(docs/formats.md §5, §7): `num_runs` defaults to 2, the pass rule defaults to ADK's "mean over runs"
 (per case and metric, the mean of the scores over all runs must meet the threshold), criteria come from
 the `test_config.json` beside each eval file (else ADK's defaults), and every failure of the call is
 raised in one `AssertionError` — each failing case with each failing metric (expected vs got), and

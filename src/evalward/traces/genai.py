@@ -1,6 +1,6 @@
 """OpenTelemetry GenAI spans → one `AgentOutput` per recorded turn, with per-agent attribution.
 
-Spans are classified by their operation (never by one framework's span names alone; METRICS.md §11):
+Spans are classified by their operation (never by one framework's span names alone; docs/metrics.md §11):
 
 | operation | recognised from (first that applies) |
 | --- | --- |

@@ -1,6 +1,6 @@
 """Seed 001's search agent, offline: one scripted policy behind a LangGraph graph and a plain Python agent.
 
-The policy answers seed 001's two questions the way a tool-calling model would, looking only at the
+The policy answers guide 001's two questions the way a tool-calling model would, looking only at the
 messages so far (so teacher forcing can start it anywhere in a trajectory):
 - Dune 2: search the director, then the director's brother, then the brother's birthday, then answer
   "45". The brother search is a paraphrase of the seed's reference query: "Denis Villeneuve brother"
