@@ -50,7 +50,7 @@ from evalward.model import (
 )
 from evalward.store import Store, open_store, select_baseline
 from evalward.store.engine import write_transaction
-from evalward.store.repository import _case_rows, _run_columns
+from evalward.store.rows import rows_of_case, run_columns
 from evalward.store.schema import cases_table, plan_table, runs_table, scores_table
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
@@ -134,7 +134,7 @@ def fill(store: Store, runs: int, cases: int) -> float:
         case_rows: list[dict[str, Any]] = []
         score_rows: list[dict[str, Any]] = []
         for i in range(cases):
-            row, scores = _case_rows(run.run_id, make_case(i, r), now)
+            row, scores = rows_of_case(run.run_id, make_case(i, r), now)
             case_rows.append(row)
             score_rows.extend(scores)
         plan_rows = [
@@ -144,7 +144,7 @@ def fill(store: Store, runs: int, cases: int) -> float:
         with write_transaction(store.engine) as conn:
             conn.execute(
                 runs_table.insert().values(
-                    **_run_columns(run, "complete"),
+                    **run_columns(run, "complete"),
                     planned_count=cases,
                     created_at=now,
                     case_order=[[SET_ID, f"case-{i:04d}", 0] for i in range(cases)],

@@ -107,26 +107,26 @@ def test_open_store_retries_a_locked_database_then_reports_it(tmp_path: Path, mo
     from sqlalchemy.exc import OperationalError
 
     from evalward.errors import InfrastructureError
-    from evalward.store import repository
+    from evalward.store import opening
 
-    real_open = repository._open_once
+    real_open = opening._open_once
     attempts: list[int] = []
 
-    def locked_twice(url: str, upgrade: bool) -> repository.Store:
+    def locked_twice(url: str, upgrade: bool) -> opening.Store:
         attempts.append(1)
         if len(attempts) <= 2:
             raise OperationalError("PRAGMA", {}, sqlite3.OperationalError("database is locked"))
         return real_open(url, upgrade)
 
-    monkeypatch.setattr(repository, "_open_once", locked_twice)
-    with repository.open_store(f"sqlite:///{tmp_path / 'h.db'}"):
+    monkeypatch.setattr(opening, "_open_once", locked_twice)
+    with opening.open_store(f"sqlite:///{tmp_path / 'h.db'}"):
         pass
     assert len(attempts) == 3
 
-    def always_locked(url: str, upgrade: bool) -> repository.Store:
+    def always_locked(url: str, upgrade: bool) -> opening.Store:
         raise OperationalError("PRAGMA", {}, sqlite3.OperationalError("database is locked"))
 
-    monkeypatch.setattr(repository, "_open_once", always_locked)
-    monkeypatch.setattr(repository, "OPEN_RETRY_SECONDS", 0.3)
+    monkeypatch.setattr(opening, "_open_once", always_locked)
+    monkeypatch.setattr(opening, "OPEN_RETRY_SECONDS", 0.3)
     with pytest.raises(InfrastructureError, match=r"cannot open the history database .*h\.db: database is locked"):
-        repository.open_store(f"sqlite:///{tmp_path / 'h.db'}")
+        opening.open_store(f"sqlite:///{tmp_path / 'h.db'}")

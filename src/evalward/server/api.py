@@ -273,15 +273,12 @@ async def compare(request: Request) -> Response:
 
 
 async def case_history(request: Request) -> Response:
-    from evalward.store import repository_views as history
-
     require_read(request)
     state = _state(request)
     points = await run_in_threadpool(
-        history.case_history,
-        state.store,
-        _repo(request),
-        request.path_params["case_id"],
+        state.store.case_history,
+        repository=_repo(request),
+        case_id=request.path_params["case_id"],
         metric=request.query_params.get("metric"),
         branch=request.query_params.get("branch"),
         limit=_limit(request),

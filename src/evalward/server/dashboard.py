@@ -35,7 +35,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from evalward.server.api import READ_COOKIE, can_read
-from evalward.store.repository_views import TrendPoint
+from evalward.store.history import TrendPoint
 
 if TYPE_CHECKING:
     from starlette.templating import Jinja2Templates
@@ -184,7 +184,7 @@ def trend_chart(metric: str, points: Sequence[TrendPoint]) -> TrendChart:
 async def home(request: Request) -> Response:
     if (redirect := _gate(request)) is not None:
         return redirect
-    from evalward.store import repository_views as history
+    from evalward.store import history
 
     state = _state(request)
 
@@ -201,7 +201,7 @@ async def home(request: Request) -> Response:
 async def repo_page(request: Request) -> Response:
     if (redirect := _gate(request)) is not None:
         return redirect
-    from evalward.store import repository_views as history
+    from evalward.store import history
 
     state = _state(request)
     repo = f"{request.path_params['owner']}/{request.path_params['repo']}"

@@ -23,7 +23,9 @@ if TYPE_CHECKING:
     from evalward.store.engine import DEFAULT_DB_URL, resolve_db_url
     from evalward.store.gitinfo import git_first_parent_ancestors, git_merge_base
     from evalward.store.migrate import HEAD_REVISION, current_revision, upgrade_database
-    from evalward.store.repository import HistoryPoint, RunRow, ScoreRow, Store, open_store
+    from evalward.store.opening import open_store
+    from evalward.store.repository import Store
+    from evalward.store.rows import HistoryPoint, RunRow, ScoreRow
 
 _HOME = {
     "BaselineChoice": "baseline",
@@ -40,12 +42,12 @@ _HOME = {
     "HEAD_REVISION": "migrate",
     "current_revision": "migrate",
     "upgrade_database": "migrate",
-    "HistoryPoint": "repository",
+    "HistoryPoint": "rows",
     "RecordedVerdict": "evalward.model.verdict",
-    "RunRow": "repository",
-    "ScoreRow": "repository",
+    "RunRow": "rows",
+    "ScoreRow": "rows",
     "Store": "repository",
-    "open_store": "repository",
+    "open_store": "opening",
 }
 
 __all__ = [

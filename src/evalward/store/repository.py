@@ -14,22 +14,28 @@ case being written, never corrupts one):
 
 from __future__ import annotations
 
-import io
 import json
 from array import array
-from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Literal
-
-from pydantic import BaseModel, ConfigDict
+from typing import TYPE_CHECKING, Any
 
 from evalward.errors import GateInputError, UsageError
 from evalward.model import CaseResult, CaseSummary, RunResult
 from evalward.model.records import iter_record_keys, record_keys
-from evalward.redact import redact_model, redact_model_json
-from evalward.store.comparability import comparability_key
-from evalward.store.engine import JSONText, read_transaction, write_transaction
+from evalward.redact import redact_model
+from evalward.store.engine import read_transaction, write_transaction
+from evalward.store.history import HistoryViews
+from evalward.store.rows import (
+    ROWS_PER_INSERT,
+    ROWS_PER_READ,
+    ItemKey,
+    ScoreRow,
+    case_order_json,
+    rows_of_case,
+    run_columns,
+    unique_keys,
+)
 from evalward.store.schema import cases_table, gate_verdicts_table, plan_table, runs_table, scores_table
 
 if TYPE_CHECKING:
@@ -39,180 +45,12 @@ if TYPE_CHECKING:
     from evalward.model.verdict import RecordedVerdict, Verdict
     from evalward.store.judge_replies import JudgeReplies
 
-ItemKey = tuple[str, str, int]
-"""(eval_set_id, case_id, repetition): one planned or recorded unit of work."""
-
-RunStatus = Literal["running", "complete", "cancelled", "failed"]
-
-
-class RunRow(BaseModel):
-    """One line of `evalward runs`: a run's identity, context and counts, without its cases."""
-
-    model_config = ConfigDict(defer_build=True, frozen=True)
-
-    run_id: str
-    status: str
-    repository: str | None
-    commit: str | None
-    branch: str | None
-    pr_number: int | None
-    shard_index: int | None
-    shard_count: int | None
-    group_id: str | None
-    started_at: datetime | None
-    finished_at: datetime | None
-    passed: bool | None
-    fingerprint: str
-    comparability_key: str
-    evalward_version: str
-    planned: int
-    recorded: int
-    passes: int
-    failures: int
-    errors: int
-
-
-class HistoryPoint(BaseModel):
-    """One metric in one run: the mean score over the matching case results (one case's repetitions with
-    `--case`, every case of the run without it)."""
-
-    model_config = ConfigDict(defer_build=True, frozen=True)
-
-    run_id: str
-    commit: str | None
-    branch: str | None
-    started_at: datetime | None
-    metric: str
-    eval_set_id: str | None
-    case_id: str | None
-    score: float | None
-    """mean of the non-null scores; None when every score was null (not applicable or error)."""
-    scored: int
-    """number of non-null scores in the mean."""
-    passes: int
-    """number of case results whose metric status was `passed`."""
-    results: int
-    """number of case results (null scores included)."""
-
-
-class ScoreRow(BaseModel):
-    """One case-level metric score as stored (what the gate reads for a baseline)."""
-
-    model_config = ConfigDict(defer_build=True, frozen=True)
-
-    eval_set_id: str
-    case_id: str
-    repetition: int
-    metric: str
-    score: float | None
-    status: str
-
 
 def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def _run_columns(run: RunResult, status: str) -> dict[str, Any]:
-    """The runs row for `run` (without planned_count/created_at): run JSON without its cases and case
-    summaries, secrets redacted like every row written (`evalward.redact`).
-
-    The case summaries are not stored: each is a fold of the case's stored results, and `load_run` folds
-    them again. A row holding them took ~600 bytes a case, all written as one value: a 100,000-case run's
-    finish_run held ~250 MB of JSON text and its copies."""
-    # Dumped once: the redaction check reads the JSON text the row stores (`engine.JSONText`, kept as it is).
-    run, text = redact_model_json(run.model_copy(update={"cases": [], "case_summaries": [], "status": status}))
-    run_json = JSONText(text)
-    ctx = run.context
-    return {
-        "run_id": run.run_id,
-        "status": status,
-        "repository": ctx.repository,
-        "commit_sha": ctx.commit,
-        "branch": ctx.branch,
-        "base_branch": ctx.base_branch,
-        "base_sha": ctx.base_sha,
-        "pr_number": ctx.pr_number,
-        "merge_base": ctx.merge_base,
-        "shard_index": ctx.shard_index,
-        "shard_count": ctx.shard_count,
-        "group_id": ctx.group_id,
-        "fingerprint": run.fingerprint,
-        "comparability_key": comparability_key(run),
-        "evalward_version": run.evalward_version,
-        "agent_kind": run.agent.kind if run.agent else None,
-        "agent_target": run.agent.target if run.agent else None,
-        "agent_config_hash": run.agent.config_hash if run.agent else None,
-        "passed": run.passed if status != "running" else None,
-        "repetitions": run.repetitions,
-        "started_at": run.started_at,
-        "finished_at": run.finished_at,
-        "run_json": run_json,
-    }
-
-
-def _case_rows(run_id: str, case: CaseResult, recorded_at: datetime) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The case_results row and the metric_scores rows of one case result (secrets redacted)."""
-    case = redact_model(case)
-    usage = case.usage
-    row = {
-        "run_id": run_id,
-        "eval_set_id": case.eval_set_id,
-        "case_id": case.case_id,
-        "repetition": case.repetition,
-        "status": case.status,
-        "content_hash": case.content_hash,
-        "must_pass": case.must_pass,
-        "latency_s": case.latency_s,
-        "input_tokens": usage.input_tokens if usage else None,
-        "output_tokens": usage.output_tokens if usage else None,
-        "cost_usd": usage.cost_usd if usage else None,
-        "error_kind": case.error.kind if case.error else None,
-        "started_at": case.started_at,
-        "finished_at": case.finished_at,
-        "recorded_at": recorded_at,
-        "case_json": case.model_dump(mode="json"),
-    }
-    scores: dict[str, dict[str, Any]] = {}
-    for metric in case.metric_results:
-        # A metric named twice keeps its first score in the table; the case JSON keeps both.
-        scores.setdefault(
-            metric.name,
-            {
-                "run_id": run_id,
-                "eval_set_id": case.eval_set_id,
-                "case_id": case.case_id,
-                "repetition": case.repetition,
-                "metric": metric.name,
-                "score": metric.score,
-                "status": metric.status,
-            },
-        )
-    return row, list(scores.values())
-
-
-def _unique_keys(keys: Iterable[ItemKey]) -> list[ItemKey]:
-    return list(dict.fromkeys((str(e), str(c), int(r)) for e, c, r in keys))
-
-
-_ROWS_PER_INSERT = 5000
-"""Rows a multi-row insert sends at once."""
-
-_ROWS_PER_READ = 500
-"""Case rows a streamed read fetches at once."""
-
-
-def _case_order(keys: Iterable[ItemKey]) -> JSONText:
-    """The runs row's `case_order` (the keys as JSON lists), written key by key: a large run's keys are made
-    as they are read (`evalward.case_keys`) and never held as a million lists."""
-    text = io.StringIO()
-    text.write("[")
-    for index, (eval_set_id, case_id, repetition) in enumerate(keys):
-        text.write((", " if index else "") + json.dumps([eval_set_id, case_id, repetition]))
-    text.write("]")
-    return JSONText(text.getvalue())
-
-
-class Store:
+class Store(HistoryViews):
     """The history database. Thread-safe (one connection per call); several processes may share it."""
 
     def __init__(self, engine: Engine) -> None:
@@ -244,7 +82,7 @@ class Store:
 
         Raises UsageError when a run with this id is already stored (resume it instead).
         """
-        plan = _unique_keys(planned)
+        plan = unique_keys(planned)
         with write_transaction(self.engine) as conn:
             if self._run_exists(conn, run.run_id):
                 raise UsageError(
@@ -295,7 +133,7 @@ class Store:
         """
         with write_transaction(self.engine) as conn:
             if not self._run_exists(conn, run.run_id):
-                self._insert_run(conn, run, run.status, _unique_keys(iter_record_keys(run.cases)))
+                self._insert_run(conn, run, run.status, unique_keys(iter_record_keys(run.cases)))
             else:
                 from sqlalchemy import update
 
@@ -303,8 +141,8 @@ class Store:
                     update(runs_table)
                     .where(runs_table.c.run_id == run.run_id)
                     .values(
-                        **_run_columns(run, run.status),
-                        case_order=_case_order(iter_record_keys(run.cases)),
+                        **run_columns(run, run.status),
+                        case_order=case_order_json(iter_record_keys(run.cases)),
                     )
                 )
             # The run's rows are its own results (written as they finished), so as many rows as results means
@@ -324,7 +162,7 @@ class Store:
                 runs_table.select().with_only_columns(runs_table.c.fingerprint).where(runs_table.c.run_id == run.run_id)
             ).scalar_one_or_none()
             if existing is None:
-                self._insert_run(conn, run, run.status, _unique_keys(c.key for c in run.cases))
+                self._insert_run(conn, run, run.status, unique_keys(c.key for c in run.cases))
             elif existing != run.fingerprint:
                 raise GateInputError(
                     f"cannot import run {run.run_id!r}: a different run with this id is stored "
@@ -397,13 +235,13 @@ class Store:
             ).one_or_none()
             if row is None:
                 raise self._unknown_run(conn, run_id)
-            run_json, case_order, status = row
+            run_json, order_json, status = row
             position = {
-                (str(e), str(c), int(r)): i for i, (e, c, r) in enumerate(json.loads(case_order or "null") or [])
+                (str(e), str(c), int(r)): i for i, (e, c, r) in enumerate(json.loads(order_json or "null") or [])
             }
             cases: RecordLog[CaseResult] = RecordLog(CaseResult)
             sort_keys = array("q")
-            stream = conn.execution_options(yield_per=_ROWS_PER_READ).execute(
+            stream = conn.execution_options(yield_per=ROWS_PER_READ).execute(
                 select(
                     cases_table.c.eval_set_id,
                     cases_table.c.case_id,
@@ -505,73 +343,6 @@ class Store:
         with read_transaction(self.engine) as conn:
             return conn.execute(query).scalar_one_or_none()
 
-    def list_runs(
-        self,
-        *,
-        repository: str | None = None,
-        branch: str | None = None,
-        commit: str | None = None,
-        status: str | None = None,
-        limit: int = 50,
-    ) -> list[RunRow]:
-        """Summary rows, newest first (by start time, then insertion); `commit` matches a SHA prefix."""
-        from sqlalchemy import case, func, select
-
-        c = runs_table.c
-        query = select(runs_table)
-        if repository is not None:
-            query = query.where(c.repository == repository)
-        if branch is not None:
-            query = query.where(c.branch == branch)
-        if commit is not None:
-            query = query.where(c.commit_sha.startswith(commit, autoescape=True))
-        if status is not None:
-            query = query.where(c.status == status)
-        query = query.order_by(c.started_at.desc().nulls_last(), c.created_at.desc(), c.run_id).limit(limit)
-        with read_transaction(self.engine) as conn:
-            rows = conn.execute(query).all()
-            ids = [r.run_id for r in rows]
-            counts: dict[str, tuple[int, int, int, int]] = {}
-            if ids:
-                cc = cases_table.c
-                for run_id, total, passes, failures, errors in conn.execute(
-                    select(
-                        cc.run_id,
-                        func.count(),
-                        func.sum(case((cc.status == "passed", 1), else_=0)),
-                        func.sum(case((cc.status == "failed", 1), else_=0)),
-                        func.sum(case((cc.status == "error", 1), else_=0)),
-                    )
-                    .where(cc.run_id.in_(ids))
-                    .group_by(cc.run_id)
-                ):
-                    counts[run_id] = (int(total), int(passes or 0), int(failures or 0), int(errors or 0))
-        return [
-            RunRow(
-                run_id=r.run_id,
-                status=r.status,
-                repository=r.repository,
-                commit=r.commit_sha,
-                branch=r.branch,
-                pr_number=r.pr_number,
-                shard_index=r.shard_index,
-                shard_count=r.shard_count,
-                group_id=r.group_id,
-                started_at=r.started_at,
-                finished_at=r.finished_at,
-                passed=r.passed,
-                fingerprint=r.fingerprint,
-                comparability_key=r.comparability_key,
-                evalward_version=r.evalward_version,
-                planned=r.planned_count,
-                recorded=counts.get(r.run_id, (0, 0, 0, 0))[0],
-                passes=counts.get(r.run_id, (0, 0, 0, 0))[1],
-                failures=counts.get(r.run_id, (0, 0, 0, 0))[2],
-                errors=counts.get(r.run_id, (0, 0, 0, 0))[3],
-            )
-            for r in rows
-        ]
-
     def load_scores(self, run_id: str, metrics: Sequence[str] | None = None) -> list[ScoreRow]:
         """The run's case-level metric scores (optionally only `metrics`), without parsing case JSON.
 
@@ -597,133 +368,6 @@ class Store:
             )
             for r in rows
         ]
-
-    def history_runs_query(self, *, branch: str | None, case_id: str | None, limit: int) -> Any:
-        """Complete, unsharded runs (newest first) for history views; with `case_id`, only runs that have it."""
-        from sqlalchemy import exists, select
-
-        c = runs_table.c
-        query = select(c.run_id, c.commit_sha, c.branch, c.started_at, c.created_at).where(
-            c.status == "complete", (c.shard_count.is_(None)) | (c.shard_count <= 1)
-        )
-        if branch is not None:
-            query = query.where(c.branch == branch)
-        if case_id is not None:
-            query = query.where(exists().where(cases_table.c.run_id == c.run_id, cases_table.c.case_id == case_id))
-        return query.order_by(c.started_at.desc().nulls_last(), c.created_at.desc()).limit(limit)
-
-    def case_history(
-        self,
-        *,
-        case_id: str | None = None,
-        metric: str | None = None,
-        branch: str | None = None,
-        limit: int = 50,
-    ) -> list[HistoryPoint]:
-        """Per-metric score history over the newest `limit` complete runs, oldest first (sparkline order).
-
-        With `case_id`: one point per (run, eval set, metric) = mean over that case's repetitions.
-        Without: one point per (run, metric) = mean over every case result of the run. Sharded partial
-        runs are left out (their merged run carries the same results).
-        """
-        from sqlalchemy import case, func, select
-
-        s = scores_table.c
-        with read_transaction(self.engine) as conn:
-            runs = conn.execute(self.history_runs_query(branch=branch, case_id=case_id, limit=limit)).all()
-            if not runs:
-                return []
-            info = {r.run_id: r for r in runs}
-            group: list[Any] = [s.run_id, s.metric]
-            if case_id is not None:
-                group += [s.eval_set_id, s.case_id]
-            query = (
-                select(
-                    *group,
-                    func.avg(s.score).label("mean"),
-                    func.count(s.score).label("scored"),
-                    func.sum(case((s.status == "passed", 1), else_=0)).label("passes"),
-                    func.count().label("results"),
-                )
-                .where(s.run_id.in_(list(info)))
-                .group_by(*group)
-            )
-            if case_id is not None:
-                query = query.where(s.case_id == case_id)
-            if metric is not None:
-                query = query.where(s.metric == metric)
-            rows = conn.execute(query).all()
-        order = {run_id: position for position, run_id in enumerate(reversed([r.run_id for r in runs]))}
-        points = [
-            HistoryPoint(
-                run_id=r.run_id,
-                commit=info[r.run_id].commit_sha,
-                branch=info[r.run_id].branch,
-                started_at=info[r.run_id].started_at,
-                metric=r.metric,
-                eval_set_id=r.eval_set_id if case_id is not None else None,
-                case_id=r.case_id if case_id is not None else None,
-                score=None if r.mean is None else float(r.mean),
-                scored=int(r.scored),
-                passes=int(r.passes or 0),
-                results=int(r.results),
-            )
-            for r in rows
-        ]
-        points.sort(key=lambda p: (order[p.run_id], p.metric, p.eval_set_id or "", p.case_id or ""))
-        return points
-
-    def flip_rates(
-        self,
-        branch: str,
-        *,
-        comparability_key: str | None = None,
-        fingerprint: str | None = None,
-        limit_runs: int = 50,
-    ) -> dict[tuple[str, str], float]:
-        """Per case: flips / consecutive pairs, over the newest `limit_runs` complete runs on `branch`.
-
-        A case passes in a run when every repetition of it passed. A pair of consecutive runs (by start
-        time) counts only when the case ran in both with the same content hash; it is a flip when the
-        pass/fail outcome differs. Cases with no such pair are absent from the result.
-        Example: outcomes pass, fail, fail, pass → 2 flips / 3 pairs = 0.667.
-        """
-        from sqlalchemy import select
-
-        c = runs_table.c
-        runs_query = self.history_runs_query(branch=branch, case_id=None, limit=limit_runs)
-        if comparability_key is not None:
-            runs_query = runs_query.where(c.comparability_key == comparability_key)
-        if fingerprint is not None:
-            runs_query = runs_query.where(c.fingerprint == fingerprint)
-        cc = cases_table.c
-        with read_transaction(self.engine) as conn:
-            runs = [r.run_id for r in conn.execute(runs_query).all()]
-            runs.reverse()  # oldest first
-            if len(runs) < 2:
-                return {}
-            rows = conn.execute(
-                select(cc.run_id, cc.eval_set_id, cc.case_id, cc.content_hash, cc.status).where(cc.run_id.in_(runs))
-            )
-            position = {run_id: i for i, run_id in enumerate(runs)}
-            # {(eval set, case): {run position: (content hash, every repetition passed so far)}}
-            outcome: dict[tuple[str, str], dict[int, tuple[str, bool]]] = defaultdict(dict)
-            for run_id, set_id, case_id, content_hash, status in rows:
-                per_run = outcome[(set_id, case_id)]
-                at = position[run_id]
-                previous = per_run.get(at)
-                per_run[at] = (content_hash, status == "passed" and (previous is None or previous[1]))
-        rates: dict[tuple[str, str], float] = {}
-        for key, per_run in outcome.items():
-            pairs = flips = 0
-            for at, (content_hash, passed) in per_run.items():
-                following = per_run.get(at + 1)
-                if following is not None and following[0] == content_hash:
-                    pairs += 1
-                    flips += passed != following[1]
-            if pairs:
-                rates[key] = flips / pairs
-        return rates
 
     def export_runs(self, run_ids: Sequence[str] | None = None) -> list[RunResult]:
         """The runs (all stored runs, newest first, when `run_ids` is None) as full RunResults."""
@@ -778,7 +422,7 @@ class Store:
             merged = finalize(merged)
         planned = [key for run in shards for key in plans[run.run_id]]
         with write_transaction(self.engine) as conn:
-            self._insert_run(conn, merged, "complete", _unique_keys(planned))
+            self._insert_run(conn, merged, "complete", unique_keys(planned))
             self._insert_cases(conn, merged.run_id, merged.cases)
             from sqlalchemy import update
 
@@ -789,19 +433,6 @@ class Store:
             )
         return self.load_run(new_run_id)
 
-    def list_runs_in_group(self, group_id: str) -> list[tuple[str, int | None, int | None, str]]:
-        """(run_id, shard_index, shard_count, status) of the runs tagged `group_id`, newest first."""
-        from sqlalchemy import select
-
-        c = runs_table.c
-        with read_transaction(self.engine) as conn:
-            rows = conn.execute(
-                select(c.run_id, c.shard_index, c.shard_count, c.status)
-                .where(c.group_id == group_id)
-                .order_by(c.started_at.desc().nulls_last(), c.created_at.desc())
-            ).all()
-        return [(r.run_id, r.shard_index, r.shard_count, r.status) for r in rows]
-
     # -- internals --------------------------------------------------------------------------------
 
     def _insert_run(self, conn: Connection, run: RunResult, status: str, plan: list[ItemKey]) -> None:
@@ -809,19 +440,19 @@ class Store:
 
         conn.execute(
             insert(runs_table).values(
-                **_run_columns(run, status),
+                **run_columns(run, status),
                 planned_count=len(plan),
                 created_at=_now(),
-                case_order=_case_order(iter_record_keys(run.cases)) if status != "running" else None,
+                case_order=case_order_json(iter_record_keys(run.cases)) if status != "running" else None,
             )
         )
         # In batches: a million planned items as one list of row dicts would take gigabytes at once.
-        for start in range(0, len(plan), _ROWS_PER_INSERT):
+        for start in range(0, len(plan), ROWS_PER_INSERT):
             conn.execute(
                 insert(plan_table),
                 [
                     {"run_id": run.run_id, "eval_set_id": e, "case_id": c, "repetition": r}
-                    for e, c, r in plan[start : start + _ROWS_PER_INSERT]
+                    for e, c, r in plan[start : start + ROWS_PER_INSERT]
                 ],
             )
 
@@ -842,7 +473,7 @@ class Store:
             if key in stored or key in seen:
                 continue
             seen.add(key)
-            row, scores = _case_rows(run_id, cases[index], now)
+            row, scores = rows_of_case(run_id, cases[index], now)
             case_rows.append(row)
             score_rows.extend(scores)
         if case_rows:
@@ -917,73 +548,3 @@ class _StoredSummaries:
         summary = CaseSummary.model_validate_json(text)
         status = "passed" if summary.passed else "failed"
         self.log.append(summary, (summary.eval_set_id, summary.case_id), status, encoded=text.encode("utf-8"))
-
-
-def open_store(url: str | None = None, *, upgrade: bool = True) -> Store:
-    """Open the history database at `url` (> $EVALWARD_DB > `.evalward/history.db`), migrating it to the
-    newest schema on first use. With `upgrade=False` an out-of-date database raises InfrastructureError
-    telling the user to run `evalward db upgrade`; an unreachable database raises InfrastructureError too.
-
-    A SQLite "database is locked" while opening (another process holds the file's lock longer than the busy
-    timeout lets SQLite wait, or SQLite declined to wait) is retried with backoff for OPEN_RETRY_SECONDS
-    before it becomes an error: a busy database is not a broken one."""
-    import time
-
-    from sqlalchemy.exc import OperationalError
-
-    from evalward.errors import InfrastructureError
-    from evalward.store.engine import resolve_db_url
-
-    resolved = resolve_db_url(url)
-    deadline = time.monotonic() + OPEN_RETRY_SECONDS
-    delay = 0.05
-    while True:
-        try:
-            return _open_once(resolved, upgrade)
-        except OperationalError as exc:
-            message = str(exc.orig or exc)
-            if _is_lock_contention(message) and time.monotonic() + delay < deadline:
-                time.sleep(delay)
-                delay = min(delay * 2, 2.0)
-                continue
-            where = _redacted(resolved)
-            raise InfrastructureError(
-                f"cannot open the history database {where}: {message}; check --db / EVALWARD_DB"
-            ) from exc
-
-
-OPEN_RETRY_SECONDS = 60.0
-"""How long `open_store` keeps retrying a SQLite database that reports itself locked or busy."""
-
-
-def _is_lock_contention(message: str) -> bool:
-    lowered = message.lower()
-    return "database is locked" in lowered or "database is busy" in lowered
-
-
-def _redacted(url: str) -> str:
-    from evalward.redact import mask_url
-
-    return mask_url(url)
-
-
-def _open_once(url: str, upgrade: bool) -> Store:
-    from evalward.errors import InfrastructureError
-    from evalward.store.engine import create_db_engine
-    from evalward.store.migrate import HEAD_REVISION, engine_revision, upgrade_engine
-
-    engine = create_db_engine(url)
-    try:
-        if upgrade:
-            upgrade_engine(engine)
-        else:
-            found = engine_revision(engine)
-            if found != HEAD_REVISION:
-                raise InfrastructureError(
-                    f"the history database is at schema revision {found!r}, expected {HEAD_REVISION!r}; "
-                    "run `evalward db upgrade`"
-                )
-    except BaseException:
-        engine.dispose()
-        raise
-    return Store(engine)

@@ -1,0 +1,185 @@
+"""What a row of the history database holds: the rows written for a run and its case results, and the
+read models `Store` returns. Pure functions of the models; the SQL that writes and reads them is `Store`'s."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from evalward.model import CaseResult, RunResult
+from evalward.redact import redact_model, redact_model_json
+from evalward.store.comparability import comparability_key
+from evalward.store.engine import JSONText
+
+ItemKey = tuple[str, str, int]
+"""(eval_set_id, case_id, repetition): one planned or recorded unit of work."""
+
+RunStatus = Literal["running", "complete", "cancelled", "failed"]
+
+
+class RunRow(BaseModel):
+    """One line of `evalward runs`: a run's identity, context and counts, without its cases."""
+
+    model_config = ConfigDict(defer_build=True, frozen=True)
+
+    run_id: str
+    status: str
+    repository: str | None
+    commit: str | None
+    branch: str | None
+    pr_number: int | None
+    shard_index: int | None
+    shard_count: int | None
+    group_id: str | None
+    started_at: datetime | None
+    finished_at: datetime | None
+    passed: bool | None
+    fingerprint: str
+    comparability_key: str
+    evalward_version: str
+    planned: int
+    recorded: int
+    passes: int
+    failures: int
+    errors: int
+
+
+class HistoryPoint(BaseModel):
+    """One metric in one run: the mean score over the matching case results (one case's repetitions with
+    `--case`, every case of the run without it)."""
+
+    model_config = ConfigDict(defer_build=True, frozen=True)
+
+    run_id: str
+    commit: str | None
+    branch: str | None
+    started_at: datetime | None
+    metric: str
+    eval_set_id: str | None
+    case_id: str | None
+    score: float | None
+    """mean of the non-null scores; None when every score was null (not applicable or error)."""
+    scored: int
+    """number of non-null scores in the mean."""
+    passes: int
+    """number of case results whose metric status was `passed`."""
+    results: int
+    """number of case results (null scores included)."""
+
+
+class ScoreRow(BaseModel):
+    """One case-level metric score as stored (what the gate reads for a baseline)."""
+
+    model_config = ConfigDict(defer_build=True, frozen=True)
+
+    eval_set_id: str
+    case_id: str
+    repetition: int
+    metric: str
+    score: float | None
+    status: str
+
+
+def run_columns(run: RunResult, status: str) -> dict[str, Any]:
+    """The runs row for `run` (without planned_count/created_at): run JSON without its cases and case
+    summaries, secrets redacted like every row written (`evalward.redact`).
+
+    The case summaries are not stored: each is a fold of the case's stored results, and `load_run` folds
+    them again. A row holding them took ~600 bytes a case, all written as one value: a 100,000-case run's
+    finish_run held ~250 MB of JSON text and its copies."""
+    # Dumped once: the redaction check reads the JSON text the row stores (`engine.JSONText`, kept as it is).
+    run, text = redact_model_json(run.model_copy(update={"cases": [], "case_summaries": [], "status": status}))
+    run_json = JSONText(text)
+    ctx = run.context
+    return {
+        "run_id": run.run_id,
+        "status": status,
+        "repository": ctx.repository,
+        "commit_sha": ctx.commit,
+        "branch": ctx.branch,
+        "base_branch": ctx.base_branch,
+        "base_sha": ctx.base_sha,
+        "pr_number": ctx.pr_number,
+        "merge_base": ctx.merge_base,
+        "shard_index": ctx.shard_index,
+        "shard_count": ctx.shard_count,
+        "group_id": ctx.group_id,
+        "fingerprint": run.fingerprint,
+        "comparability_key": comparability_key(run),
+        "evalward_version": run.evalward_version,
+        "agent_kind": run.agent.kind if run.agent else None,
+        "agent_target": run.agent.target if run.agent else None,
+        "agent_config_hash": run.agent.config_hash if run.agent else None,
+        "passed": run.passed if status != "running" else None,
+        "repetitions": run.repetitions,
+        "started_at": run.started_at,
+        "finished_at": run.finished_at,
+        "run_json": run_json,
+    }
+
+
+def rows_of_case(run_id: str, case: CaseResult, recorded_at: datetime) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The case_results row and the metric_scores rows of one case result (secrets redacted)."""
+    case = redact_model(case)
+    usage = case.usage
+    row = {
+        "run_id": run_id,
+        "eval_set_id": case.eval_set_id,
+        "case_id": case.case_id,
+        "repetition": case.repetition,
+        "status": case.status,
+        "content_hash": case.content_hash,
+        "must_pass": case.must_pass,
+        "latency_s": case.latency_s,
+        "input_tokens": usage.input_tokens if usage else None,
+        "output_tokens": usage.output_tokens if usage else None,
+        "cost_usd": usage.cost_usd if usage else None,
+        "error_kind": case.error.kind if case.error else None,
+        "started_at": case.started_at,
+        "finished_at": case.finished_at,
+        "recorded_at": recorded_at,
+        "case_json": case.model_dump(mode="json"),
+    }
+    scores: dict[str, dict[str, Any]] = {}
+    for metric in case.metric_results:
+        # A metric named twice keeps its first score in the table; the case JSON keeps both.
+        scores.setdefault(
+            metric.name,
+            {
+                "run_id": run_id,
+                "eval_set_id": case.eval_set_id,
+                "case_id": case.case_id,
+                "repetition": case.repetition,
+                "metric": metric.name,
+                "score": metric.score,
+                "status": metric.status,
+            },
+        )
+    return row, list(scores.values())
+
+
+def unique_keys(keys: Iterable[ItemKey]) -> list[ItemKey]:
+    return list(dict.fromkeys((str(e), str(c), int(r)) for e, c, r in keys))
+
+
+ROWS_PER_INSERT = 5000
+"""Rows a multi-row insert sends at once."""
+
+ROWS_PER_READ = 500
+"""Case rows a streamed read fetches at once."""
+
+
+def case_order_json(keys: Iterable[ItemKey]) -> JSONText:
+    """The runs row's `case_order` (the keys as JSON lists), written key by key: a large run's keys are made
+    as they are read (`evalward.case_keys`) and never held as a million lists."""
+    text = io.StringIO()
+    text.write("[")
+    for index, (eval_set_id, case_id, repetition) in enumerate(keys):
+        text.write((", " if index else "") + json.dumps([eval_set_id, case_id, repetition]))
+    text.write("]")
+    return JSONText(text.getvalue())
