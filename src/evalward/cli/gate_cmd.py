@@ -103,6 +103,7 @@ def gate_command(
         baseline_spec=baseline_spec,
         base_branch=base_branch or (settings.base_branch if settings else None),
         allow_mismatch=allow_mismatch,
+        repo_dir=Path.cwd(),
         record="gate",
         instrument=instrument.prepared,
         baseline_run=baseline_run,  # type: ignore[arg-type]
@@ -152,8 +153,9 @@ def render_outcome(
 ) -> None:
     from rich.console import Console
 
-    from evalward.report.comparison import print_verdict, render_verdict_markdown
     from evalward.report.html import render_html
+    from evalward.report.verdict_markdown import render_verdict_markdown
+    from evalward.report.verdict_terminal import print_verdict
 
     print_verdict(current, verdict, Console(highlight=False), baseline=baseline)
     if json_path:

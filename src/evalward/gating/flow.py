@@ -3,7 +3,9 @@
 Used by `evalward gate`, `evalward ci` and the daemon, so a verdict is reached the same way everywhere
 (docs/gate.md §9, "the agent is the treatment; the eval set, the metrics and the grader are the instrument"):
 
-1. **Merge-base** of the run's commit with its base (recorded, else computed with git).
+1. **Merge-base** of the run's commit with its base (recorded, else computed with git in `repo_dir`, the
+   checkout; `repo_dir=None` — the daemon's API and dashboard, which have no checkout — uses only what the
+   run recorded, and then no base side can run).
 2. **Stored baseline**: the newest usable run at the merge-base, else at its nearest first-parent ancestor
    (`store.baseline`; never "whatever ran last"); with `remote`, the evalward server's history.
 3. **Re-scored** under the current instrument when its expectations, criteria, grader or scorer differ
@@ -102,7 +104,7 @@ def plan_baseline(
     *,
     baseline_spec: str,
     base_branch: str | None,
-    repo_dir: Path,
+    repo_dir: Path | None,
     remote: RemoteSearch | None,
     baseline_run: BaselineRunMode,
     can_run_base_side: bool,
@@ -117,7 +119,7 @@ def plan_baseline(
     from evalward.store.gitinfo import resolve_merge_base
 
     merge_base = resolve_merge_base(current, base_branch=base_branch, repo_dir=repo_dir)
-    ancestors = git_first_parent_ancestors(repo_dir, merge_base) if merge_base else []
+    ancestors = git_first_parent_ancestors(repo_dir, merge_base) if merge_base and repo_dir is not None else []
     flip_rates: dict[tuple[str, str], float] | None = None
     if remote is not None:
         query = BaselineQuery(
@@ -140,6 +142,11 @@ def plan_baseline(
     elif merge_base is None:
         if not (ctx.base_sha or base_branch):
             plan.no_base = "no base branch or base commit is known for this run, so there is no base side"
+        elif repo_dir is None:
+            plan.problem = (
+                f"the run did not record the merge-base of {(ctx.commit or 'the run')[:12]} with "
+                f"{ctx.base_sha or base_branch}, and there is no checkout here to compute it"
+            )
         else:
             plan.problem = (
                 f"the merge-base of {(ctx.commit or 'the run')[:12]} with {ctx.base_sha or base_branch} could not be "
@@ -152,6 +159,7 @@ def plan_baseline(
         or merge_base is None
         or plan.no_base is not None
         or not can_run_base_side
+        or repo_dir is None
         or baseline_run == "never"
     ):
         plan.base_side_possible = False
@@ -194,7 +202,7 @@ def run_and_gate(
     baseline_spec: str = "auto",
     base_branch: str | None = None,
     baseline_run: BaselineRunMode = "missing",
-    repo_dir: Path | None = None,
+    repo_dir: Path,
     remote: RemoteSearch | None = None,
     record: str | None = None,
     progress: ProgressCallback | None = None,
@@ -208,7 +216,7 @@ def run_and_gate(
     reason."""
     from evalward.pipeline import run_pair
 
-    repo = repo_dir or Path.cwd()
+    repo = repo_dir
     base_branch = base_branch or prepared.options.context.base_branch
     plan = plan_baseline(
         store,
@@ -269,7 +277,7 @@ def gate_run(
     baseline_spec: str = "auto",
     base_branch: str | None = None,
     allow_mismatch: bool = False,
-    repo_dir: Path | None = None,
+    repo_dir: Path | None,
     remote: RemoteSearch | None = None,
     record: str | None = None,
     instrument: PreparedRun | None = None,
@@ -279,8 +287,9 @@ def gate_run(
     baseline be re-scored and the base side be run for the cases no stored run covers (then not interleaved:
     the current run is already done); without it only stored runs, as recorded, can be the baseline.
 
-    An explicit baseline whose cases share nothing with this run is refused unless `allow_mismatch`."""
-    repo = repo_dir or Path.cwd()
+    An explicit baseline whose cases share nothing with this run is refused unless `allow_mismatch`.
+    `repo_dir`: the checkout git looks in; None where there is none (the merge-base must be recorded)."""
+    repo = repo_dir
     base_branch = base_branch or current.context.base_branch
     plan = plan_baseline(
         store,
@@ -302,7 +311,7 @@ def gate_run(
                 + " (pass --allow-mismatch to compare anyway)"
             )
     base_run = None
-    if instrument is not None and plan.base_side_cases:
+    if instrument is not None and plan.base_side_cases and repo is not None:
         with ExitStack() as stack:
             base = _start_base_side(stack, instrument, plan, base_branch=base_branch, repo_dir=repo)
             if base is not None:

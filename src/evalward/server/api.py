@@ -22,8 +22,6 @@ holds a NUL character, are 400; a value the database refuses anyway is 422. Only
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -254,11 +252,8 @@ def compare_runs(request: Request) -> dict[str, Any]:
     allow = request.query_params.get("allow_mismatch", "").lower() in ("1", "true", "yes")
     if spec not in ("auto", "none") and not spec.startswith(("commit:", "branch:")) and not state.store.has_run(spec):
         raise HTTPException(404, f"baseline run {spec!r} is not stored")
-    with tempfile.TemporaryDirectory(prefix="evalward-compare-") as empty:
-        # No checkout here: the merge-base must come from the run's context (git finds nothing in `empty`).
-        outcome = gate_run(
-            state.store, current, GatePolicy(), baseline_spec=spec, allow_mismatch=allow, repo_dir=Path(empty)
-        )
+    # No checkout here (repo_dir=None): the merge-base is the one the run recorded.
+    outcome = gate_run(state.store, current, GatePolicy(), baseline_spec=spec, allow_mismatch=allow, repo_dir=None)
     return {
         "run_id": current.run_id,
         "baseline_run_id": outcome.baseline.run_id if outcome.baseline else None,

@@ -19,7 +19,6 @@ template draws.
 from __future__ import annotations
 
 import functools
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib.resources import files
@@ -264,17 +263,12 @@ async def run_page(request: Request) -> Response:
             when = newest.recorded_at.strftime("%Y-%m-%d %H:%M UTC")
             return run, newest.verdict, f"As gated by {newest.source} on {when}."
         try:
-            with tempfile.TemporaryDirectory(prefix="evalward-dash-") as empty:
-                # No checkout here, so no merge-base from git: without a recorded one, the newest comparable
-                # run on the base branch is the baseline (said so in the verdict's baseline line).
-                spec = (
-                    "auto"
-                    if run.context.merge_base or not run.context.base_branch
-                    else f"branch:{run.context.base_branch}"
-                )
-                outcome = gate_run(
-                    state.store, run, GatePolicy(), baseline_spec=spec, repo_dir=Path(empty), allow_mismatch=True
-                )
+            # No checkout here (repo_dir=None), so no merge-base from git: without a recorded one, the newest
+            # comparable run on the base branch is the baseline (said so in the verdict's baseline line).
+            spec = (
+                "auto" if run.context.merge_base or not run.context.base_branch else f"branch:{run.context.base_branch}"
+            )
+            outcome = gate_run(state.store, run, GatePolicy(), baseline_spec=spec, repo_dir=None, allow_mismatch=True)
             return run, outcome.verdict, "Recomputed with the default policy: no gate recorded a verdict for this run."
         except Exception:  # a verdict is a bonus on this page; the run itself is still shown
             return run, None, ""

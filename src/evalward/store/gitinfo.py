@@ -106,23 +106,26 @@ def git_first_parent_ancestors(repo_dir: str | Path, commit: str, limit: int = 5
 
 
 def resolve_merge_base(
-    current: RunResult | RunContext, *, base_branch: str | None, repo_dir: Path, required: bool = False
+    current: RunResult | RunContext, *, base_branch: str | None, repo_dir: Path | None, required: bool = False
 ) -> str | None:
     """The merge-base of the run's commit with its base: the one recorded with the run, else computed with git
-    from the base SHA, then `origin/<base_branch>`, then `<base_branch>`.
+    in `repo_dir` (none: only the recorded one) from the base SHA, then `origin/<base_branch>`, then
+    `<base_branch>`.
 
     Without a result: None, or with `required` (a pull request) `MergeBaseError` naming the cause —
     see `explain_missing_merge_base`."""
     ctx = current.context if isinstance(current, RunResult) else current
     if ctx.merge_base:
         return ctx.merge_base
-    if ctx.commit:
+    if ctx.commit and repo_dir is not None:
         for ref in (ctx.base_sha, f"origin/{base_branch}" if base_branch else None, base_branch):
             if ref:
                 found = git_merge_base(repo_dir, ref, ctx.commit)
                 if found:
                     return found
     if required:
+        if repo_dir is None:
+            raise MergeBaseError("the run recorded no merge-base, and there is no checkout here to compute it")
         raise MergeBaseError(explain_missing_merge_base(repo_dir, ctx.commit, ctx.base_sha, base_branch))
     return None
 
