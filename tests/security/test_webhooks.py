@@ -83,7 +83,7 @@ def test_identifiers_that_are_options_or_paths_are_400_and_never_queued(
 
 def test_the_worker_checks_the_sha_again_right_before_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A job row that holds an option (written to the database by anything but the webhook) reaches no git."""
-    from evalward.server.evaluate import checkout
+    from evalward.server.workspace import checkout
 
     monkeypatch.chdir(tmp_path)
     origin = tmp_path / "origin.git"
@@ -121,7 +121,7 @@ def test_clone_urls_on_the_configured_api_host_and_allowed_file_urls_are_accepte
 
 
 def test_git_only_speaks_https_unless_file_clones_are_allowed() -> None:
-    from evalward.server.evaluate import git_env
+    from evalward.server.workspace import git_env
 
     assert git_env(None)["GIT_ALLOW_PROTOCOL"] == "https"
     assert git_env(None, allow_file=True)["GIT_ALLOW_PROTOCOL"] == "https:file"

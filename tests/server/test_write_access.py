@@ -120,7 +120,7 @@ def test_a_label_from_someone_without_write_access_releases_nothing_but_a_rerun_
 
 
 def test_permission_answers_are_cached_briefly_per_repository_and_user(tmp_path: Path) -> None:
-    from evalward.server.evaluate import GitHubAccess
+    from evalward.server.github_access import GitHubAccess
 
     now = [1000.0]
     with FakeGitHub() as github:
@@ -139,7 +139,8 @@ def test_permission_answers_are_cached_briefly_per_repository_and_user(tmp_path:
 
 
 def _handlers(tmp_path: Path, github: FakeGitHub, store: Any, **overrides: Any) -> Any:
-    from evalward.server.evaluate import GitHubAccess, Handlers
+    from evalward.server.evaluate import Handlers
+    from evalward.server.github_access import GitHubAccess
 
     values: dict[str, Any] = {
         "github_app_id": github.app_id, "github_private_key": KEYS[0], "github_api_url": github.url,

@@ -29,7 +29,8 @@ def build_pool(
 ) -> WorkerPool:
     """`settings.workers` worker threads running the production handlers (`github_options`: extra
     `GitHubClient` arguments, e.g. a recording `sleep` in tests)."""
-    from evalward.server.evaluate import GitHubAccess, Handlers
+    from evalward.server.evaluate import Handlers
+    from evalward.server.github_access import GitHubAccess
     from evalward.server.worker import WorkerOptions, WorkerPool
     from evalward.store.job_queue import JobQueue
 
