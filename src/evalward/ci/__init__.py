@@ -22,18 +22,10 @@ from evalward.ci.artifact import (
     read_artifact,
     write_artifact,
 )
+from evalward.ci.event import GITHUB_RETRY_BUDGET_S, ClientFactory, Mode, ci_context, default_client, event_mode
 from evalward.ci.exit_code import REGRESSION_KINDS, Decision, count_regressions, decide_exit
-from evalward.ci.flow import (
-    GITHUB_RETRY_BUDGET_S,
-    CiResult,
-    ClientFactory,
-    Mode,
-    ci_context,
-    default_client,
-    event_mode,
-    report_startup_error,
-    run_ci,
-)
+from evalward.ci.failure import report_startup_error
+from evalward.ci.flow import run_ci
 from evalward.ci.from_artifact import report_from_artifact
 from evalward.ci.inputs import (
     ACTION_INPUTS,
@@ -47,6 +39,7 @@ from evalward.ci.inputs import (
     enter_working_directory,
     parse_fail_on,
 )
+from evalward.ci.outputs import CiResult
 from evalward.ci.render import Link, Rendered, log_annotations, print_untrusted, render_outcome, terminal_report
 from evalward.ci.setup import SetupError, run_setup
 from evalward.github.publish import (

@@ -31,138 +31,44 @@ import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TextIO
+from typing import TYPE_CHECKING, TextIO
 from urllib.parse import quote
 
 from evalward.ci.artifact import ArtifactMeta, merge_shard_artifacts, write_artifact
+from evalward.ci.event import (
+    ClientFactory,
+    Mode,
+    ci_context,
+    default_client,
+    event_mode,
+    pull_request_merge_base,
+    refuse_pull_request_target,
+)
 from evalward.ci.exit_code import decide_exit
+from evalward.ci.failure import as_reportable, report_error, report_startup_error
 from evalward.ci.inputs import CiOptions
+from evalward.ci.outputs import CiResult, finish_log, write_step_outputs
 from evalward.ci.render import (
     SUMMARY_MAX_CHARS,
     Link,
-    Rendered,
-    log_annotations,
     log_safe,
-    md,
     print_untrusted,
     render_outcome,
     terminal_report,
 )
-from evalward.errors import EXIT_OK, EvalwardError, InfrastructureError, InternalError, UsageError, debug_enabled
-from evalward.github.actions import ActionsEnv, append_step_summary, format_annotation_command, write_outputs
-from evalward.github.publish import Posted, Target, post_error_status, publish
+from evalward.errors import EXIT_OK, EvalwardError, InfrastructureError, UsageError, debug_enabled
+from evalward.github.actions import ActionsEnv, append_step_summary
+from evalward.github.publish import Posted, Target, publish
 from evalward.model import RunContext
 from evalward.redact import register_environment, url_without_credentials
 
 if TYPE_CHECKING:
     from evalward.gate import GatePolicy
     from evalward.gating import GateOutcome, RemoteSearch
-    from evalward.github.client import GitHubClient
     from evalward.model import RunResult
     from evalward.model.verdict import Verdict
     from evalward.pipeline import PreparedRun
     from evalward.store import BaselineSearch, Store
-
-ZERO_SHA = "0" * 40
-GITHUB_MAX_RETRIES = 5
-GITHUB_RETRY_BUDGET_S = 20.0
-"""At most this long lost to an unanswering GitHub over the whole job (`GitHubClient` rule 4a)."""
-GITHUB_CONNECT_TIMEOUT_S = 5.0
-OUTPUT_NAMES = ("verdict", "passed", "run-id", "regressions", "results-json", "comment-url")
-
-Mode = Literal["pull_request", "push", "other"]
-ClientFactory = Callable[[ActionsEnv], "GitHubClient | None"]
-
-
-def event_mode(actions: ActionsEnv) -> Mode:
-    """`pull_request` (also `pull_request_target`), `push` (not a branch deletion), else `other`."""
-    if actions.pull_request is not None:
-        return "pull_request"
-    push = actions.push
-    if push is not None and not push.deleted:
-        return "push"
-    return "other"
-
-
-def default_client(actions: ActionsEnv, **overrides: Any) -> GitHubClient | None:
-    """A client for `GITHUB_API_URL` with the job's token (None without one): 5 retries, but at most 20 s lost
-    to GitHub not answering over the whole job; rate limits follow docs/github.md §9. `overrides` go to
-    `GitHubClient` (tests: `sleep`, `jitter`, `monotonic`)."""
-    from evalward.github.client import GitHubClient
-
-    if not actions.token or not actions.repository:
-        return None
-    options: dict[str, Any] = {
-        "max_retries": GITHUB_MAX_RETRIES,
-        "retry_budget_s": GITHUB_RETRY_BUDGET_S,
-        "connect_timeout_s": GITHUB_CONNECT_TIMEOUT_S,
-        **overrides,
-    }
-    return GitHubClient(actions.token, api_url=actions.api_url, **options)
-
-
-def ci_context(
-    options: CiOptions, actions: ActionsEnv, env: Mapping[str, str], *, merge_base: str | None
-) -> RunContext:
-    """The RunContext: PR head SHA and base from the payload, push `after`/`before`, else env and git."""
-    from evalward.context import detect_context
-
-    pr = actions.pull_request
-    push = actions.push if pr is None else None
-    commit = branch = base_sha = None
-    base_branch = options.base_branch
-    pr_number = None
-    if pr is not None:
-        commit, branch, base_sha, pr_number = pr.head_sha, pr.head_ref, pr.base_sha, pr.number
-        base_branch = base_branch or pr.base_ref
-    elif push is not None and not push.deleted:
-        commit, branch = push.after, push.branch
-        base_sha = push.before if push.before and push.before != ZERO_SHA else None
-        base_branch = base_branch or push.branch
-    group_id = options.group_id
-    if options.shard and not group_id and actions.run_id:
-        group_id = f"gha-{actions.run_id}-{actions.run_attempt or '1'}-{options.name}"
-    return detect_context(
-        repository=actions.repository or None,
-        commit=commit,
-        branch=branch,
-        base_branch=base_branch,
-        base_sha=base_sha,
-        pr_number=pr_number,
-        group_id=group_id,
-        merge_base=merge_base,
-        env=env,
-    )
-
-
-def refuse_pull_request_target(actions: ActionsEnv, options: CiOptions) -> None:
-    """`pull_request_target` runs with a write token and the repository's secrets while evalward runs the
-    checked-out code: refused unless the workflow opted in (module docstring)."""
-    if actions.event_name != "pull_request_target" or options.allow_pull_request_target:
-        return
-    from evalward.ci.inputs import PULL_REQUEST_TARGET_CONSENT
-
-    raise UsageError(
-        "refusing to run on `pull_request_target`: that event gives the job a write token and the repository's "
-        "secrets, and evalward runs the agent from the checkout — if the checkout is the pull request's code, "
-        'anyone who opens a pull request can run code with them (a "pwn request"). Use `on: pull_request` '
-        "(fork pull requests then post through examples/workflows/evals-report.yml), or, if this job never "
-        "checks out untrusted code, opt in with the input "
-        f"`allow-pull-request-target: {PULL_REQUEST_TARGET_CONSENT}`"
-    )
-
-
-def pull_request_merge_base(actions: ActionsEnv, options: CiOptions, repo_dir: Path) -> str | None:
-    """The merge-base a pull request is gated at, computed by git before anything runs (None for other
-    events); `MergeBaseError` (exit 3) when the checkout cannot give it."""
-    from evalward.store.gitinfo import resolve_merge_base
-
-    pr = actions.pull_request
-    if pr is None:
-        return None
-    base_branch = options.base_branch or pr.base_ref
-    context = RunContext(commit=pr.head_sha, base_sha=pr.base_sha, base_branch=base_branch)
-    return resolve_merge_base(context, base_branch=base_branch, repo_dir=repo_dir, required=True)
 
 
 @dataclass
@@ -342,18 +248,6 @@ def _gate_finished(
     return Gated(run=run, outcome=outcome, notes=notes)
 
 
-@dataclass
-class CiResult:
-    """What `run_ci` did, for callers and tests."""
-
-    exit_code: int
-    run: RunResult | None = None
-    verdict: Verdict | None = None
-    comment_url: str | None = None
-    notes: list[str] = field(default_factory=list)
-    artifact: Path | None = None
-
-
 def ci_target(actions: ActionsEnv, options: CiOptions, mode: Mode) -> Target:
     """The head SHA, PR, comment marker (`{workflow}/{name}`) and check/status name (`evalward/{name}`)."""
     return Target(
@@ -394,22 +288,6 @@ def report_links(actions: ActionsEnv, options: CiOptions, run: RunResult) -> lis
         base = url_without_credentials(options.server_url.rstrip("/"))
         links.append(Link("Run on the evalward dashboard", f"{base}/runs/{quote(run.run_id, safe='')}"))
     return links
-
-
-def finish_log(actions: ActionsEnv, rendered: Rendered | None, notes: Sequence[str], out: TextIO) -> None:
-    from evalward.github.actions import emit_annotations
-
-    where = "the job summary" + (f" ({actions.run_url})" if actions.run_url else "")
-    emit_annotations(log_annotations(rendered, notes), out.write, more_at=where)
-    if actions.step_summary_path is not None and notes:
-        lines = "\n".join(f"- {md(note)}" for note in notes)
-        append_step_summary(actions.step_summary_path, f"\n\n#### ⚠️ evalward reporting problems\n\n{lines}\n")
-
-
-def write_step_outputs(path: Path | None, values: Mapping[str, str]) -> None:
-    """Every output of the action (OUTPUT_NAMES), missing ones empty."""
-    if path is not None:
-        write_outputs(path, {name: values.get(name, "") for name in OUTPUT_NAMES})
 
 
 def run_ci(
@@ -560,7 +438,7 @@ def _run_ci(
         # an error status: never as exit 1, which means "criteria not met".
         if not isinstance(exc, EvalwardError) and debug_enabled():
             traceback.print_exception(exc, file=err)
-        return _report_error(as_reportable(exc), actions, options, target, factory, out, err)
+        return report_error(as_reportable(exc), actions, options, target, factory, out, err)
 
 
 def _finish_shard(
@@ -589,107 +467,9 @@ def _finish_shard(
     return CiResult(exit_code=EXIT_OK, run=run, artifact=Path(options.results_artifact or "."))
 
 
-def _announce_error(
-    message: str,
-    exit_code: int,
-    *,
-    name: str,
-    summary_path: Path | None,
-    output_path: Path | None,
-    out: TextIO,
-    err: TextIO,
-) -> None:
-    """The log line, the `::error` annotation, the job summary and `verdict=error` for a run that reached no
-    verdict."""
-    kind = {2: "bad input", 3: "infrastructure"}.get(exit_code, "internal error")
-    err.write(f"error: {log_safe(message)}\n")
-    out.write(format_annotation_command("error", message, title="evalward could not run") + "\n")
-    if summary_path is not None:
-        append_step_summary(
-            summary_path,
-            f"### 💥 evalward: {md(name)} could not run\n\n{md(message)}\n\n"
-            f"Exit code {exit_code} ({kind}); no verdict was reached.\n",
-        )
-    write_step_outputs(output_path, {"verdict": "error", "passed": "false", "regressions": "0"})
-
-
-def report_startup_error(
-    exc: BaseException,
-    env: Mapping[str, str],
-    *,
-    name: str = "evals",
-    out: TextIO | None = None,
-    err: TextIO | None = None,
-) -> CiResult:
-    """An error before the event could be read (the inputs, the settings file, the event payload, an option
-    value) or an internal one: the log, the summary and `verdict=error`, from the file paths in `env` alone."""
-    import click
-
-    if isinstance(exc, EvalwardError | click.ClickException):
-        exit_code, message = (
-            exc.exit_code,
-            (exc.format_message() if isinstance(exc, click.ClickException) else str(exc)),
-        )
-    else:
-        crash = InternalError.from_exception(exc)
-        exit_code, message = crash.exit_code, str(crash)
-    summary, output = env.get("GITHUB_STEP_SUMMARY"), env.get("GITHUB_OUTPUT")
-    _announce_error(
-        message,
-        exit_code,
-        name=name,
-        summary_path=Path(summary) if summary else None,
-        output_path=Path(output) if output else None,
-        out=out or sys.stdout,
-        err=err or sys.stderr,
-    )
-    return CiResult(exit_code=exit_code)
-
-
 def _mask_secrets(env: Mapping[str, str], out: TextIO) -> None:
     """Make the event's environment's secrets known to the redactor, and have the runner mask the ones it
     cannot know: a password inside a URL (the runner masks a secret's whole value, not a part of it)."""
     for secret in register_environment(env):
         if secret.name.endswith(" password") and "\n" not in secret.value:
             out.write(f"::add-mask::{secret.value}\n")
-
-
-def as_reportable(exc: Exception) -> EvalwardError:
-    """`exc` itself when it is meant for the user, else the one-line crash report (exit 3)."""
-    return exc if isinstance(exc, EvalwardError) else InternalError.from_exception(exc)
-
-
-def _report_error(
-    exc: EvalwardError,
-    actions: ActionsEnv,
-    options: CiOptions,
-    target: Target,
-    factory: ClientFactory,
-    out: TextIO,
-    err: TextIO,
-) -> CiResult:
-    """The run could not finish: say so on the log, the summary and (best effort) the commit; keep the code."""
-    from evalward.report.check_run import STATUS_DESCRIPTION_MAX
-
-    message = str(exc)
-    _announce_error(
-        message,
-        exc.exit_code,
-        name=options.name,
-        summary_path=actions.step_summary_path,
-        output_path=actions.output_path,
-        out=out,
-        err=err,
-    )
-    notes: list[str] = []
-    if options.commit_status and target.repository and target.head_sha and event_mode(actions) != "other":
-        client = factory(actions)
-        if client is not None:
-            try:
-                description = f"Could not run (exit {exc.exit_code}); see the job summary"
-                notes = post_error_status(client, target, description[:STATUS_DESCRIPTION_MAX]).notes
-            finally:
-                client.close()
-    for note in notes:
-        out.write(format_annotation_command("warning", note, title="evalward reporting") + "\n")
-    return CiResult(exit_code=exc.exit_code, notes=notes)

@@ -151,7 +151,7 @@ def terminal_report(run: RunResult, outcome: GateOutcome | None) -> str:
     buffer = io.StringIO()
     console = Console(file=buffer, width=120, highlight=False, color_system=None, soft_wrap=False)
     if outcome is not None:
-        from evalward.report.comparison import print_verdict
+        from evalward.report.verdict_terminal import print_verdict
 
         print_verdict(outcome.current, outcome.verdict, console, baseline=outcome.baseline)
         return buffer.getvalue()
