@@ -21,7 +21,7 @@ from tests.judging.test_run_judged import evalward
 from evalward.judging.cache import MemoryJudgeCache, SqlJudgeCache
 from evalward.judging.config import JudgeConfig
 from evalward.judging.scoring import Judging, apply_judges
-from evalward.metrics.judge import GROUNDING_SYSTEM, RUBRIC_CONVERSATION_SYSTEM, SEGMENT_SYSTEM
+from evalward.metrics.judge.prompts import GROUNDING_SYSTEM, RUBRIC_CONVERSATION_SYSTEM, SEGMENT_SYSTEM
 from evalward.model import (
     AgentOutput,
     CaseResult,

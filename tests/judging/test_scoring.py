@@ -13,7 +13,7 @@ from evalward.errors import InfrastructureError
 from evalward.judging.cache import MemoryJudgeCache, SqlJudgeCache
 from evalward.judging.config import JudgeConfig
 from evalward.judging.scoring import Judging, apply_judges, judged_specs
-from evalward.metrics.judge import CORRECTNESS_SYSTEM
+from evalward.metrics.judge.prompts import CORRECTNESS_SYSTEM
 from evalward.model import AgentOutput, CaseResult, EvalCase, Invocation, MetricSpec
 
 QUESTION = "How many songs do you have by James Brown?"

@@ -8,7 +8,8 @@ from tests.fakes.openai_server import FakeOpenAI, Reply
 from evalward.judging.config import JudgeConfig
 from evalward.judging.scoring import Judging, apply_judges
 from evalward.loaders.adk_personas import PREBUILT_PERSONAS
-from evalward.metrics.judge import check_judge_options, judge_spec, prompt_identity, user_turn_prompt
+from evalward.metrics.judge.prompts import prompt_identity, user_turn_prompt
+from evalward.metrics.judge.spec import check_judge_options, judge_spec
 from evalward.model import AgentOutput, CaseResult, ConversationScenario, EvalCase, Invocation, MetricSpec
 
 SCENARIO = ConversationScenario(starting_prompt="I want a trip.", conversation_plan="3 days in Paris; accept the plan.")

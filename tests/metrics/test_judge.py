@@ -7,30 +7,25 @@ from typing import Any
 
 import pytest
 
-from evalward.metrics.judge import (
+from evalward.metrics.judge.fold import fold_samples
+from evalward.metrics.judge.hallucinations import (
+    ResponseStep,
+    fold_grounding,
+    hallucination_steps,
+    parse_grounding,
+    parse_segments,
+)
+from evalward.metrics.judge.prompts import (
     CORRECTNESS_SYSTEM,
     JudgeInput,
-    JudgeReplyError,
-    JudgeSpec,
-    JudgeVerdict,
-    ResponseStep,
-    Scale,
     applies,
     build_prompt,
-    check_judge_options,
     conversation_prompt,
-    fold_grounding,
-    fold_samples,
-    hallucination_steps,
     judge_input,
-    judge_spec,
-    normalise,
-    parse_grounding,
-    parse_reply,
-    parse_segments,
     prompt_identity,
-    reply_object,
 )
+from evalward.metrics.judge.replies import JudgeReplyError, JudgeVerdict, normalise, parse_reply, reply_object
+from evalward.metrics.judge.spec import JudgeSpec, Scale, check_judge_options, judge_spec
 from evalward.model import AgentOutput, IntermediateResponse, Invocation, MetricSpec, ToolCall
 
 

@@ -15,7 +15,7 @@ def metrics_command() -> None:
         summary = (metric.description or (type(metric).__doc__ or "")).strip().splitlines()
         direction = "" if metric.higher_is_better else " (lower is better)"
         click.echo(f"{name:32} [{metric.scope}]{direction} {summary[0] if summary else ''}")
-    from evalward.metrics.judge import JUDGED_METRICS
+    from evalward.metrics.judge.spec import JUDGED_METRICS
 
     for name in sorted(JUDGE_METRICS):
         what = (

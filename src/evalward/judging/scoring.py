@@ -39,33 +39,29 @@ from evalward.judging.cache import CachedReply, JudgeCache, cache_key
 from evalward.judging.client import JudgeCallError, JudgeClient, JudgeUsage
 from evalward.judging.config import JudgeConfig
 from evalward.judging.merge import merge_metric_results
-from evalward.metrics.judge import (
-    JudgePrompt,
-    JudgeReplyError,
-    JudgeSpec,
-    JudgeVerdict,
+from evalward.metrics.judge.fold import fold_samples, sample_details
+from evalward.metrics.judge.hallucinations import (
     ResponseStep,
     StepGrounding,
+    fold_grounding,
+    grounding_prompt,
+    hallucination_steps,
+    parse_grounding,
+    parse_segments,
+    segment_prompt,
+)
+from evalward.metrics.judge.prompts import (
+    JudgePrompt,
     applies,
     build_prompt,
     conversation_prompt,
-    fold_grounding,
-    fold_samples,
-    grounding_prompt,
-    hallucination_steps,
-    is_conversation_metric,
-    is_judged,
     judge_input,
-    judge_spec,
-    parse_grounding,
-    parse_reply,
-    parse_segments,
     prompt_identity,
-    sample_details,
-    segment_prompt,
     starting_prompt_score,
     user_turn_prompt,
 )
+from evalward.metrics.judge.replies import JudgeReplyError, JudgeVerdict, parse_reply
+from evalward.metrics.judge.spec import JudgeSpec, is_conversation_metric, is_judged, judge_spec
 from evalward.model import AgentOutput, CaseError, CaseResult, EvalCase, Invocation, MetricResult, MetricSpec
 
 EXPLANATION_REASONING_CHARS = 600
@@ -86,7 +82,7 @@ class ResolvedJudge:
     base_url: str | None
     api_key_env: str
     prompt: str
-    """sha256 of the prompt templates and settings (`metrics.judge.prompt_identity`)."""
+    """sha256 of the prompt templates and settings (`metrics.judge.prompts.prompt_identity`)."""
     source: MetricSpec | None = None
     """The criterion as configured."""
 
@@ -389,7 +385,7 @@ class Judging:
     async def _judge_grounding(
         self, judge: ResolvedJudge, expected: Invocation, actual: AgentOutput, threshold: float | None
     ) -> MetricResult | None:
-        """`hallucinations_v1` on one turn: mean over its checked responses (`metrics.judge`, "Hallucinations")."""
+        """`hallucinations_v1` on one turn: mean over its checked responses (`metrics.judge.hallucinations`)."""
         from evalward.metrics.scoring import metric_status
 
         steps = hallucination_steps(judge.spec, expected, actual)

@@ -41,7 +41,7 @@ JUDGE_METRICS: frozenset[str] = frozenset(
         "llm_judge",
     }
 )
-"""Metrics that need an LLM judge (or Vertex AI); `metrics.judge.JUDGED_METRICS` lists those evalward judges."""
+"""Metrics that need an LLM judge (or Vertex AI); `metrics.judge.spec.JUDGED_METRICS` lists those evalward judges."""
 
 STEPWISE_METRICS: frozenset[str] = frozenset({*_STEPWISE_NAMES, *_STEPWISE_ALIASES})
 """Teacher-forcing metrics (and their aliases), computed outside `score_case` from extra agent calls."""
@@ -161,7 +161,7 @@ def check_specs(specs: Sequence[MetricSpec]) -> list[str]:
             problems.extend(check_custom_spec(spec))
             continue
         if requires_judge(spec.name):
-            from evalward.metrics.judge import check_judge_options
+            from evalward.metrics.judge.spec import check_judge_options
 
             problems.extend(check_judge_options(spec))
             continue

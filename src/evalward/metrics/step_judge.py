@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from evalward.model import MetricSpec, ToolCall
 
 if TYPE_CHECKING:  # the judge machinery is imported only when a step is judged
-    from evalward.metrics.judge import JudgePrompt
+    from evalward.metrics.judge.prompts import JudgePrompt
 
 STEP_CALLS_SYSTEM = """You check one step of an AI agent against a reference trajectory.
 At this point the reference agent made the EXPECTED tool calls; the agent under test made the PROPOSED calls instead.
@@ -83,7 +83,7 @@ def check_step_options(spec: MetricSpec) -> list[str]:
             for key in spec.options
             if key != MATCH_OPTION
         ]
-    from evalward.metrics.judge import COMMON_JUDGE_OPTIONS, judge_spec
+    from evalward.metrics.judge.spec import COMMON_JUDGE_OPTIONS, judge_spec
 
     problems = [
         f"{spec.name}: unknown option {key!r}; known: {', '.join(sorted((MATCH_OPTION, *COMMON_JUDGE_OPTIONS)))}"
@@ -109,7 +109,7 @@ def calls_json(calls: Sequence[ToolCall]) -> str:
 
 def calls_prompt(request: str, expected: Sequence[ToolCall], proposed: Sequence[ToolCall]) -> JudgePrompt:
     """The request asking whether `proposed` is sufficiently similar to `expected`."""
-    from evalward.metrics.judge import JudgePrompt
+    from evalward.metrics.judge.prompts import JudgePrompt
 
     user = f"REQUEST:\n{request}\n\nEXPECTED CALLS:\n{calls_json(expected)}\n\nPROPOSED CALLS:\n{calls_json(proposed)}"
     messages = ({"role": "system", "content": STEP_CALLS_SYSTEM}, {"role": "user", "content": user})
@@ -118,7 +118,7 @@ def calls_prompt(request: str, expected: Sequence[ToolCall], proposed: Sequence[
 
 def answer_prompt(request: str, reference: str, answer: str) -> JudgePrompt:
     """The request asking whether `answer` is factually correct according to `reference`."""
-    from evalward.metrics.judge import JudgePrompt
+    from evalward.metrics.judge.prompts import JudgePrompt
 
     user = f"REQUEST:\n{request}\n\nREFERENCE ANSWER:\n{reference}\n\nANSWER:\n{answer}"
     messages = ({"role": "system", "content": STEP_ANSWER_SYSTEM}, {"role": "user", "content": user})
