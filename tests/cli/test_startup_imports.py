@@ -78,10 +78,18 @@ NOT_FOR_A_PLAIN_RUN = (
     "regex",
     "jinja2",
     "evalward.judging.scoring",
-    "evalward.metrics.judge",
+    "evalward.metrics.judge",  # the package: any of its modules loads it
+    "evalward.metrics.judge.spec",
+    "evalward.metrics.judge.prompts",
+    "evalward.metrics.judge.hallucinations",
+    "evalward.metrics.judge.replies",
+    "evalward.metrics.judge.fold",
     "evalward.report.html",
     "evalward.report.junit",
-    "evalward.report.comparison",
+    "evalward.report.case_evidence",
+    "evalward.report.verdict_view",
+    "evalward.report.verdict_markdown",
+    "evalward.report.verdict_terminal",
     "evalward.gate",
 )
 

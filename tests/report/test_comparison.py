@@ -1,4 +1,4 @@
-"""comparison.py: the verdict as PR comment and terminal output, against snapshots, plus structure,
+"""verdict_view.py, verdict_markdown.py and verdict_terminal.py: the verdict as PR comment and terminal output, against snapshots, plus structure,
 size and injection checks.
 
 The runs and verdicts are built by hand (`build_*` below, reused by test_html.py); one test feeds runs
@@ -35,13 +35,9 @@ from evalward.model import (
     Verdict,
     VerdictCounts,
 )
-from evalward.report.comparison import (
-    age_text,
-    delta_text,
-    interval_label,
-    print_verdict,
-    render_verdict_markdown,
-)
+from evalward.report.verdict_markdown import render_verdict_markdown
+from evalward.report.verdict_terminal import print_verdict
+from evalward.report.verdict_view import age_text, delta_text, interval_label
 
 GFM = MarkdownIt("commonmark").enable("table")
 STARTED = datetime(2025, 6, 2, 9, 0, tzinfo=UTC)

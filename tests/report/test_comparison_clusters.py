@@ -11,8 +11,9 @@ from rich.console import Console
 
 from evalward.gate import GatePolicy, decide
 from evalward.model import CaseResult, EvalSetInfo, MetricResult, RunResult, Verdict
-from evalward.report.comparison import print_verdict, render_verdict_markdown
 from evalward.report.html import render_html
+from evalward.report.verdict_markdown import render_verdict_markdown
+from evalward.report.verdict_terminal import print_verdict
 
 HOSTILE = "@octocat #1 </details> ```\n<!-- x --> <script>alert(1)</script> <img src=x> | col |"
 """Attacker-shaped case id text."""

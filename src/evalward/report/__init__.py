@@ -12,12 +12,13 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from evalward.report.comparison import print_verdict, render_verdict_markdown
     from evalward.report.diff import ArgDiff, DiffLine, TrajectoryDiff, steps_diff, trajectory_diff
     from evalward.report.html import render_html
     from evalward.report.junit import render_junit
     from evalward.report.markdown import render_run_markdown
     from evalward.report.terminal import print_run
+    from evalward.report.verdict_markdown import render_verdict_markdown
+    from evalward.report.verdict_terminal import print_verdict
     from evalward.run_json import load_run_json, render_json
 
 # Each name is loaded from its module on first use: a run imports `report.escape` or `report.terminal` without
@@ -31,8 +32,8 @@ _HOME = {
     "load_run_json": "evalward.run_json",
     "render_json": "evalward.run_json",
     "print_run": "terminal",
-    "print_verdict": "comparison",
-    "render_verdict_markdown": "comparison",
+    "print_verdict": "verdict_terminal",
+    "render_verdict_markdown": "verdict_markdown",
     "render_html": "html",
     "render_junit": "junit",
     "render_run_markdown": "markdown",

@@ -110,7 +110,7 @@ def check_summary(
     max_chars: int = OUTPUT_MAX_CHARS,
 ) -> str:
     """The verdict markdown (the same body as the PR comment, without its markers)."""
-    from evalward.report.comparison import render_verdict_markdown
+    from evalward.report.verdict_markdown import render_verdict_markdown
 
     return render_verdict_markdown(
         current, verdict, baseline=baseline, title=title, max_chars=max_chars, details_url=details_url

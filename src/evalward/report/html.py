@@ -35,18 +35,10 @@ from evalward.model import CaseResult, MetricComparison, MetricSummary, RunResul
 from evalward.model.records import records_where
 from evalward.model.verdict import Verdict
 from evalward.redact import redact
-from evalward.report import comparison
 from evalward.report import formatting as fmt
-from evalward.report.comparison import (
-    TurnEvidence,
-    bounds_text,
-    case_results,
-    delta_text,
-    interval_label,
-    resource_deltas,
-    turn_evidence,
-)
-from evalward.report.diff import TrajectoryDiff, diff_text
+from evalward.report import verdict_view
+from evalward.report.case_evidence import TurnEvidence, case_results, diff_lines, resource_deltas, turn_evidence
+from evalward.report.verdict_view import bounds_text, delta_text, interval_label, passes_text
 
 TEMPLATE = "report.html"
 PLOT_WIDTH = 200
@@ -84,15 +76,15 @@ def render_html(
         baseline=baseline,
         title=title,
         fmt=fmt,
-        c=comparison,
+        c=verdict_view,
         metric_names=list(run.summary) or list(dict.fromkeys(m.name for c in run.cases for m in c.metric_results)),
         failing=[_failing_case(case, baseline) for case, _ in shown],
         hidden=max(0, failing_count - MAX_CASE_SECTIONS),
         summary_plot=summary_plot_data,
         delta_plot=delta_plot_data,
-        diff_lines=_diff_lines,
+        diff_lines=diff_lines,
         inconclusive_detail=_inconclusive_detail,
-        passes=_passes,
+        passes=passes_text,
         scores=_scores,
         cut=_cut,
         number=format,
@@ -235,10 +227,6 @@ def _inconclusive_detail(metric: MetricComparison) -> str:
     return "; ".join(p for p in (mde, needed) if p) or "no sample-size estimate"
 
 
-def _passes(passes: int | None, k: int | None) -> str:
-    return fmt.MISSING if passes is None or k is None else f"{passes}/{k}"
-
-
 def _scores(before: dict[str, float | None], now: dict[str, float | None]) -> str:
     names = list(dict.fromkeys([*before, *now]))
     return "; ".join(f"{n}: {fmt.score(before.get(n))} → {fmt.score(now.get(n))}" for n in names)
@@ -282,14 +270,3 @@ def _failing_case(case: CaseResult, baseline: RunResult | None) -> _FailingCase:
         resources=" · ".join(resource_deltas(case, base)),
         turns=[t for t in turn_evidence(case, base) if t.interesting],
     )
-
-
-def _diff_lines(diff: TrajectoryDiff, unit: str, reference: str) -> list[str]:
-    """The diff's lines (cut at `fmt.MAX_DIFF_LINES`), the first-divergence line naming `reference`."""
-    lines = []
-    marker = f"! first divergence at expected {unit}"
-    for line in diff_text(diff, unit=unit, max_lines=fmt.MAX_DIFF_LINES):
-        if line.startswith(marker) and reference != "expected":
-            line = f"! first divergence at {reference} {unit}" + line[len(marker) :]
-        lines.append(line)
-    return lines

@@ -264,14 +264,14 @@ def _turn_blocks(turn: InvocationResult, turn_count: int) -> list[str]:
 def _cut_note(cut: int, total: int, max_chars: int, details_url: str | None) -> str:
     where = "the job summary or the JSON report artifact"
     if details_url:
-        where = _link(details_url)
+        where = full_report_link(details_url)
     return (
         f"✂️ **{cut} of {total} failing case result{_s(total)} not shown** to keep this comment under "
         f"{max_chars:,} characters. Full report: {where}."
     )
 
 
-def _link(url: str) -> str:
+def full_report_link(url: str) -> str:
     """A markdown link for an http(s) URL (percent-encoding anything that could end the link early);
     any other scheme is shown as code, never linked."""
     if url.startswith(("https://", "http://")) and len(url) <= _MAX_URL_CHARS:

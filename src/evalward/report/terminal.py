@@ -54,7 +54,7 @@ def print_run(run: RunResult, console: Console, *, detailed: bool = False) -> No
     if run.summary:
         out(_summary_table(run))
     for warning in run.warnings:
-        out(Text.assemble(("warning: ", "yellow"), _label(warning, _WARNING_CHARS)))
+        out(Text.assemble(("warning: ", "yellow"), safe_label(warning, _WARNING_CHARS)))
     failing = records_where(run.cases, lambda status: status != "passed")  # read back only these
     for index, case in enumerate(failing):
         if index == 0:
@@ -72,7 +72,7 @@ def _safe(text: str) -> Text:
     return Text(workflow_command_safe(text))
 
 
-def _label(text: str, max_len: int = _LABEL_CHARS) -> Text:
+def safe_label(text: str, max_len: int = _LABEL_CHARS) -> Text:
     """Untrusted text that names something (case id, metric, run id): one line, so it cannot forge
     further lines of the report (a fake `PASSED` verdict or case list entry)."""
     return _safe(truncate(" ".join(text.split()), max_len))
@@ -86,7 +86,7 @@ def _verdict(run: RunResult) -> Text:
         f"{counts['passed']} passed, {counts['failed']} failed, {counts['error']} error"
         f"{'' if counts['error'] == 1 else 's'} ({total} case result{'' if total == 1 else 's'})"
     )
-    text = Text.assemble((word, style), "  ", detail, "  run ", _label(run.run_id))
+    text = Text.assemble((word, style), "  ", detail, "  run ", safe_label(run.run_id))
     if run.status != "complete":
         text.append(f"  (run {run.status})", style="yellow")
     return text
@@ -119,7 +119,7 @@ def _summary_table(run: RunResult) -> Table:
         status = fmt.summary_status(summary)
         style = {"PASSED": "green", "FAILED": "red", "INFO": "cyan"}[status]
         table.add_row(
-            _label(name),
+            safe_label(name),
             Text(fmt.score(summary.mean)),
             Text(fmt.interval(summary)),
             Text(fmt.threshold(summary.threshold, summary.higher_is_better)),
@@ -134,13 +134,13 @@ def _failing_line(case: CaseResult, *, with_set: bool, with_rep: bool) -> Text:
     line = Text(_INDENT)
     if case.status == "error" and case.error is not None:
         line.append("! ", style="magenta")
-        line.append_text(_label(label))
+        line.append_text(safe_label(label))
         where = f" (turn {fmt.ordinal(case.error.turn)})" if case.error.turn is not None else ""
         line.append(f"  error {case.error.kind}{where}: ", style="magenta")
-        line.append_text(_label(case.error.message, _LIST_MESSAGE_CHARS))
+        line.append_text(safe_label(case.error.message, _LIST_MESSAGE_CHARS))
         return line
     line.append("✗ ", style="red")
-    line.append_text(_label(label))
+    line.append_text(safe_label(label))
     failing = fmt.failing_metrics(case)
     line.append("  failed: ", style="red")
     if not failing:
@@ -148,7 +148,7 @@ def _failing_line(case: CaseResult, *, with_set: bool, with_rep: bool) -> Text:
     for index, (metric, turn) in enumerate(failing):
         if index:
             line.append(", ")
-        line.append_text(_label(metric.name))
+        line.append_text(safe_label(metric.name))
         line.append(f" {fmt.score(metric.score)} ({fmt.threshold(metric.threshold, metric.higher_is_better)})")
         if turn is not None:
             line.append(f" in turn {fmt.ordinal(turn)}")
@@ -165,7 +165,7 @@ def _field(
     if value is None:
         text.append(absent, style="dim")
     elif one_line:
-        text.append_text(_label(value))
+        text.append_text(safe_label(value))
     else:
         text.append_text(_safe(strip_unsafe_chars(value).replace("\n", "\n" + pad + _INDENT)))
     return text
@@ -175,7 +175,7 @@ def _metric_detail(indent: int, metric: MetricResult) -> list[Text]:
     pad = _INDENT * indent
     status = fmt.METRIC_STATUS_LABELS[metric.status]
     line = Text(pad + "Metric: ")
-    line.append_text(_label(metric.name))
+    line.append_text(safe_label(metric.name))
     line.append(", Status: ")
     line.append(status, style=_METRIC_STYLE[metric.status])
     line.append(
@@ -206,9 +206,9 @@ def _call(indent: int, call: ToolCall) -> list[Text]:
     pad = _INDENT * indent
     first = Text(pad)
     if call.agent:
-        first.append_text(_label(f"[{call.agent}]"))
+        first.append_text(safe_label(f"[{call.agent}]"))
         first.append(" ")
-    first.append_text(_label(call.name))
+    first.append_text(safe_label(call.name))
     if call.args is None:
         return [first]
     if not call.args:
@@ -217,7 +217,7 @@ def _call(indent: int, call: ToolCall) -> list[Text]:
     first.append("(")
     lines = [first]
     for key, value in sorted(call.args.items()):
-        lines.append(Text(pad + _INDENT).append_text(_label(f"{key}={_value(value)},", _VALUE_CHARS)))
+        lines.append(Text(pad + _INDENT).append_text(safe_label(f"{key}={_value(value)},", _VALUE_CHARS)))
     lines.append(Text(f"{pad})"))
     return lines
 
