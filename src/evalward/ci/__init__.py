@@ -39,8 +39,8 @@ from evalward.ci.inputs import (
     enter_working_directory,
     parse_fail_on,
 )
-from evalward.ci.outputs import CiResult
 from evalward.ci.render import Link, Rendered, log_annotations, print_untrusted, render_outcome, terminal_report
+from evalward.ci.result import CiResult
 from evalward.ci.setup import SetupError, run_setup
 from evalward.github.publish import (
     COMMENT_MODES,

@@ -11,8 +11,8 @@ from typing import TextIO
 
 from evalward.ci.event import ClientFactory, event_mode
 from evalward.ci.inputs import CiOptions
-from evalward.ci.outputs import CiResult, write_step_outputs
 from evalward.ci.render import log_safe, md
+from evalward.ci.result import CiResult, write_step_outputs
 from evalward.errors import EvalwardError, InternalError
 from evalward.github.actions import ActionsEnv, append_step_summary, format_annotation_command
 from evalward.github.publish import Target, post_error_status

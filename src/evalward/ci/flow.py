@@ -47,7 +47,6 @@ from evalward.ci.event import (
 from evalward.ci.exit_code import decide_exit
 from evalward.ci.failure import as_reportable, report_error, report_startup_error
 from evalward.ci.inputs import CiOptions
-from evalward.ci.outputs import CiResult, finish_log, write_step_outputs
 from evalward.ci.render import (
     SUMMARY_MAX_CHARS,
     Link,
@@ -56,6 +55,7 @@ from evalward.ci.render import (
     render_outcome,
     terminal_report,
 )
+from evalward.ci.result import CiResult, finish_log, write_step_outputs
 from evalward.errors import EXIT_OK, EvalwardError, InfrastructureError, UsageError, debug_enabled
 from evalward.github.actions import ActionsEnv, append_step_summary
 from evalward.github.publish import Posted, Target, publish

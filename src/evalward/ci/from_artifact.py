@@ -10,8 +10,8 @@ from typing import TextIO
 from evalward.ci.artifact import read_artifact
 from evalward.ci.event import ClientFactory, default_client
 from evalward.ci.exit_code import decide_exit
-from evalward.ci.outputs import CiResult, finish_log, write_step_outputs
 from evalward.ci.render import render_outcome
+from evalward.ci.result import CiResult, finish_log, write_step_outputs
 from evalward.errors import EXIT_INFRASTRUCTURE, EXIT_OK, UsageError
 from evalward.github.actions import ActionsEnv, append_step_summary
 from evalward.github.publish import CommentMode, Posted, Target, publish
