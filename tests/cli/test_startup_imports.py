@@ -78,6 +78,7 @@ NOT_FOR_A_PLAIN_RUN = (
     "regex",
     "jinja2",
     "evalward.judging.scoring",
+    "evalward.judging.results",
     "evalward.metrics.judge",  # the package: any of its modules loads it
     "evalward.metrics.judge.spec",
     "evalward.metrics.judge.prompts",
@@ -157,6 +158,9 @@ NOT_FOR_A_DICE_RUN = (
     "evalward.loaders.multi_agent",
     "evalward.loaders.adk_legacy",
     "evalward.metrics.trajectory",
+    "evalward.metrics.trajectory_alignment",
+    "evalward.metrics.trajectory_options",
+    "evalward.metrics.trajectory_weighted",
     "evalward.metrics.tools",
     "evalward.metrics.multi_agent",
     "evalward.metrics.state",

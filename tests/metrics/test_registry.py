@@ -107,6 +107,7 @@ def test_the_lazy_table_names_every_metric_class_under_its_own_name() -> None:
     from evalward.metrics.state import STATE_METRICS
     from evalward.metrics.tools import TOOL_METRICS
     from evalward.metrics.trajectory import TRAJECTORY_METRICS
+    from evalward.metrics.trajectory_weighted import WEIGHTED_TRAJECTORY_METRICS
     from evalward.metrics.usage import USAGE_METRICS
 
     classes: list[type[Metric]] = [
@@ -118,6 +119,7 @@ def test_the_lazy_table_names_every_metric_class_under_its_own_name() -> None:
         ResponseRouge1,
         OutputMatch,
         *TRAJECTORY_METRICS,
+        *WEIGHTED_TRAJECTORY_METRICS,
         *TOOL_METRICS,
         *MULTI_AGENT_METRICS,
         *STATE_METRICS,

@@ -23,8 +23,8 @@ from evalward.runners.executor import (
     filter_cases,
     plan_work,
     sample_cases,
-    select_shard,
 )
+from evalward.runners.sharding import select_shard
 
 FAST = ExecutorOptions(concurrency=4, timeout_s=10, retry_backoff_s=0)
 

@@ -7,7 +7,8 @@ import json
 from tests.traces.otlp_builders import TraceBuilder, export, messages, multi_agent_turn, text_message
 
 from evalward.model import IntermediateResponse, ToolCall, Usage
-from evalward.traces.genai import TraceOptions, operation, turns_from_spans
+from evalward.traces.genai import TraceOptions, turns_from_spans
+from evalward.traces.genai_spans import operation
 from evalward.traces.otlp import read_spans
 
 

@@ -6,6 +6,7 @@ the per-case orchestration the pipeline calls.
   retries with backoff on 429/5xx honouring `retry-after`, token and cost accounting;
 - `cache`: replies by sha256 of (model, prompt messages, parameters) in the history database or a file;
 - `scoring`: `Judging` (clients, cache, usage of one run) and `apply_judges`, which scores a finished case;
+- `results`: judged metrics' results: a failed judge's, the threshold verdict, a case's from its turns';
 - `merge`: folding externally scored metrics (judges, step-by-step) into a `CaseResult`.
 
 Importing this package is cheap; `openai` and sqlalchemy are imported on first use.

@@ -14,7 +14,8 @@ sample index})` and asked when missing → parsed → folded. A reply that does 
 `UNREADABLE_REPLY_RETRIES` times (the client has already fallen back from structured output to plain JSON
 if the server refused it). A judge that cannot be reached after retries, or still answers something
 unreadable, makes that metric `error` and the case a `judge_error` (never a zero).
-Case score: the mean over the turns where the judge applies (single turn: that turn's score and arithmetic).
+Case score: the mean over the turns where the judge applies (single turn: that turn's score and arithmetic),
+folded by `judging.results`.
 
 Two metrics ask differently:
 - `hallucinations_v1`: per checked response of the turn, a segmentation request (sample 0) and s labelling
@@ -39,6 +40,13 @@ from evalward.judging.cache import CachedReply, JudgeCache, cache_key
 from evalward.judging.client import JudgeCallError, JudgeClient, JudgeUsage
 from evalward.judging.config import JudgeConfig
 from evalward.judging.merge import merge_metric_results
+from evalward.judging.results import (
+    case_result_from_turns,
+    judge_error_result,
+    not_simulated_result,
+    simulated_user_case_result,
+    with_verdict,
+)
 from evalward.metrics.judge.fold import fold_samples, sample_details
 from evalward.metrics.judge.hallucinations import (
     ResponseStep,
@@ -308,7 +316,7 @@ class Judging:
                 score=first,
                 threshold=threshold,
                 status=metric_status(first, threshold, True),
-                explanation=_with_verdict(
+                explanation=with_verdict(
                     "turn 1 is the starting prompt" if first == 1.0 else "turn 1 is not the starting prompt",
                     first,
                     threshold,
@@ -345,7 +353,7 @@ class Judging:
         try:
             asked = await self._samples(judge, prompt, spec.num_samples, lambda text: parse_reply(spec, text))
         except (JudgeCallError, JudgeReplyError) as exc:
-            return _judge_error(judge, exc)
+            return judge_error_result(judge, exc)
         verdicts: list[JudgeVerdict] = asked.values
         folded = fold_samples(spec, verdicts)
         reasoning = folded.reasoning
@@ -357,7 +365,7 @@ class Judging:
             score=folded.value,
             threshold=threshold,
             status=metric_status(folded.value, threshold, True),
-            explanation=_with_verdict(explanation, folded.value, threshold),
+            explanation=with_verdict(explanation, folded.value, threshold),
             details={
                 "judge": judge.identity(),
                 "reasoning": folded.reasoning,
@@ -395,7 +403,7 @@ class Judging:
         checked: list[_CheckedStep] = []
         for outcome in results:
             if isinstance(outcome, JudgeCallError | JudgeReplyError):
-                return _judge_error(judge, outcome)
+                return judge_error_result(judge, outcome)
             if isinstance(outcome, BaseException):
                 raise outcome
             checked.append(outcome)
@@ -433,7 +441,7 @@ class Judging:
             score=value,
             threshold=threshold,
             status=metric_status(value, threshold, True),
-            explanation=_with_verdict("; ".join(parts), value, threshold),
+            explanation=with_verdict("; ".join(parts), value, threshold),
             details=details,
         )
 
@@ -453,7 +461,7 @@ class Judging:
             per_turn: list[MetricResult | None]
             if judge.spec.kind == "user_simulation":
                 if case.scenario is None or n_turns == 0:
-                    case_results.append(_not_simulated(metric_spec, judge, case.scenario is None))
+                    case_results.append(not_simulated_result(metric_spec, judge, case.scenario is None))
                     continue
                 per_turn = list(await self.judge_simulated_user(judge, case, outputs[:n_turns], metric_spec.threshold))
             elif is_conversation_metric(metric_spec.name):
@@ -476,11 +484,11 @@ class Judging:
                 if result is not None:
                     turn_results.setdefault(turn, []).append(result)
             if is_conversation_metric(metric_spec.name):
-                case_result = _case_result(metric_spec, judge, [per_turn[-1]])
+                case_result = case_result_from_turns(metric_spec, judge, [per_turn[-1]])
             elif judge.spec.kind == "user_simulation" and len(per_turn) > 1:
-                case_result = _simulated_user_result(metric_spec, judge, per_turn)
+                case_result = simulated_user_case_result(metric_spec, judge, per_turn)
             else:
-                case_result = _case_result(metric_spec, judge, per_turn)
+                case_result = case_result_from_turns(metric_spec, judge, per_turn)
             case_results.append(case_result)
             if case_result.status == "error" and error is None:
                 errored_turn = next((t for t, r in enumerate(per_turn) if r is not None and r.status == "error"), None)
@@ -504,17 +512,6 @@ async def apply_judges(
     return merge_metric_results(result, case_results, turn_results, error)
 
 
-def _judge_error(judge: ResolvedJudge, exc: JudgeCallError | JudgeReplyError) -> MetricResult:
-    kind = "answered something unreadable" if isinstance(exc, JudgeReplyError) else "failed"
-    return MetricResult(
-        name=judge.spec.metric,
-        score=None,
-        status="error",
-        explanation=f"judge {judge.model!r} {kind}: {exc}",
-        details={"judge": judge.identity(), "judge_error": str(exc)},
-    )
-
-
 def _step_details(checked: _CheckedStep) -> dict[str, Any]:
     """What `details.responses[]` keeps about one checked response: every sentence with its label and votes,
     and each labelling sample with the judge's rationale and excerpts."""
@@ -532,81 +529,6 @@ def _step_details(checked: _CheckedStep) -> dict[str, Any]:
             {"value": v.value, "label": v.label, "sentences": [dict(n) for n in v.notes]} for v in checked.verdicts
         ],
     }
-
-
-def _with_verdict(explanation: str, value: float, threshold: float | None) -> str:
-    if threshold is None:
-        return explanation
-    ok = value >= threshold
-    return f"{explanation}; {value:.3f} {'>=' if ok else 'not >='} {threshold:g}"
-
-
-def _case_result(spec: MetricSpec, judge: ResolvedJudge, per_turn: list[MetricResult | None]) -> MetricResult:
-    from evalward.metrics.scoring import metric_status
-
-    errored = [r for r in per_turn if r is not None and r.status == "error"]
-    if errored:
-        return errored[0].model_copy(update={"threshold": spec.threshold})
-    scored = [(t, r) for t, r in enumerate(per_turn) if r is not None and r.score is not None]
-    if not scored and len(per_turn) == 1 and per_turn[0] is not None:
-        return per_turn[0]  # its own explanation says why it is not applicable
-    if not scored:
-        return MetricResult(
-            name=spec.name,
-            score=None,
-            threshold=spec.threshold,
-            status="not_applicable",
-            explanation="not applicable: no turn carries what the judge needs (e.g. a reference response)",
-            details={"judge": judge.identity()},
-        )
-    if len(per_turn) == 1:
-        return scored[0][1]
-    values = [r.score for _, r in scored if r.score is not None]
-    mean = sum(values) / len(values)
-    terms = " + ".join(f"{v:.3f}" for v in values)
-    explanation = f"mean over {len(values)} judged turn(s) of {len(per_turn)}: ({terms})/{len(values)} = {mean:.3f}"
-    return MetricResult(
-        name=spec.name,
-        score=mean,
-        threshold=spec.threshold,
-        status=metric_status(mean, spec.threshold, True),
-        explanation=_with_verdict(explanation, mean, spec.threshold),
-        details={"judge": judge.identity(), "turn_scores": {str(t): r.score for t, r in scored}},
-    )
-
-
-def _not_simulated(spec: MetricSpec, judge: ResolvedJudge, scripted: bool) -> MetricResult:
-    why = "a scripted case has no simulated user (only conversation_scenario cases do)" if scripted else "no turn ran"
-    return MetricResult(
-        name=spec.name,
-        score=None,
-        threshold=spec.threshold,
-        status="not_applicable",
-        explanation=f"not applicable: {why}",
-        details={"judge": judge.identity()},
-    )
-
-
-def _simulated_user_result(spec: MetricSpec, judge: ResolvedJudge, per_turn: list[MetricResult | None]) -> MetricResult:
-    """The case's `per_turn_user_simulator_quality_v1`: #valid turns / #turns, with the arithmetic."""
-    from evalward.metrics.scoring import metric_status
-
-    results = [r for r in per_turn if r is not None]
-    errored = [r for r in results if r.status == "error"]
-    if errored:
-        return errored[0].model_copy(update={"threshold": spec.threshold})
-    values = [r.score or 0.0 for r in results]
-    value = sum(values) / len(values)
-    terms = " + ".join(f"{v:.0f}" for v in values)
-    explanation = f"valid simulated-user turns: ({terms})/{len(values)} = {value:.3f}"
-    return MetricResult(
-        name=spec.name,
-        score=value,
-        threshold=spec.threshold,
-        status=metric_status(value, spec.threshold, True),
-        explanation=_with_verdict(explanation, value, spec.threshold),
-        details={"judge": judge.identity(), "turn_scores": {str(t): v for t, v in enumerate(values)}},
-    )
 
 
 def _judged_criterion(spec: MetricSpec) -> bool:

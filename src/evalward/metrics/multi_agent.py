@@ -24,20 +24,19 @@ from pydantic import BaseModel, ConfigDict, Field
 from evalward.metrics.base import Metric, Score, TurnContext
 from evalward.metrics.matching import compat_matrix
 from evalward.metrics.trajectory import (
-    Alignment,
     TrajectoryAnyOrder,
     TrajectoryExact,
     TrajectoryF1,
     TrajectoryInOrder,
     TrajectoryMetric,
-    TrajectoryOptions,
     TrajectoryOrderedF1,
     TrajectoryPrecision,
     TrajectoryRecall,
     TrajectorySameMultiset,
     TrajectorySubset,
-    parse_options,
 )
+from evalward.metrics.trajectory_alignment import Alignment
+from evalward.metrics.trajectory_options import TrajectoryOptions, parse_options
 from evalward.model import AgentOutput, MetricSpec
 from evalward.model.text import ratio
 

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from evalward.metrics.args import ArgDiff, ArgsRule, ListPolicy, check_matchers, diff_values, normalize_json, split_path
 from evalward.metrics.base import CaseContext, Metric, Score
-from evalward.metrics.trajectory import parse_options
+from evalward.metrics.trajectory_options import parse_options
 from evalward.model import MetricSpec
 
 

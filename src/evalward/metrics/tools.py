@@ -23,7 +23,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from evalward.metrics.args import ArgsMode, ArgsRule, ListPolicy, check_matchers, compare_args, normalize_json
 from evalward.metrics.base import Metric, Score, TurnAggregate, TurnContext
-from evalward.metrics.trajectory import ToolArgsOverride, TrajectoryOptions, call_diffs, parse_options
+from evalward.metrics.trajectory_alignment import call_diffs
+from evalward.metrics.trajectory_options import ToolArgsOverride, TrajectoryOptions, parse_options
 from evalward.model import MetricSpec, ToolCall
 from evalward.model.text import compact_json, ratio
 

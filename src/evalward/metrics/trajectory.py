@@ -1,9 +1,10 @@
 """Native trajectory metrics: match modes over tool calls or step names (docs/metrics.md §1–§2).
 
-Notation: A = actual items (n = |A|), E = expected items (m = |E|), M(a, e) the call predicate:
-`a.name == e.name` ∧ ArgsMatch(a.args, e.args) (args.py) ∧ (`a.agent == e.agent` when `match_agent` and
-the expectation names an agent). Over steps, M is string equality. k* = size of a maximum bipartite
-matching under M; LCS = longest common subsequence under M. Duplicates always count.
+Notation: A and E are the actual and expected items (n = |A|, m = |E|) and M the match predicate, as built
+by `trajectory_alignment` (which also filters the calls and writes the diagnostics every score carries);
+k* = size of a maximum bipartite matching under M; LCS = longest common subsequence under M. Duplicates
+always count. The options are `trajectory_options`'; the `weighted_*` metrics, which replace M by a partial
+credit, are in `trajectory_weighted`.
 
 | metric | score |
 | --- | --- |
@@ -17,345 +18,23 @@ matching under M; LCS = longest common subsequence under M. Duplicates always co
 | `trajectory_f1` | 2PR/(P+R) |
 | `trajectory_ordered_f1` | P, R, F1 with k* replaced by LCS |
 | `trajectory_subsequence` | seed music-store partial credit: greedy left-to-right scan; matched/m, 0 when n < m |
-| `trajectory_weighted_precision` | P_w = k*_w/n, k*_w = Σ credit over a maximum-weight matching (Hungarian) |
-| `trajectory_weighted_recall` | R_w = k*_w/m |
-| `trajectory_weighted_f1` | 2·P_w·R_w/(P_w+R_w) |
-| `trajectory_weighted_ordered_f1` | P, R, F1 with k*_w = Σ credit over a maximum-weight common subsequence |
-
-Weighted (`weighted_*`) metrics replace the 0/1 predicate M by a credit in [0, 1] (docs/metrics.md §4 partial
-credit, `args.args_credit`): 0 when the names (or the named agent) differ, 1 when M holds, else the share of
-matching argument leaves, `#{p ∈ leaves(e) : a[p] matches} ÷ #(leaves(e) ∪ leaves(a))` (option
-`credit: symmetric`, default) or `÷ #leaves(e)` (`credit: recall`). Over steps the credit is 0/1 equality.
 
 Empty rules: P, R, F1 = `both_empty_score` (default 1.0) when n = m = 0, and 0.0 when exactly one side
 is empty. Boolean modes: empty E passes in_order / any_order (and subset iff A is empty too); exact
 passes only if A is empty too. `trajectory_subsequence` with an empty reference scores 1.0 (nothing was
 expected; the seed divides by zero there).
-
-Filtering (tool calls only): calls with status `error` are excluded from matching unless
-`exclude_error_calls` is false; `deferred` calls are excluded unless `count_deferred` is true.
-
-Every score carries diagnostics: matched pairs, missing expected calls, unexpected actual calls, the first
-divergence index (with the calls there) and per-argument diffs for missing calls that have a same-named
-unmatched actual call.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
-from evalward.metrics.args import (
-    ArgDiff,
-    ArgsMode,
-    ArgsRule,
-    Credit,
-    CreditMode,
-    ListPolicy,
-    args_credit,
-    check_matchers,
-    compare_args,
-)
 from evalward.metrics.base import Metric, Score, TurnContext
-from evalward.metrics.matching import (
-    CompatMatrix,
-    Pair,
-    WeightMatrix,
-    compat_matrix,
-    first_divergence,
-    lcs_pairs,
-    max_weight_matching,
-    maximum_matching,
-    subsequence_pairs,
-    weighted_lcs_pairs,
-)
-from evalward.model import MetricSpec, ToolCall
+from evalward.metrics.matching import Pair, first_divergence, lcs_pairs, maximum_matching, subsequence_pairs
+from evalward.metrics.trajectory_alignment import Alignment, align
+from evalward.metrics.trajectory_options import Over, TrajectoryOptions, parse_options
+from evalward.model import MetricSpec
 from evalward.model.text import ratio
-
-Over = Literal["tool_calls", "steps"]
-AlignmentKind = Literal["tool_calls", "steps", "handoffs"]
-
-
-class ToolArgsOverride(BaseModel):
-    """Per-tool argument rule, replacing the metric-wide `args_mode` / `keys` for that tool."""
-
-    model_config = ConfigDict(defer_build=True, extra="forbid")
-
-    args_mode: ArgsMode | None = None
-    keys: list[str] | None = None
-
-
-class TrajectoryOptions(BaseModel):
-    """Options shared by every trajectory metric."""
-
-    model_config = ConfigDict(defer_build=True, extra="forbid")
-
-    over: Over | None = Field(
-        default=None,
-        description="`tool_calls` or `steps`; default: tool_calls when the turn has expected_tool_calls, "
-        "else steps when it has expected_trajectory, else not applicable.",
-    )
-    args_mode: ArgsMode = "exact"
-    keys: list[str] | None = Field(default=None, description="Compare only these argument dot paths.")
-    tool_args: dict[str, ToolArgsOverride] = Field(default_factory=dict)
-    coerce: bool = False
-    list_policy: ListPolicy = "exact"
-    match_agent: bool = True
-    parallel_unordered: bool = False
-    exclude_error_calls: bool = True
-    count_deferred: bool = False
-    both_empty_score: float = Field(default=1.0, ge=0.0, le=1.0)
-
-
-class WeightedTrajectoryOptions(TrajectoryOptions):
-    """Options of the weighted trajectory metrics: the trajectory options plus the credit formula."""
-
-    credit: CreditMode = Field(
-        default="symmetric",
-        description="`symmetric`: matching leaves ÷ #(leaves(e) ∪ leaves(a)); `recall`: ÷ #leaves(e).",
-    )
-
-
-def parse_options(model: type[BaseModel], spec: MetricSpec) -> tuple[Any, list[str]]:
-    """Validate `spec.options` against `model`: (parsed options or None, problems)."""
-    try:
-        return model.model_validate(spec.options), []
-    except ValidationError as exc:
-        problems = []
-        for error in exc.errors():
-            where = ".".join(str(p) for p in error["loc"]) or "options"
-            problems.append(f"{spec.name}: option {where}: {error['msg']}")
-        return None, problems
-
-
-@dataclass
-class Alignment:
-    """The two sides of a comparison and the predicate evaluated on every pair."""
-
-    over: AlignmentKind
-    actual: list[Any]
-    expected: list[Any]
-    compat: CompatMatrix
-    labels_actual: list[str]
-    labels_expected: list[str]
-    notes: list[str]
-    diff: Callable[[int, int], list[ArgDiff]]
-    relaxed: Callable[[int, int], bool] | None = None
-    """M without the agent constraint, when the expectation names agents (finds misattributed calls)."""
-    credit: Callable[[int, int, CreditMode], Credit] | None = None
-    """Partial credit of a compatible-by-name pair (tool calls); None: credit is M as 0/1."""
-
-    def weights(self, mode: CreditMode) -> tuple[WeightMatrix, dict[Pair, Credit]]:
-        """The credit matrix for weighted pairing, and each positive partial credit's arithmetic."""
-        detail: dict[Pair, Credit] = {}
-        matrix: WeightMatrix = []
-        for i in range(self.n):
-            row: list[float] = []
-            for j in range(self.m):
-                if self.compat[i][j]:
-                    row.append(1.0)
-                elif self.credit is None:
-                    row.append(0.0)
-                else:
-                    credit = self.credit(i, j, mode)
-                    row.append(credit.value)
-                    if credit.value > 0:
-                        detail[(i, j)] = credit
-            matrix.append(row)
-        return matrix, detail
-
-    @property
-    def n(self) -> int:
-        return len(self.actual)
-
-    @property
-    def m(self) -> int:
-        return len(self.expected)
-
-    def diagnostics(self, pairs: list[Pair]) -> dict[str, Any]:
-        """Matched pairs, missing and unexpected items, first divergence and argument diffs."""
-        matched_a = {i for i, _ in pairs}
-        matched_e = {j for _, j in pairs}
-        missing = [j for j in range(self.m) if j not in matched_e]
-        unexpected = [i for i in range(self.n) if i not in matched_a]
-        divergence = first_divergence(self.compat, self.m)
-        details: dict[str, Any] = {
-            "over": self.over,
-            "n_actual": self.n,
-            "n_expected": self.m,
-            "actual": self.labels_actual,
-            "expected": self.labels_expected,
-            "matched": [{"actual": i, "expected": j, "item": self.labels_expected[j]} for i, j in pairs],
-            "missing": [{"index": j, "item": self.labels_expected[j]} for j in missing],
-            "unexpected": [{"index": i, "item": self.labels_actual[i]} for i in unexpected],
-            "first_divergence": None,
-            "arg_diffs": [],
-        }
-        if divergence is not None:
-            details["first_divergence"] = {
-                "index": divergence,
-                "expected": self.labels_expected[divergence] if divergence < self.m else None,
-                "actual": self.labels_actual[divergence] if divergence < self.n else None,
-            }
-        if self.over == "tool_calls":
-            details["arg_diffs"] = self._arg_diffs(missing, unexpected)
-        if self.relaxed is not None and missing and unexpected:
-            details["misattributed"] = self._misattributed(missing, unexpected)
-        if self.notes:
-            details["notes"] = list(self.notes)
-        return details
-
-    def _misattributed(self, missing: list[int], unexpected: list[int]) -> list[dict[str, Any]]:
-        """Missing expected calls that an unexpected actual call satisfies once the agent is ignored
-        (docs/metrics.md §7), paired by maximum matching."""
-        relaxed = self.relaxed
-        assert relaxed is not None
-        compat = [[relaxed(i, j) for j in missing] for i in unexpected]
-        return [
-            {
-                "expected_index": missing[j],
-                "actual_index": unexpected[i],
-                "call": self.labels_expected[missing[j]],
-                "expected_agent": self.expected[missing[j]].agent,
-                "actual_agent": self.actual[unexpected[i]].agent,
-            }
-            for i, j in maximum_matching(compat, len(missing))
-        ]
-
-    def _arg_diffs(self, missing: list[int], unexpected: list[int]) -> list[dict[str, Any]]:
-        """For each missing expected call, diff it against the first same-named unmatched actual call."""
-        out: list[dict[str, Any]] = []
-        free = list(unexpected)
-        for j in missing:
-            name = self.expected[j].name
-            candidate = next((i for i in free if self.actual[i].name == name), None)
-            if candidate is None:
-                continue
-            free.remove(candidate)
-            diffs = self.diff(candidate, j)
-            out.append(
-                {
-                    "expected_index": j,
-                    "actual_index": candidate,
-                    "tool": name,
-                    "diffs": [d.as_dict() for d in diffs],
-                }
-            )
-        return out
-
-
-def _usable_calls(calls: list[ToolCall], options: TrajectoryOptions) -> tuple[list[ToolCall], list[str]]:
-    kept: list[ToolCall] = []
-    dropped_error = dropped_deferred = 0
-    for call in calls:
-        if call.status == "error" and options.exclude_error_calls:
-            dropped_error += 1
-        elif call.status == "deferred" and not options.count_deferred:
-            dropped_deferred += 1
-        else:
-            kept.append(call)
-    notes = []
-    if dropped_error:
-        notes.append(f"{dropped_error} failed call(s) excluded from matching (exclude_error_calls)")
-    if dropped_deferred:
-        notes.append(f"{dropped_deferred} deferred call(s) not counted (count_deferred)")
-    return kept, notes
-
-
-def rule_for(tool: str, options: TrajectoryOptions) -> ArgsRule:
-    """The argument rule for one tool: the per-tool override, else the metric-wide settings."""
-    override = options.tool_args.get(tool)
-    mode = options.args_mode
-    keys = options.keys
-    if override is not None:
-        mode = override.args_mode or mode
-        keys = override.keys if override.keys is not None else keys
-    return ArgsRule(
-        mode=mode,
-        keys=tuple(keys) if keys is not None else None,
-        coerce=options.coerce,
-        list_policy=options.list_policy,
-    )
-
-
-def call_diffs(actual: ToolCall, expected: ToolCall, options: TrajectoryOptions) -> list[ArgDiff]:
-    """Why `actual` does not satisfy `expected` (empty = M(actual, expected))."""
-    diffs: list[ArgDiff] = []
-    if actual.name != expected.name:
-        diffs.append(ArgDiff("name", "different tool", expected.name, actual.name))
-        return diffs
-    if options.match_agent and expected.agent is not None and actual.agent != expected.agent:
-        diffs.append(ArgDiff("agent", "different agent", expected.agent, actual.agent))
-    diffs.extend(compare_args(actual.args, expected.args, rule_for(expected.name, options)))
-    return diffs
-
-
-def call_credit(actual: ToolCall, expected: ToolCall, options: TrajectoryOptions, mode: CreditMode) -> Credit:
-    """Partial credit of `actual` for `expected`: 0 for another tool (or another agent, when the expectation
-    names one), else `args_credit` under the tool's argument rule."""
-    if actual.name != expected.name or (
-        options.match_agent and expected.agent is not None and actual.agent != expected.agent
-    ):
-        return Credit(0.0, 0, 0, False)
-    return args_credit(actual.args, expected.args, rule_for(expected.name, options), mode)
-
-
-def align(ctx: TurnContext, options: TrajectoryOptions, *, prefer: Over = "tool_calls") -> Alignment | None:
-    """Build both sides and the predicate matrix, or None when the turn has no matching expectation."""
-    over = options.over
-    if over is None:
-        order: list[Over] = ["tool_calls", "steps"] if prefer == "tool_calls" else ["steps", "tool_calls"]
-        for candidate in order:
-            if candidate == "tool_calls" and ctx.expected.expected_tool_calls is not None:
-                over = candidate
-                break
-            if candidate == "steps" and ctx.expected.expected_trajectory is not None:
-                over = candidate
-                break
-    if over == "steps":
-        if ctx.expected.expected_trajectory is None:
-            return None
-        actual_steps = ctx.actual.steps()
-        expected_steps = list(ctx.expected.expected_trajectory)
-        return Alignment(
-            over="steps",
-            actual=actual_steps,
-            expected=expected_steps,
-            compat=compat_matrix(actual_steps, expected_steps, lambda a, e: a == e),
-            labels_actual=list(actual_steps),
-            labels_expected=list(expected_steps),
-            notes=[],
-            diff=lambda i, j: [],
-        )
-    if over != "tool_calls" or ctx.expected.expected_tool_calls is None:
-        return None
-    actual_calls, notes = _usable_calls(list(ctx.actual.tool_calls), options)
-    expected_calls = list(ctx.expected.expected_tool_calls)
-    if options.args_mode != "ignore" and any(c.args is None for c in actual_calls):
-        notes.append("some actual calls have no recorded args: matched by name only")
-    relaxed_options = options.model_copy(update={"match_agent": False})
-    for index, call in enumerate(expected_calls):
-        for problem in check_matchers(call.args or {}, f"expected_tool_calls[{index}].args"):
-            raise ValueError(problem)
-    return Alignment(
-        over="tool_calls",
-        actual=actual_calls,
-        expected=expected_calls,
-        compat=compat_matrix(actual_calls, expected_calls, lambda a, e: not call_diffs(a, e, options)),
-        labels_actual=[c.signature() for c in actual_calls],
-        labels_expected=[c.signature() for c in expected_calls],
-        notes=notes,
-        diff=lambda i, j: call_diffs(actual_calls[i], expected_calls[j], options),
-        relaxed=(
-            (lambda i, j: not call_diffs(actual_calls[i], expected_calls[j], relaxed_options))
-            if options.match_agent and any(c.agent is not None for c in expected_calls)
-            else None
-        ),
-        credit=lambda i, j, mode: call_credit(actual_calls[i], expected_calls[j], options, mode),
-    )
 
 
 def prf(k: int, n: int, m: int, both_empty: float) -> tuple[float, float, float, str]:
@@ -549,7 +228,7 @@ class TrajectoryPrecision(TrajectoryMetric):
     def score_alignment(self, al: Alignment, options: TrajectoryOptions) -> Score:
         pairs = maximum_matching(al.compat, al.m)
         p, _, _, _ = prf(len(pairs), al.n, al.m, options.both_empty_score)
-        arithmetic = _empty_rule(al.n, al.m, p) or f"P={ratio(len(pairs), al.n)}"
+        arithmetic = empty_rule(al.n, al.m, p) or f"P={ratio(len(pairs), al.n)}"
         return Score(p, f"k*={len(pairs)}, {arithmetic}", al.diagnostics(pairs))
 
 
@@ -562,11 +241,12 @@ class TrajectoryRecall(TrajectoryMetric):
     def score_alignment(self, al: Alignment, options: TrajectoryOptions) -> Score:
         pairs = maximum_matching(al.compat, al.m)
         _, r, _, _ = prf(len(pairs), al.n, al.m, options.both_empty_score)
-        arithmetic = _empty_rule(al.n, al.m, r) or f"R={ratio(len(pairs), al.m)}"
+        arithmetic = empty_rule(al.n, al.m, r) or f"R={ratio(len(pairs), al.m)}"
         return Score(r, f"k*={len(pairs)}, {arithmetic}", al.diagnostics(pairs))
 
 
-def _empty_rule(n: int, m: int, value: float) -> str | None:
+def empty_rule(n: int, m: int, value: float) -> str | None:
+    """The arithmetic of a score decided by an empty side (the empty rules above); None when neither is empty."""
     if n == 0 and m == 0:
         return f"n=m=0 (both empty) → {value:.3f}"
     if n == 0 or m == 0:
@@ -623,100 +303,6 @@ class TrajectorySubsequence(TrajectoryMetric):
         return Score(len(pairs) / al.m, f"subsequence: {ratio(len(pairs), al.m)}", al.diagnostics(pairs))
 
 
-def _num(value: float) -> str:
-    """A credit or credit sum as explanations print it (three decimals)."""
-    return f"{value:.3f}"
-
-
-def weighted_prf(k: float, n: int, m: int, both_empty: float) -> tuple[float, float, float, str]:
-    """P = k/n, R = k/m, F1 = 2PR/(P+R) for a credit sum k, under the same empty rules as `prf`."""
-    if n == 0 or m == 0:
-        return prf(0, n, m, both_empty)
-    p, r = k / n, k / m
-    f1 = 2 * p * r / (p + r) if p + r else 0.0
-    return p, r, f1, f"P={_num(k)}/{n}={p:.3f}, R={_num(k)}/{m}={r:.3f}, F1={f1:.3f}"
-
-
-class WeightedTrajectoryMetric(TrajectoryMetric):
-    """Shared pairing for the `weighted_*` metrics: maximum-weight matching, or weighted LCS when ordered."""
-
-    options_model = WeightedTrajectoryOptions
-    ordered: ClassVar[bool] = False
-    part: ClassVar[Literal["precision", "recall", "f1"]] = "f1"
-
-    def score_alignment(self, al: Alignment, options: TrajectoryOptions) -> Score:
-        assert isinstance(options, WeightedTrajectoryOptions)
-        weights, partial = al.weights(options.credit)
-        pairs = weighted_lcs_pairs(weights, al.m) if self.ordered else max_weight_matching(weights, al.m)
-        credits = [weights[i][j] for i, j in pairs]
-        k = sum(credits)
-        p, r, f1, arithmetic = weighted_prf(k, al.n, al.m, options.both_empty_score)
-        value = {"precision": p, "recall": r, "f1": f1}[self.part]
-        details = al.diagnostics(pairs)
-        details.update(
-            precision=p,
-            recall=r,
-            credit_mode=options.credit,
-            weighted_k=k,
-            credits=[
-                {
-                    "actual": i,
-                    "expected": j,
-                    "credit": weights[i][j],
-                    "arithmetic": partial[(i, j)].render() if (i, j) in partial else "1.000 (match)",
-                    "arg_diffs": [d.as_dict() for d in al.diff(i, j)] if (i, j) in partial else [],
-                }
-                for i, j in pairs
-            ],
-        )
-        symbol = "Σcredit(LCS)" if self.ordered else "k*=Σcredit"
-        total = f"{' + '.join(_num(c) for c in credits)} = {_num(k)}" if len(credits) > 1 else _num(k)
-        empty = _empty_rule(al.n, al.m, value)
-        if empty is not None:
-            return Score(value, f"{symbol}=0, {empty}", details)
-        shown = {
-            "precision": f"P={_num(k)}/{al.n}={p:.3f}",
-            "recall": f"R={_num(k)}/{al.m}={r:.3f}",
-            "f1": arithmetic,
-        }[self.part]
-        return Score(value, f"{symbol}={total}, {shown}", details)
-
-
-class TrajectoryWeightedPrecision(WeightedTrajectoryMetric):
-    """P_w = k*_w/n, k*_w = Σ credit(a, e) over a maximum-weight bipartite matching (Hungarian algorithm);
-    credit in [0, 1] (module docstring). Both empty → both_empty_score (1.0); one empty → 0."""
-
-    name = "trajectory_weighted_precision"
-    description = "P = Σcredit/n over a maximum-weight matching (partial argument credit)"
-    part = "precision"
-
-
-class TrajectoryWeightedRecall(WeightedTrajectoryMetric):
-    """R_w = k*_w/m, k*_w = Σ credit(a, e) over a maximum-weight bipartite matching (Hungarian algorithm).
-    Both empty → both_empty_score (1.0); one empty → 0."""
-
-    name = "trajectory_weighted_recall"
-    description = "R = Σcredit/m over a maximum-weight matching (partial argument credit)"
-    part = "recall"
-
-
-class TrajectoryWeightedF1(WeightedTrajectoryMetric):
-    """F1 = 2·P_w·R_w/(P_w+R_w) with P_w = k*_w/n, R_w = k*_w/m, k*_w = Σ credit over a maximum-weight
-    bipartite matching (Hungarian algorithm). Both empty → both_empty_score (1.0); one empty → 0."""
-
-    name = "trajectory_weighted_f1"
-    description = "F1 of P = Σcredit/n and R = Σcredit/m over a maximum-weight matching"
-
-
-class TrajectoryWeightedOrderedF1(WeightedTrajectoryMetric):
-    """P, R, F1 with k*_w = Σ credit over a maximum-weight common subsequence (weighted LCS:
-    best[i][j] = max(best[i+1][j], best[i][j+1], w_ij + best[i+1][j+1])). Empty rules as F1."""
-
-    name = "trajectory_weighted_ordered_f1"
-    description = "F1 with k* replaced by the credit of a maximum-weight common subsequence"
-    ordered = True
-
-
 TRAJECTORY_METRICS: tuple[type[TrajectoryMetric], ...] = (
     TrajectoryExact,
     TrajectoryInOrder,
@@ -729,8 +315,4 @@ TRAJECTORY_METRICS: tuple[type[TrajectoryMetric], ...] = (
     TrajectoryF1,
     TrajectoryOrderedF1,
     TrajectorySubsequence,
-    TrajectoryWeightedPrecision,
-    TrajectoryWeightedRecall,
-    TrajectoryWeightedF1,
-    TrajectoryWeightedOrderedF1,
 )

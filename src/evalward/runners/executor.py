@@ -5,13 +5,8 @@ Per case (one `WorkItem`):
   (user message; assistant message with its tool calls; one tool message per call with its result;
   assistant message with the final response), the case's initial `session_state` and a `session_id`
   unique to this run, case and repetition;
-- each attempt of a turn takes a token from the shared rate limiter, then runs under the per-turn timeout
-  (`asyncio.timeout`). A timed-out sync Python agent keeps running in its thread (threads cannot be
-  killed); its late result is discarded;
-- a failure that is retryable (the agent said so, HTTP 429/5xx, connection errors) is retried up to
-  `max_retries` times after `evalward.backoff.backoff_wait` (base `retry_backoff_s`, doubling, equal
-  jitter), or the agent's `Retry-After` hint if longer (capped at two minutes).
-  Timeouts, crashes, malformed output and raised exceptions are not retried;
+- each attempt of a turn takes a token from the shared rate limiter and runs under the per-turn timeout; a
+  retryable failure is retried with backoff (`turn_attempts.run_turn`, which has the rules);
 - the first failing turn ends the case: the remaining turns are not run and the case records
   `CaseError(kind, message, turn, attempts)` next to the outputs of the turns that completed.
 
@@ -34,9 +29,8 @@ the N cases with the smallest sha256 of `SAMPLE_SEED` NUL `eval_set_id` NUL `cas
 sample depends on nothing but the case ids, so every repetition, every shard, the base side of a pull request
 and the next run of the same files pick the same cases; adding a case changes it by at most that case.
 
-Sharding: `select_shard` splits cases, not repetitions, so all repetitions of a case land in one shard.
-Cases are ordered by sha256 of `eval_set_id` + NUL + `case_id` and dealt round-robin: shard k of n gets
-ranks k-1, k-1+n, … — stable for a given set of cases, disjoint, complete, and balanced to within one case.
+Sharding (`--shard k/n`) splits cases, not repetitions: `plan_work` keeps the cases `sharding.shard_cases`
+deals to shard k (the rule is there).
 """
 
 from __future__ import annotations
@@ -45,7 +39,6 @@ import asyncio
 import fnmatch
 import hashlib
 import json
-import logging
 import random
 import time
 import uuid
@@ -55,7 +48,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from evalward.backoff import backoff_wait
 from evalward.case_keys import CaseKeys
 from evalward.errors import UsageError
 from evalward.model import (
@@ -70,12 +62,10 @@ from evalward.model import (
     Usage,
 )
 from evalward.model.text import listed_ids
-from evalward.runners.base import Agent, AgentFailure
+from evalward.runners.base import Agent
+from evalward.runners.sharding import shard_cases
+from evalward.runners.turn_attempts import run_turn
 from evalward.runners.user_simulator import SimulatorError, UserSimulator
-
-logger = logging.getLogger(__name__)
-
-"""Longest `Retry-After` honoured; a server asking for more gets this."""
 
 
 @dataclass(frozen=True)
@@ -163,11 +153,6 @@ class ExecutionSummary:
 # --- planning ---------------------------------------------------------------------------------------------
 
 
-def shard_rank_key(eval_set_id: str, case_id: str) -> str:
-    """The hash that orders cases for sharding: sha256 of `eval_set_id` NUL `case_id`, hex."""
-    return hashlib.sha256(f"{eval_set_id}\0{case_id}".encode()).hexdigest()
-
-
 SAMPLE_SEED = "evalward-sample-1"
 """The fixed seed of `--sample` (module docstring); changing it would change every user's sample."""
 
@@ -217,21 +202,6 @@ def sample_cases(sets: Sequence[EvalSet], count: int) -> list[EvalSet]:
         raise UsageError(f"--sample must be at least 1, got {count}")
     keys = sorted(((s.eval_set_id, i) for s in sets for i in s.case_ids()), key=lambda k: (sample_rank_key(*k), k))
     return keep_cases(sets, set(keys[:count]))
-
-
-def select_shard(items: Sequence[WorkItem], shard: tuple[int, int]) -> list[WorkItem]:
-    """The items of shard `k` of `n` (1-based), keeping the input order (rule in the module docstring)."""
-    mine = shard_cases({(i.eval_set.eval_set_id, i.case.case_id) for i in items}, shard)
-    return [i for i in items if (i.eval_set.eval_set_id, i.case.case_id) in mine]
-
-
-def shard_cases(cases: Collection[tuple[str, str]], shard: tuple[int, int]) -> set[tuple[str, str]]:
-    """The (eval set, case id) pairs of shard `k` of `n` among `cases` (rule in the module docstring)."""
-    index, count = shard
-    if count < 1 or not 1 <= index <= count:
-        raise UsageError(f"--shard must be k/n with 1 <= k <= n; found {index}/{count}")
-    ranked = sorted(set(cases), key=lambda c: (shard_rank_key(*c), c))
-    return {case for rank, case in enumerate(ranked) if rank % count == index - 1}
 
 
 class WorkPlan(Sequence[WorkItem]):
@@ -417,7 +387,7 @@ class _CaseRunner:
     ) -> bool:
         """Run one turn and record it, adding it to `history` when `keep_history`; False when it failed (the
         error is recorded and the case ends)."""
-        outcome = await self._run_turn(request)
+        outcome = await run_turn(self.agent, request, self.options, self.limiter, self.rng)
         record.attempts += outcome.attempts
         if outcome.output is None:
             assert outcome.failure is not None
@@ -488,59 +458,12 @@ class _CaseRunner:
             usage=usage,
         )
 
-    async def _run_turn(self, request: AgentRequest) -> _TurnOutcome:
-        attempts = 0
-        while True:
-            attempts += 1
-            if self.limiter is not None:
-                await self.limiter.acquire()
-            began = time.monotonic()
-            try:
-                async with asyncio.timeout(self.options.timeout_s):
-                    output = await self.agent.run_turn(request)
-                return _TurnOutcome(output=output, attempts=attempts, latency_s=time.monotonic() - began)
-            except TimeoutError:
-                failure = AgentFailure(
-                    "timeout", f"turn {request.turn} did not finish within {self.options.timeout_s:g}s"
-                )
-            except AgentFailure as exc:
-                failure = exc
-            except Exception as exc:
-                # A runner bug or an unexpected library error: still data for this case, not a dead run.
-                logger.debug("runner raised for case %s turn %d", request.case_id, request.turn, exc_info=True)
-                failure = AgentFailure("crash", f"the runner failed: {type(exc).__name__}: {exc}")
-            if not failure.retryable or attempts > self.options.max_retries:
-                return _TurnOutcome(failure=failure, attempts=attempts)
-            delay = backoff_wait(
-                attempts,
-                base_s=self.options.retry_backoff_s,
-                retry_after_s=failure.retry_after_s,
-                jitter=self.rng.random,
-            )
-            logger.info(
-                "case %s turn %d: %s (attempt %d); retrying in %.2fs",
-                request.case_id,
-                request.turn,
-                failure.message,
-                attempts,
-                delay,
-            )
-            await asyncio.sleep(delay)
-
 
 NO_USER_MODEL = (
     "this conversation_scenario case needs a simulated user, and no user simulator model is configured: pass "
     "--user-model (EVALWARD_USER_MODEL) with --user-base-url (or --judge-base-url / OPENAI_BASE_URL) pointing at an "
     "OpenAI-compatible endpoint, or set user_simulator_config.model in test_config.json"
 )
-
-
-@dataclass
-class _TurnOutcome:
-    output: AgentOutput | None = None
-    failure: AgentFailure | None = None
-    attempts: int = 1
-    latency_s: float = 0.0
 
 
 async def execute(

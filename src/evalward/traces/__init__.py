@@ -1,14 +1,16 @@
 """Recorded agent behaviour → trajectories: OpenTelemetry GenAI traces, response logs and stored runs.
 
 - `otlp`: read spans from OTLP JSON (also JSON lines from the Collector's file exporter) and Jaeger JSON;
-- `genai`: classify spans by GenAI operation across dialects and rebuild one `AgentOutput` per turn;
+- `genai`: rebuild one `AgentOutput` per turn from GenAI spans, classified by operation across dialects
+  (`genai_spans`) with their messages read in every shape (`genai_messages`);
 - `recordings`: every recording source keyed by (eval set, case, turn, repetition), for `replay:FILE`
   and `evalward import-traces`; `recording_set` holds the lookup rules they share;
 - `responses`, `trace_turns`, `indexed`, `row_index`: responses JSONL and traces read incrementally and
   indexed (a few tens of bytes a recorded turn), each turn read back from its file when it is replayed.
 """
 
-from evalward.traces.genai import TracedTurn, TraceOptions, operation, turns_from_spans
+from evalward.traces.genai import TracedTurn, TraceOptions, turns_from_spans
+from evalward.traces.genai_spans import operation
 from evalward.traces.otlp import Span, SpanEvent, read_spans
 from evalward.traces.recordings import RecordedError, Recordings, RecordingSet, detect_kind, load_recordings
 

@@ -1,13 +1,7 @@
 """OpenTelemetry GenAI spans → one `AgentOutput` per recorded turn, with per-agent attribution.
 
-Spans are classified by their operation (never by one framework's span names alone; docs/metrics.md §11):
-
-| operation | recognised from (first that applies) |
-| --- | --- |
-| `execute_tool` | `gen_ai.operation.name = execute_tool`; Logfire `running tool` spans; OpenInference `openinference.span.kind = TOOL`; Vercel AI SDK `ai.toolCall`; a span name starting `execute_tool` |
-| `invoke_agent` | `gen_ai.operation.name = invoke_agent` (also `create_agent` is *not* an invocation); OpenInference `AGENT`; a span name starting `invoke_agent` |
-| `chat` | `gen_ai.operation.name` in `chat`, `generate_content`, `text_completion`; OpenInference `LLM`; span names `chat …`, `call_llm` |
-| excluded | Logfire output functions (`logfire.msg` starting "running output function"), deferred pydantic-ai calls (`pydantic_ai.tool.deferral.name`), ADK's `(merged tools)` summary spans |
+Spans are classified by their GenAI operation (`genai_spans`, docs/metrics.md §11) and their messages read in
+every dialect (`genai_messages`).
 
 A tool call is `ToolCall(name, args, agent, id, result, status, step)`:
 - `name`: `gen_ai.tool.name`, `tool.name`, `ai.toolCall.name`, else the span name after `execute_tool `;
@@ -25,11 +19,6 @@ A tool call is `ToolCall(name, args, agent, id, result, status, step)`:
 Provider-side tools exist only as `tool_call` parts of chat outputs: when a turn has no `execute_tool`
 span at all, those parts are the calls (joined by id to `tool_call_response` parts for results).
 
-Messages are read in every shape seen in the wild: the 1.37+ JSON (`[{role, parts: [{type: text,
-content} | {type: tool_call, id, name, arguments}], finish_reason}]`), OpenAI-style `{role, content,
-tool_calls}`, the flattened pre-1.37 `gen_ai.prompt.N.*` / `gen_ai.completion.N.*` attributes, the
-`gen_ai.choice` span events, ADK's `gcp.vertex.agent.llm_response` and OpenInference `output.value`.
-
 Per turn: `response` = the last assistant text of the turn's top `invoke_agent` span output, else of the
 last chat span (by end time) that finished with `stop`, else of the last chat span with text;
 `intermediate_responses` = output texts of nested agents; `agents` = `invoke_agent` names in start
@@ -45,20 +34,17 @@ by their turn attribute when given, else by start time. Traces with no GenAI spa
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from evalward.model import AgentOutput, IntermediateResponse, ToolCall, Usage
+from evalward.traces.genai_messages import input_messages, last_assistant_text, last_user_text, output_messages
+from evalward.traces.genai_spans import Operation, agent_name, decode_json, first, operation, tool_name
 from evalward.traces.otlp import Span
 
-Operation = Literal["invoke_agent", "execute_tool", "chat", "invoke_workflow", "excluded", "other"]
-
-_CHAT_OPERATIONS = {"chat", "generate_content", "text_completion", "completion"}
 _UNSPECIFIED_IDS = {"", "<not specified>", "N/A"}
 
-TOOL_NAME_KEYS = ("gen_ai.tool.name", "tool.name", "ai.toolCall.name")
 TOOL_ARGS_KEYS = (
     "gen_ai.tool.call.arguments",
     "gcp.vertex.agent.tool_call_args",
@@ -103,267 +89,6 @@ class TracedTurn:
     query: str | None = None
     start_ns: int = 0
     notes: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class _Message:
-    role: str
-    text: str
-    tool_calls: tuple[tuple[str | None, str, Any], ...] = ()
-    tool_results: tuple[tuple[str | None, Any], ...] = ()
-    finish_reason: str | None = None
-
-
-# --- classification ------------------------------------------------------------------------------------
-
-
-def operation(span: Span) -> Operation:
-    """The GenAI operation a span stands for (table in the module docstring)."""
-    attrs = span.attributes
-    message = str(attrs.get("logfire.msg", ""))
-    if message.startswith("running output function") or "pydantic_ai.tool.deferral.name" in attrs:
-        return "excluded"
-    op = str(attrs.get("gen_ai.operation.name", "")).strip().lower()
-    if op == "execute_tool":
-        return "excluded" if first(attrs, TOOL_NAME_KEYS) == "(merged tools)" else "execute_tool"
-    if op == "invoke_agent":
-        return "invoke_agent"
-    if op == "invoke_workflow":
-        return "invoke_workflow"
-    if op in _CHAT_OPERATIONS:
-        return "chat"
-    kind = str(attrs.get("openinference.span.kind", "")).upper()
-    if kind == "TOOL":
-        return "execute_tool"
-    if kind == "AGENT":
-        return "invoke_agent"
-    if kind == "LLM":
-        return "chat"
-    name = span.name
-    if name == "running tool" or message.startswith("running tool") or name == "ai.toolCall":
-        return "execute_tool"
-    if attrs.get("ai.operationId") == "ai.toolCall":
-        return "execute_tool"
-    if name.startswith("execute_tool"):
-        return "excluded" if name.endswith("(merged tools)") else "execute_tool"
-    if name.startswith("invoke_agent"):
-        return "invoke_agent"
-    if name.startswith(("chat ", "generate_content")) or name in ("chat", "call_llm"):
-        return "chat"
-    return "other"
-
-
-def first(attrs: dict[str, Any], keys: Iterable[str]) -> Any:
-    """The value of the first key present (and not None) in `attrs`."""
-    for key in keys:
-        value = attrs.get(key)
-        if value is not None:
-            return value
-    return None
-
-
-def _decode_json(value: Any) -> Any:
-    if isinstance(value, str | bytes):
-        try:
-            return json.loads(value)
-        except (json.JSONDecodeError, ValueError):
-            return value
-    return value
-
-
-def agent_name(span: Span) -> str:
-    """`gen_ai.agent.name` (or OpenInference `agent.name`), else the span name after `invoke_agent `."""
-    named = first(span.attributes, ("gen_ai.agent.name", "agent.name"))
-    if named:
-        return str(named)
-    return span.name.removeprefix("invoke_agent").strip() or span.name
-
-
-def tool_name(span: Span) -> str:
-    named = first(span.attributes, TOOL_NAME_KEYS)
-    if named:
-        return str(named)
-    return span.name.removeprefix("execute_tool").strip() or span.name
-
-
-# --- messages -----------------------------------------------------------------------------------------
-
-
-def _text_of(content: Any) -> str:
-    """Text of a message `content`: a string, or the text parts of a list of parts."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        texts = []
-        for part in content:
-            if isinstance(part, str):
-                texts.append(part)
-            elif isinstance(part, dict) and part.get("type", "text") == "text":
-                text = part.get("content", part.get("text"))
-                if isinstance(text, str) and text:
-                    texts.append(text)
-        return "\n".join(texts)
-    if isinstance(content, dict):
-        return _text_of(content.get("parts", content.get("content")))
-    return str(content)
-
-
-def _message(raw: Any) -> _Message | None:
-    """One message in any of the shapes of the module docstring."""
-    if not isinstance(raw, dict):
-        return None
-    if "message" in raw and isinstance(raw["message"], dict):  # pre-1.37 `gen_ai.choice` body
-        inner = _message(raw["message"])
-        if inner is None:
-            return None
-        return _Message(inner.role, inner.text, inner.tool_calls, inner.tool_results, raw.get("finish_reason"))
-    role = str(raw.get("role") or "assistant")
-    if role == "model":
-        role = "assistant"
-    calls: list[tuple[str | None, str, Any]] = []
-    results: list[tuple[str | None, Any]] = []
-    texts: list[str] = []
-    parts = raw.get("parts")
-    if isinstance(parts, list):
-        for part in parts:
-            if not isinstance(part, dict):
-                continue
-            kind = part.get("type")
-            if kind == "tool_call":
-                calls.append((part.get("id"), str(part.get("name", "")), _decode_json(part.get("arguments"))))
-            elif kind == "tool_call_response":
-                results.append((part.get("id"), _decode_json(part.get("response", part.get("result")))))
-            elif "function_call" in part and isinstance(part["function_call"], dict):  # ADK / genai parts
-                fc = part["function_call"]
-                calls.append((fc.get("id"), str(fc.get("name", "")), fc.get("args")))
-            elif "function_response" in part and isinstance(part["function_response"], dict):
-                fr = part["function_response"]
-                results.append((fr.get("id"), fr.get("response")))
-            elif kind in (None, "text"):
-                text = part.get("content", part.get("text"))
-                if isinstance(text, str) and text and not part.get("thought"):
-                    texts.append(text)
-    else:
-        texts.append(_text_of(raw.get("content")))
-    for call in raw.get("tool_calls") or []:
-        if isinstance(call, dict):
-            inner = call.get("function")
-            function: dict[str, Any] = inner if isinstance(inner, dict) else call
-            calls.append((call.get("id"), str(function.get("name", "")), _decode_json(function.get("arguments"))))
-    finish = raw.get("finish_reason")
-    return _Message(
-        role=role,
-        text="\n".join(t for t in texts if t),
-        tool_calls=tuple(calls),
-        tool_results=tuple(results),
-        finish_reason=str(finish).lower() if finish is not None else None,
-    )
-
-
-def _messages_value(value: Any) -> list[_Message]:
-    value = _decode_json(value)
-    if isinstance(value, dict):
-        value = [value]
-    if not isinstance(value, list):
-        return [] if value is None else [_Message(role="assistant", text=str(value))]
-    return [m for m in (_message(item) for item in value) if m is not None]
-
-
-def _flattened(attrs: dict[str, Any], prefix: str) -> list[_Message]:
-    """The pre-1.37 flattened form: `gen_ai.completion.0.role`, `gen_ai.completion.0.content`, …"""
-    found: dict[int, dict[str, Any]] = {}
-    for key, value in attrs.items():
-        if not key.startswith(prefix + "."):
-            continue
-        index_text, _, rest = key[len(prefix) + 1 :].partition(".")
-        if index_text.isdigit() and rest:
-            found.setdefault(int(index_text), {})[rest] = value
-    messages = []
-    for index in sorted(found):
-        fields = found[index]
-        calls = []
-        call_indexes = sorted({int(k.split(".")[1]) for k in fields if k.startswith("tool_calls.")})
-        for ci in call_indexes:
-            calls.append(
-                (
-                    fields.get(f"tool_calls.{ci}.id"),
-                    str(fields.get(f"tool_calls.{ci}.name", "")),
-                    _decode_json(fields.get(f"tool_calls.{ci}.arguments")),
-                )
-            )
-        finish = fields.get("finish_reason")
-        messages.append(
-            _Message(
-                role=str(fields.get("role", "assistant")),
-                text=_text_of(fields.get("content")),
-                tool_calls=tuple(calls),
-                finish_reason=str(finish).lower() if finish is not None else None,
-            )
-        )
-    return messages
-
-
-def output_messages(span: Span) -> list[_Message]:
-    """What the span produced, in the first dialect that has it."""
-    attrs = span.attributes
-    if "gen_ai.output.messages" in attrs:
-        return _messages_value(attrs["gen_ai.output.messages"])
-    flattened = _flattened(attrs, "gen_ai.completion")
-    if flattened:
-        return flattened
-    choices = [e for e in span.events if e.name == "gen_ai.choice"]
-    if choices:
-        messages: list[_Message] = []
-        for event in choices:
-            body = first(event.attributes, ("gen_ai.event.content", "body", "event.body"))
-            if body is None:
-                body = {k: v for k, v in event.attributes.items() if k in ("message", "finish_reason", "index")}
-            messages.extend(_messages_value(body))
-        return messages
-    llm_response = attrs.get("gcp.vertex.agent.llm_response")
-    if llm_response is not None:
-        decoded = _decode_json(llm_response)
-        if isinstance(decoded, dict) and isinstance(decoded.get("content"), dict):
-            message = _message({**decoded["content"], "finish_reason": decoded.get("finish_reason")})
-            return [message] if message is not None else []
-        return []
-    if "output.value" in attrs and operation(span) in ("invoke_agent", "chat"):
-        return _messages_value(attrs["output.value"])
-    return []
-
-
-def input_messages(span: Span) -> list[_Message]:
-    attrs = span.attributes
-    if "gen_ai.input.messages" in attrs:
-        return _messages_value(attrs["gen_ai.input.messages"])
-    flattened = _flattened(attrs, "gen_ai.prompt")
-    if flattened:
-        return flattened
-    users = [e for e in span.events if e.name == "gen_ai.user.message"]
-    if users:
-        return [_Message(role="user", text=_text_of(e.attributes.get("content"))) for e in users]
-    if "input.value" in attrs and operation(span) in ("invoke_agent", "chat"):
-        return _messages_value(attrs["input.value"])
-    return []
-
-
-def _last_assistant_text(messages: Sequence[_Message]) -> str | None:
-    for message in reversed(messages):
-        if message.role == "assistant" and message.text:
-            return message.text
-    return None
-
-
-def _last_user_text(messages: Sequence[_Message]) -> str | None:
-    for message in reversed(messages):
-        if message.role == "user" and message.text:
-            return message.text
-    return None
-
-
-# --- turns --------------------------------------------------------------------------------------------
 
 
 def _int(value: Any, default: int | None) -> int | None:
@@ -486,7 +211,7 @@ def _turn(
         call_id = first(span.attributes, TOOL_ID_KEYS)
         call_id = None if call_id is None or str(call_id) in _UNSPECIFIED_IDS else str(call_id)
         raw_args = first(span.attributes, TOOL_ARGS_KEYS)
-        args = _decode_json(raw_args)
+        args = decode_json(raw_args)
         if raw_args is None:
             missing_args += 1
             args = None
@@ -502,7 +227,7 @@ def _turn(
                 name=tool_name(span),
                 args=args,
                 agent=str(agent) if agent else None,
-                result=_decode_json(first(span.attributes, TOOL_RESULT_KEYS)),
+                result=decode_json(first(span.attributes, TOOL_RESULT_KEYS)),
                 id=call_id,
                 status="error" if span.error or "error.type" in span.attributes else "ok",
                 step=step,
@@ -519,13 +244,13 @@ def _turn(
         )
 
     top = next((a for a in agents if index.nearest(a, "invoke_agent") is None), None)
-    response = _last_assistant_text(output_messages(top)) if top is not None else None
+    response = last_assistant_text(output_messages(top)) if top is not None else None
     if response is None:
         response = _chat_response(chats)
     intermediate = [
         IntermediateResponse(author=agent_name(a), text=text)
         for a in agents
-        if a is not top and (text := _last_assistant_text(output_messages(a)))
+        if a is not top and (text := last_assistant_text(output_messages(a)))
     ]
     agent_names: list[str] = []
     for span in agents:
@@ -534,9 +259,9 @@ def _turn(
             agent_names.append(name)
     query = None
     if top is not None:
-        query = _last_user_text(input_messages(top))
+        query = last_user_text(input_messages(top))
     if query is None and chats:
-        query = _last_user_text(input_messages(chats[0]))
+        query = last_user_text(input_messages(chats[0]))
 
     conversation = _attribute(CONVERSATION_KEYS[0])
     for key in CONVERSATION_KEYS[1:]:
@@ -595,11 +320,11 @@ def _chat_response(chats: Sequence[Span]) -> str | None:
     for span in reversed(by_end):
         messages = output_messages(span)
         if any(m.finish_reason == "stop" for m in messages):
-            text = _last_assistant_text(messages)
+            text = last_assistant_text(messages)
             if text is not None:
                 return text
     for span in reversed(by_end):
-        text = _last_assistant_text(output_messages(span))
+        text = last_assistant_text(output_messages(span))
         if text is not None:
             return text
     return None
