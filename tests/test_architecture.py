@@ -117,3 +117,17 @@ def test_the_checker_sees_imports_inside_functions_and_type_checking(tmp_path: P
     )
     found = [module for _, module in imports_in(sample)]
     assert "evalward.store" in found and "sqlalchemy.orm" in found and "evalward.report" in found
+
+
+MAX_MODULE_LINES = 600
+LONG_MODULE_REASON = "longer than 600 lines because"
+
+
+def test_no_module_is_over_600_lines_unless_its_first_lines_say_why() -> None:
+    """A module a reader can hold: past 600 lines its docstring's first lines must give the reason."""
+    long_ones = []
+    for path in modules():
+        text = path.read_text(encoding="utf-8")
+        if text.count("\n") > MAX_MODULE_LINES and LONG_MODULE_REASON not in text[:600].lower():
+            long_ones.append(f"{path.relative_to(ROOT)}: {text.count(chr(10))} lines")
+    assert long_ones == []
