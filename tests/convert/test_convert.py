@@ -123,6 +123,25 @@ def test_agent_attributed_calls_are_written_as_invocation_events() -> None:
     ]
 
 
+def test_a_simulated_user_case_keeps_its_plan_and_persona(tmp_path: Path) -> None:
+    """A scenario case is written as ADK's `conversation_scenario`, not as a conversation of its first
+    message (which would drop the plan and the persona without a word)."""
+    original = load_one(FIXTURES / "scenario/conversation_scenario.test.json")
+    conversion = convert_eval_set(original, "adk")
+    written = json.loads(conversion.text)["eval_cases"][0]
+    assert "conversation" not in written
+    assert written["conversation_scenario"]["conversation_plan"] == (
+        "Ask for a 3 day trip to Paris, then accept the plan."
+    )
+    assert written["conversation_scenario"]["user_persona"]["id"] == "NOVICE"
+    again = reload(tmp_path, "out.evalset.json", conversion.text, conversion.test_config)
+    assert again.cases[0].scenario == original.cases[0].scenario
+    assert again.cases[0].content_hash == original.cases[0].content_hash
+    # The native format has no scenarios: converting there says so instead of keeping only the first message.
+    native = convert_eval_set(original, "native")
+    assert any("simulated-user scenario" in line and "'simulated_user'" in line for line in native.unexpressed)
+
+
 def test_convert_file_reads_directories_and_resolves_adk_criteria() -> None:
     conversions = convert_file(FIXTURES / "adk/hello_world_agent", "native")
     assert [c.eval_set_id for c in conversions] == ["roll_die_set"]
@@ -130,7 +149,15 @@ def test_convert_file_reads_directories_and_resolves_adk_criteria() -> None:
 
 
 @pytest.mark.adk
-@pytest.mark.parametrize("fixture", [*ADK_EXPRESSIBLE, "native/music_store.eval.yaml", "langsmith/router.eval.jsonl"])
+@pytest.mark.parametrize(
+    "fixture",
+    [
+        *ADK_EXPRESSIBLE,
+        "native/music_store.eval.yaml",
+        "langsmith/router.eval.jsonl",
+        "scenario/conversation_scenario.test.json",
+    ],
+)
 def test_adk_reads_our_output_and_writes_it_back_byte_for_byte_the_same(fixture: str) -> None:
     """ADK 2.13's own EvalSet model parses the file, and its writing rules (§3.4) reproduce it exactly."""
     from google.adk.evaluation.eval_set import EvalSet as AdkEvalSet

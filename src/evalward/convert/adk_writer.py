@@ -8,6 +8,7 @@ out, `EvalSet`'s own keys never camelCased. Mapping per case (`eval_id` = case i
   expected call or intermediate response names its agent, `intermediate_data.invocation_events` instead:
   one event per call (`author` = its agent, else the set's first agent) and one per intermediate
   response, which ADK's trajectory metric reads from any author;
+- a simulated-user case → `conversation_scenario` (starting prompt, plan, the persona as an object);
 - an empty expected call list → `intermediate_data: {}`; `session_input` keeps `app_name` and `user_id`
   (ADK requires them: default the eval set id and `test_user`) and the state; a dict `expected_state` →
   `final_session_state`; a description is kept (ADK's EvalCase keeps extra keys).
@@ -100,7 +101,13 @@ def _invocation(case: EvalCase, index: int, turn: Invocation, lost: list[str]) -
 
 def _case(eval_set: EvalSet, case: EvalCase, lost: list[str]) -> dict[str, Any]:
     written: dict[str, Any] = {"eval_id": case.case_id}
-    written["conversation"] = [_invocation(case, i, turn, lost) for i, turn in enumerate(case.turns)]
+    if case.scenario is not None:
+        # ADK's own field (a case has a conversation or a scenario): the plan and the persona, which a
+        # conversation of the starting prompt alone would lose. A persona is written whole, not as the id of
+        # one of ADK's prebuilt ones, so the file says exactly what the simulated user is told.
+        written["conversation_scenario"] = case.scenario.model_dump(mode="json", exclude_none=True)
+    else:
+        written["conversation"] = [_invocation(case, i, turn, lost) for i, turn in enumerate(case.turns)]
     if case.session_input is not None:
         session = case.session_input
         session_written: dict[str, Any] = {

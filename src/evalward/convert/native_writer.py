@@ -1,8 +1,8 @@
 """`EvalSet` → evalward's native eval file (`evalward: 1`, see `loaders/native.py`), as YAML or JSON.
 
-The native format holds everything the shared model holds, so little is lost: a case's ADK session
-`app_name` / `user_id` / `session_id` (only the state is kept), call results and statuses on expected
-calls, and the source positions. Mapping: a one-turn case without a turn id uses the shorthand (`query`,
+The native format holds almost everything the shared model holds; what it cannot (listed, never dropped
+silently): a case's ADK session `app_name` / `user_id` / `session_id` (only the state is kept) and a
+simulated-user scenario; not listed: call results and statuses on expected calls, and source positions. Mapping: a one-turn case without a turn id uses the shorthand (`query`,
 `inputs`, `expect`), any other `turns`; the set's criteria become `metrics` (a threshold of `None` is written
 as `threshold: null`, i.e. informational; ADK's efficiency metrics are written by name alone).
 Keys with nothing to say are left out, so the file reads like one written by hand.
@@ -108,6 +108,11 @@ def _case(case: EvalCase, lost: list[str]) -> dict[str, Any]:
         written["expected_state"] = case.expected_state
     if case.metrics:
         written["metrics"] = [_metric(m) for m in case.metrics]
+    if case.scenario is not None:
+        lost.append(
+            f"case {case.case_id!r}: a simulated-user scenario (its plan and persona; the native format has "
+            "none, so the case is its starting prompt alone: convert to adk to keep it)"
+        )
     if len(case.turns) == 1 and not case.turns[0].invocation_id:
         written.update(_turn_fields(case.turns[0]))
     else:
