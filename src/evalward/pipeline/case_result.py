@@ -190,8 +190,8 @@ async def score_stepwise(
     from evalward.metrics import stepwise as sw
     from evalward.metrics.registry import is_stepwise
     from evalward.metrics.step_judge import step_judge_spec
-    from evalward.model import AgentRequest, Message
-    from evalward.runners.executor import history_messages
+    from evalward.model import Message
+    from evalward.runners.conversation import Conversation
     from evalward.runners.stepwise import teacher_forced_steps
 
     case = item.case
@@ -206,21 +206,11 @@ async def score_stepwise(
     if judged is not None and judge is None:
         message = f"{judged.name}: match: judge needs a judge model, and none is configured (--judge-model)"
         return sw.error_results(named, message), {}, CaseError(kind="judge_error", message=message)
-    session_id = f"{item.eval_set.eval_set_id}/{case.case_id}/r{item.repetition}/teacher-forcing"
-    session_state = dict(case.session_input.state) if case.session_input is not None else {}
-    history: list[Message] = []
+    # The same requests the run sent (runners.conversation), in a session of their own.
+    conversation = Conversation.of(item.eval_set.eval_set_id, case, item.repetition, "teacher-forcing")
     per_turn: dict[int, dict[str, Any]] = {}
     for index, (turn, output) in enumerate(answered):
-        request = AgentRequest(
-            case_id=case.case_id,
-            turn=index,
-            query=turn.query,
-            inputs=turn.inputs,
-            history=list(history),
-            session_id=session_id,
-            session_state=session_state,
-            repetition=item.repetition,
-        )
+        request = conversation.request(index, turn.query, turn.inputs)
         if turn.reference_messages is not None:
             reference = sw.parse_reference(turn.reference_messages)
             lead = list(reference.lead) or [Message(role="user", content=turn.query)]
@@ -262,7 +252,7 @@ async def score_stepwise(
                     return sw.error_results(named, message), {}, CaseError(kind="judge_error", message=message)
                 credits, notes, step_details = steps.credits, steps.notes, steps.details
             per_turn[index] = sw.stepwise_scores(credits, notes, sw.free_run(output, reference), step_details)
-        history.extend(history_messages(request, output))
+        conversation.answered(request, output)
     return (*sw.metric_results(per_turn, named), None)
 
 

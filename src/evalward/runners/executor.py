@@ -38,7 +38,6 @@ from __future__ import annotations
 import asyncio
 import fnmatch
 import hashlib
-import json
 import random
 import time
 import uuid
@@ -56,13 +55,13 @@ from evalward.model import (
     CaseError,
     EvalCase,
     EvalSet,
-    Message,
     SimulationEnd,
     SimulationResult,
     Usage,
 )
 from evalward.model.text import listed_ids
 from evalward.runners.base import Agent
+from evalward.runners.conversation import Conversation
 from evalward.runners.sharding import shard_cases
 from evalward.runners.turn_attempts import run_turn
 from evalward.runners.user_simulator import SimulatorError, UserSimulator
@@ -313,27 +312,6 @@ class RateLimiter:
 # --- running ----------------------------------------------------------------------------------------------
 
 
-def history_messages(request: AgentRequest, output: AgentOutput) -> list[Message]:
-    """One completed turn as OpenAI-shaped messages: user, assistant tool calls, tool results, final answer."""
-    messages = [Message(role="user", content=request.query)]
-    if output.tool_calls:
-        calls = [
-            call.model_copy(update={"id": call.id or f"call_{request.turn}_{index}", "result": None})
-            for index, call in enumerate(output.tool_calls)
-        ]
-        messages.append(Message(role="assistant", content=None, tool_calls=calls))
-        for call, original in zip(calls, output.tool_calls, strict=True):
-            result = original.result
-            content = None if result is None else result if isinstance(result, str) else _to_json(result)
-            messages.append(Message(role="tool", tool_call_id=call.id, name=call.name, content=content))
-    messages.append(Message(role="assistant", content=output.response))
-    return messages
-
-
-def _to_json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str)
-
-
 class _CaseRunner:
     """Runs the turns of one case; shared state (limiter, options) comes from `execute`."""
 
@@ -357,25 +335,14 @@ class _CaseRunner:
         case = item.case
         record = CaseRun(item=item, started_at=datetime.now(UTC))
         began = time.monotonic()
-        session_id = f"{item.eval_set.eval_set_id}/{case.case_id}/r{item.repetition}/{self.run_nonce}"
-        session_state = dict(case.session_input.state) if case.session_input is not None else {}
-        history: list[Message] = []
+        conversation = Conversation.of(item.eval_set.eval_set_id, case, item.repetition, self.run_nonce)
         if case.scenario is not None:
-            await self._run_scenario(record, history, session_id, session_state)
+            await self._run_scenario(record, conversation)
         else:
             for turn, invocation in enumerate(case.turns):
-                request = AgentRequest(
-                    case_id=case.case_id,
-                    turn=turn,
-                    query=invocation.query,
-                    inputs=invocation.inputs,
-                    history=list(history),
-                    session_id=session_id,
-                    session_state=session_state,
-                    repetition=item.repetition,
-                )
+                request = conversation.request(turn, invocation.query, invocation.inputs)
                 # The history is the next turn's: the last turn's would be built for nobody.
-                if not await self._play(record, request, history, keep_history=turn + 1 < len(case.turns)):
+                if not await self._play(record, request, conversation, keep_history=turn + 1 < len(case.turns)):
                     break
         record.final_state = record.outputs[-1].state if record.outputs else None
         record.latency_s = time.monotonic() - began
@@ -383,10 +350,10 @@ class _CaseRunner:
         return record
 
     async def _play(
-        self, record: CaseRun, request: AgentRequest, history: list[Message], *, keep_history: bool = True
+        self, record: CaseRun, request: AgentRequest, conversation: Conversation, *, keep_history: bool = True
     ) -> bool:
-        """Run one turn and record it, adding it to `history` when `keep_history`; False when it failed (the
-        error is recorded and the case ends)."""
+        """Run one turn and record it, adding it to the conversation's history when `keep_history`; False when
+        it failed (the error is recorded and the case ends)."""
         outcome = await run_turn(self.agent, request, self.options, self.limiter, self.rng)
         record.attempts += outcome.attempts
         if outcome.output is None:
@@ -401,12 +368,10 @@ class _CaseRunner:
         if output.usage is not None:
             record.usage = output.usage if record.usage is None else record.usage.plus(output.usage)
         if keep_history:
-            history.extend(history_messages(request, output))
+            conversation.answered(request, output)
         return True
 
-    async def _run_scenario(
-        self, record: CaseRun, history: list[Message], session_id: str, session_state: dict[str, Any]
-    ) -> None:
+    async def _run_scenario(self, record: CaseRun, conversation: Conversation) -> None:
         """A simulated conversation (module docstring): ask the simulator, run its message, until it ends."""
         item = record.item
         scenario = item.case.scenario
@@ -436,16 +401,8 @@ class _CaseRunner:
                 last_reply = message.text
                 break
             record.queries.append(message.text)
-            request = AgentRequest(
-                case_id=item.case.case_id,
-                turn=len(played),
-                query=message.text,
-                history=list(history),
-                session_id=session_id,
-                session_state=session_state,
-                repetition=item.repetition,
-            )
-            if not await self._play(record, request, history):
+            request = conversation.request(len(played), message.text)
+            if not await self._play(record, request, conversation):
                 ended = "agent_error"
                 break
             played.append((message.text, record.outputs[-1]))
