@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evalward.judging.cache import CachedReply, SqlJudgeCache, cache_key
+from evalward.judging.cache import SqlJudgeCache, cache_key
 from evalward.store import open_store
+from evalward.store.judge_replies import CachedReply
 
 
 def test_key_covers_model_messages_and_parameters() -> None:

@@ -216,20 +216,19 @@ def run_and_gate(
     reason."""
     from evalward.pipeline import run_pair
 
-    repo = repo_dir
     base_branch = base_branch or prepared.options.context.base_branch
     plan = plan_baseline(
         store,
         header_of(prepared),
         baseline_spec=baseline_spec,
         base_branch=base_branch,
-        repo_dir=repo,
+        repo_dir=repo_dir,
         remote=remote,
         baseline_run=baseline_run,
         can_run_base_side=True,
     )
     with ExitStack() as stack:
-        base = _start_base_side(stack, prepared, plan, base_branch=base_branch, repo_dir=repo)
+        base = _start_base_side(stack, prepared, plan, base_branch=base_branch, repo_dir=repo_dir)
         runs = run_pair(prepared, base, store=store, progress=progress)
     if runs.base_error is not None:
         plan.problem = f"the base side failed: {runs.base_error}"
@@ -289,14 +288,13 @@ def gate_run(
 
     An explicit baseline whose cases share nothing with this run is refused unless `allow_mismatch`.
     `repo_dir`: the checkout git looks in; None where there is none (the merge-base must be recorded)."""
-    repo = repo_dir
     base_branch = base_branch or current.context.base_branch
     plan = plan_baseline(
         store,
         current,
         baseline_spec=baseline_spec,
         base_branch=base_branch,
-        repo_dir=repo,
+        repo_dir=repo_dir,
         remote=remote,
         baseline_run=baseline_run,
         can_run_base_side=instrument is not None,
@@ -311,9 +309,9 @@ def gate_run(
                 + " (pass --allow-mismatch to compare anyway)"
             )
     base_run = None
-    if instrument is not None and plan.base_side_cases and repo is not None:
+    if instrument is not None and plan.base_side_cases and repo_dir is not None:
         with ExitStack() as stack:
-            base = _start_base_side(stack, instrument, plan, base_branch=base_branch, repo_dir=repo)
+            base = _start_base_side(stack, instrument, plan, base_branch=base_branch, repo_dir=repo_dir)
             if base is not None:
                 base_run, error = _run_base_alone(base, store)
                 if error is not None:

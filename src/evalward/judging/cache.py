@@ -16,20 +16,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from evalward.model import canonical_hash
+from evalward.store.judge_replies import CachedReply
 
 if TYPE_CHECKING:
     from evalward.store.judge_replies import JudgeReplies
-
-
-@dataclass(frozen=True)
-class CachedReply:
-    text: str
-    input_tokens: int | None
-    output_tokens: int | None
 
 
 def cache_key(model: str, messages: Sequence[dict[str, Any]], parameters: dict[str, Any]) -> str:
@@ -76,14 +69,10 @@ class SqlJudgeCache:
         return cls(JudgeReplies.open(url))
 
     async def get(self, key: str) -> CachedReply | None:
-        stored = await asyncio.to_thread(self._replies.get, key)
-        return None if stored is None else CachedReply(stored.text, stored.input_tokens, stored.output_tokens)
+        return await asyncio.to_thread(self._replies.get, key)
 
     async def put(self, key: str, model: str, reply: CachedReply) -> None:
-        from evalward.store.judge_replies import StoredReply
-
-        stored = StoredReply(reply.text, reply.input_tokens, reply.output_tokens)
-        await asyncio.to_thread(self._replies.put, key, model, stored)
+        await asyncio.to_thread(self._replies.put, key, model, reply)
 
     def close(self) -> None:
         self._replies.close()

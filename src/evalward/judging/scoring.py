@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from evalward.errors import InfrastructureError
-from evalward.judging.cache import CachedReply, JudgeCache, cache_key
+from evalward.judging.cache import JudgeCache, cache_key
 from evalward.judging.client import JudgeCallError, JudgeClient, JudgeUsage
 from evalward.judging.config import JudgeConfig
 from evalward.judging.merge import merge_metric_results
@@ -71,6 +71,7 @@ from evalward.metrics.judge.prompts import (
 from evalward.metrics.judge.replies import JudgeReplyError, JudgeVerdict, parse_reply
 from evalward.metrics.judge.spec import JudgeSpec, is_conversation_metric, is_judged, judge_spec
 from evalward.model import AgentOutput, CaseError, CaseResult, EvalCase, Invocation, MetricResult, MetricSpec
+from evalward.store.judge_replies import CachedReply
 
 EXPLANATION_REASONING_CHARS = 600
 """How much of the judge's reasoning an explanation quotes (all of it is in `details`)."""

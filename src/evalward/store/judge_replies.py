@@ -8,14 +8,18 @@ writing the same reply cannot conflict: the first one stays.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
 
 
-class StoredReply(NamedTuple):
+@dataclass(frozen=True)
+class CachedReply:
+    """A judge's reply as cached: its text and the tokens it cost when it was first asked."""
+
     text: str
     input_tokens: int | None
     output_tokens: int | None
@@ -38,7 +42,7 @@ class JudgeReplies:
         judge_cache_table.create(engine, checkfirst=True)
         return cls(engine, owns_engine=True)
 
-    def get(self, key: str) -> StoredReply | None:
+    def get(self, key: str) -> CachedReply | None:
         from sqlalchemy import select
 
         from evalward.store.engine import read_transaction
@@ -48,9 +52,9 @@ class JudgeReplies:
             row = conn.execute(
                 select(table.c.reply, table.c.input_tokens, table.c.output_tokens).where(table.c.key == key)
             ).first()
-        return None if row is None else StoredReply(row[0], row[1], row[2])
+        return None if row is None else CachedReply(row[0], row[1], row[2])
 
-    def put(self, key: str, model: str, reply: StoredReply) -> None:
+    def put(self, key: str, model: str, reply: CachedReply) -> None:
         """Store `reply` under `key` unless the key is there already."""
         from evalward.store.engine import write_transaction
         from evalward.store.schema import judge_cache_table as table
