@@ -18,6 +18,7 @@ import click
 from evalward import __version__
 from evalward.cli.common import resources_closed
 from evalward.cli.options import file_size_value
+from evalward.gc_tuning import pause_during_start_up
 
 # name -> (module, attribute, one-line help). The help is here so `--help` needs no imports.
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -152,6 +153,8 @@ def main(argv: list[str] | None = None) -> Any:
     """Console-script entry point: maps evalward errors to exit codes without tracebacks, and any other
     exception to exit 3 with one line (`errors.crash_line`)."""
     # The report and redaction modules are imported only when there is an error to print: `--help` stays fast.
+    if argv is None:
+        pause_during_start_up()  # the console script: see evalward.gc_tuning
     from evalward.errors import EXIT_INTERRUPTED, EvalwardError, InternalError, debug_enabled
 
     args = sys.argv[1:] if argv is None else argv

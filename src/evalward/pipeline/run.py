@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalward import __version__
 from evalward.errors import InfrastructureError, UsageError
+from evalward.gc_tuning import end_start_up
 from evalward.model import CaseResult, CaseSummary, EvalSet, RunResult
 from evalward.model.records import iter_record_keys
 from evalward.pipeline.case_result import EmptyAnswers, build_case_result, finalize, score_outside, warm_up_metrics
@@ -426,6 +427,7 @@ def _run_frozen(main: Callable[[], Any]) -> None:
     of milliseconds at a time once a run holds thousands of results. The results themselves live until the
     end too, so young-generation collections are made rarer (every 10,000 allocations instead of 700);
     collection still happens, so cyclic garbage stays bounded (measured by benchmarks/overhead.py)."""
+    end_start_up()  # the command's start-up is over: its objects are frozen below instead of never scanned
     thresholds = gc.get_threshold()
     gc.freeze()
     gc.set_threshold(RUN_GC_THRESHOLD, *thresholds[1:])
