@@ -16,11 +16,12 @@ from typing import Any
 
 import pytest
 from tests.fakes.openai_server import FakeOpenAI, Reply
+from tests.judging.scored import judge_case
 from tests.judging.test_run_judged import evalward
 
 from evalward.judging.cache import MemoryJudgeCache, SqlJudgeCache
 from evalward.judging.config import JudgeConfig
-from evalward.judging.scoring import Judging, apply_judges
+from evalward.judging.scoring import Judging
 from evalward.metrics.judge.prompts import GROUNDING_SYSTEM, RUBRIC_CONVERSATION_SYSTEM, SEGMENT_SYSTEM
 from evalward.model import (
     AgentOutput,
@@ -28,7 +29,6 @@ from evalward.model import (
     EvalCase,
     IntermediateResponse,
     Invocation,
-    InvocationResult,
     MetricResult,
     MetricSpec,
     ToolCall,
@@ -89,9 +89,7 @@ def one_turn(output: AgentOutput, spec: MetricSpec) -> tuple[EvalCase, list[Agen
 async def judged(
     judging: Judging, case: EvalCase, outputs: list[AgentOutput], specs: list[MetricSpec]
 ) -> tuple[CaseResult, MetricResult]:
-    turns = [InvocationResult(turn=t, query=turn.query) for t, turn in enumerate(case.turns)]
-    unscored = CaseResult(eval_set_id="e", case_id=case.case_id, status="failed", invocations=turns)
-    result = await apply_judges(unscored, case, specs, outputs, judging)
+    result = await judge_case(case, specs, outputs, judging)
     await judging.aclose()
     metric = result.metric(specs[0].name)
     assert metric is not None

@@ -8,13 +8,14 @@ from typing import Any
 
 import pytest
 from tests.fakes.openai_server import FakeOpenAI, Reply
+from tests.judging.scored import judge_case
 
 from evalward.errors import InfrastructureError
 from evalward.judging.cache import MemoryJudgeCache, SqlJudgeCache
 from evalward.judging.config import JudgeConfig
-from evalward.judging.scoring import Judging, apply_judges, judged_specs
+from evalward.judging.scoring import Judging, judged_specs
 from evalward.metrics.judge.prompts import CORRECTNESS_SYSTEM
-from evalward.model import AgentOutput, CaseResult, EvalCase, Invocation, MetricSpec
+from evalward.model import AgentOutput, EvalCase, Invocation, MetricSpec
 
 QUESTION = "How many songs do you have by James Brown?"
 REFERENCE = "We have 20 songs by James Brown"
@@ -26,11 +27,6 @@ def grade(is_correct: bool, reasoning: str = "") -> Reply:
 
 def case() -> EvalCase:
     return EvalCase(case_id="james-brown", turns=[Invocation(query=QUESTION, expected_response=REFERENCE)])
-
-
-def unscored(eval_case: EvalCase) -> CaseResult:
-    """What build_case_result gives a case whose only criterion is judged: no metric, so 'failed'."""
-    return CaseResult(eval_set_id="e2e", case_id=eval_case.case_id, status="failed")
 
 
 def judging_for(fake: FakeOpenAI, store: Any = None, **config: Any) -> Judging:
@@ -46,7 +42,7 @@ async def test_tutorial_grader_flow(fake_openai: FakeOpenAI) -> None:
     judging = judging_for(fake_openai)
     spec = MetricSpec(name="answer_correctness", threshold=1.0)
     outputs = [AgentOutput(response="There are 20 James Brown songs in the store.")]
-    result = await apply_judges(unscored(case()), case(), [spec], outputs, judging)
+    result = await judge_case(case(), [spec], outputs, judging)
     await judging.aclose()
 
     body = fake_openai.completions()[0].body
@@ -74,7 +70,7 @@ async def test_majority_of_five_samples_for_final_response_match_v2(fake_openai:
     fake_openai.responder = lambda body: grade(next(verdicts))
     judging = judging_for(fake_openai)
     spec = MetricSpec(name="final_response_match_v2", threshold=0.5)
-    result = await apply_judges(unscored(case()), case(), [spec], [AgentOutput(response="20")], judging)
+    result = await judge_case(case(), [spec], [AgentOutput(response="20")], judging)
     await judging.aclose()
     metric = result.metric("final_response_match_v2")
     assert metric is not None
@@ -93,12 +89,12 @@ async def test_rerun_on_unchanged_outputs_makes_no_calls(fake_openai: FakeOpenAI
     fake_openai.responder = lambda body: grade(True)
 
     first = judging_for(fake_openai, store=SqlJudgeCache.open(url))
-    before = await apply_judges(unscored(case()), case(), [spec], outputs, first)
+    before = await judge_case(case(), [spec], outputs, first)
     await first.aclose()
     assert len(fake_openai.completions()) == 3  # one request per sample
 
     second = judging_for(fake_openai, store=SqlJudgeCache.open(url))
-    after = await apply_judges(unscored(case()), case(), [spec], outputs, second)
+    after = await judge_case(case(), [spec], outputs, second)
     await second.aclose()
     assert len(fake_openai.completions()) == 3  # zero new requests
     assert second.usage.cached == 3
@@ -106,7 +102,7 @@ async def test_rerun_on_unchanged_outputs_makes_no_calls(fake_openai: FakeOpenAI
 
     # A changed answer is a changed prompt: asked again.
     third = judging_for(fake_openai, store=SqlJudgeCache.open(url))
-    await apply_judges(unscored(case()), case(), [spec], [AgentOutput(response="Twenty.")], third)
+    await judge_case(case(), [spec], [AgentOutput(response="Twenty.")], third)
     await third.aclose()
     assert len(fake_openai.completions()) == 6
 
@@ -117,7 +113,7 @@ async def test_no_cache_flag_asks_again(fake_openai: FakeOpenAI) -> None:
     spec = MetricSpec(name="answer_correctness", threshold=1.0)
     for _ in range(2):
         judging = judging_for(fake_openai, store=cache, cache=False)
-        await apply_judges(unscored(case()), case(), [spec], [AgentOutput(response="20")], judging)
+        await judge_case(case(), [spec], [AgentOutput(response="20")], judging)
         await judging.aclose()
     assert len(fake_openai.completions()) == 2
 
@@ -128,7 +124,7 @@ async def test_unreadable_reply_is_a_judge_error_not_a_zero(fake_openai: FakeOpe
     cache = MemoryJudgeCache()
     judging = judging_for(fake_openai, store=cache)
     spec = MetricSpec(name="answer_correctness", threshold=1.0)
-    result = await apply_judges(unscored(case()), case(), [spec], [AgentOutput(response="20")], judging)
+    result = await judge_case(case(), [spec], [AgentOutput(response="20")], judging)
     await judging.aclose()
     assert result.status == "error"
     assert result.error is not None and result.error.kind == "judge_error"
@@ -145,7 +141,7 @@ async def test_an_unreadable_reply_is_asked_again(fake_openai: FakeOpenAI) -> No
     cache = MemoryJudgeCache()
     judging = judging_for(fake_openai, store=cache)
     spec = MetricSpec(name="answer_correctness", threshold=1.0)
-    result = await apply_judges(unscored(case()), case(), [spec], [AgentOutput(response="20")], judging)
+    result = await judge_case(case(), [spec], [AgentOutput(response="20")], judging)
     await judging.aclose()
     assert result.status == "passed"
     assert len(fake_openai.completions()) == 2
@@ -157,7 +153,7 @@ async def test_server_errors_after_retries_are_judge_errors(fake_openai: FakeOpe
     fake_openai.fail_next(503, 3, retry_after_ms="10")
     judging = judging_for(fake_openai, max_retries=2)
     spec = MetricSpec(name="answer_correctness", threshold=1.0)
-    result = await apply_judges(unscored(case()), case(), [spec], [AgentOutput(response="20")], judging)
+    result = await judge_case(case(), [spec], [AgentOutput(response="20")], judging)
     await judging.aclose()
     assert result.error is not None and result.error.kind == "judge_error"
     assert "HTTP 503" in result.error.message
@@ -182,7 +178,7 @@ async def test_rubric_judge_on_tool_use(fake_openai: FakeOpenAI) -> None:
     )
     judging = judging_for(fake_openai)
     output = AgentOutput(response="20", tool_calls=[{"name": "lookup_track", "args": {"artist": "James Brown"}}])
-    result = await apply_judges(unscored(case()), case(), [spec], [output], judging)
+    result = await judge_case(case(), [spec], [output], judging)
     await judging.aclose()
     metric = result.metric("rubric_based_tool_use_quality_v1")
     assert metric is not None
@@ -195,8 +191,7 @@ async def test_rubric_judge_on_tool_use(fake_openai: FakeOpenAI) -> None:
 async def test_correctness_without_reference_is_not_applicable(fake_openai: FakeOpenAI) -> None:
     judging = judging_for(fake_openai)
     bare = EvalCase(case_id="c", turns=[Invocation(query="hi")])
-    result = await apply_judges(
-        unscored(bare),
+    result = await judge_case(
         bare,
         [MetricSpec(name="answer_correctness", threshold=1.0)],
         [AgentOutput(response="x")],
@@ -214,8 +209,7 @@ async def test_two_turns_mean(fake_openai: FakeOpenAI) -> None:
         turns=[Invocation(query="a", expected_response="20"), Invocation(query="b", expected_response="20")],
     )
     judging = judging_for(fake_openai)
-    result = await apply_judges(
-        unscored(two),
+    result = await judge_case(
         two,
         [MetricSpec(name="answer_correctness", threshold=0.75)],
         [AgentOutput(response="Twenty"), AgentOutput(response="Nineteen")],

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 from tests.fakes.openai_server import FakeOpenAI, Reply
+from tests.judging.scored import judge_case
 
 from evalward.judging.config import JudgeConfig
-from evalward.judging.scoring import Judging, apply_judges
+from evalward.judging.scoring import Judging
 from evalward.loaders.adk_personas import PREBUILT_PERSONAS
 from evalward.metrics.judge.prompts import prompt_identity, user_turn_prompt
 from evalward.metrics.judge.spec import check_judge_options, judge_spec
@@ -36,8 +37,7 @@ def judging_for(fake: FakeOpenAI) -> Judging:
 async def judge(fake: FakeOpenAI, case: EvalCase, spec: MetricSpec) -> CaseResult:
     judging = judging_for(fake)
     try:
-        unscored = CaseResult(eval_set_id="s", case_id=case.case_id, status="failed")
-        return await apply_judges(unscored, case, [spec], outputs(len(case.turns)), judging)
+        return await judge_case(case, [spec], outputs(len(case.turns)), judging)
     finally:
         await judging.aclose()
 

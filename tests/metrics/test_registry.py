@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from evalward.metrics.base import Metric
-from evalward.metrics.registry import JUDGE_METRICS, check_specs, get_metric, known_metric_names, requires_judge
+from evalward.metrics.registry import (
+    JUDGE_METRICS,
+    check_specs,
+    get_metric,
+    known_metric_names,
+    metric_for,
+    requires_judge,
+)
 from evalward.model import MetricSpec
 
 NATIVE = {
@@ -70,8 +77,10 @@ def test_every_known_metric_instantiates_with_a_docstring() -> None:
 def test_get_metric_errors_name_the_known_metrics() -> None:
     with pytest.raises(KeyError, match="unknown metric 'nope'; known metrics: agent_tools_match, agents_match"):
         get_metric("nope")
-    with pytest.raises(KeyError, match="needs a judge model"):
+    # a judged metric is scored by the judge batch's metric, never as an outputs metric
+    with pytest.raises(KeyError, match="scored by its batch's metric: use metric_for"):
         get_metric("final_response_match_v2")
+    assert metric_for(MetricSpec(name="final_response_match_v2")).batch == "judge"
 
 
 def test_requires_judge() -> None:

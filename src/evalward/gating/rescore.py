@@ -9,8 +9,8 @@ sets, criteria and judges — like with like. Per baseline result:
   (the gate lists it as removed, or as changed and not compared);
 - same inputs and the same instrument (content hash, the set's criteria with the judge's identity, the
   scorer's `major.minor`): kept as recorded;
-- otherwise re-scored: the recorded outputs go through `pipeline.build_case_result` and
-  `pipeline.score_outside` (custom metrics, judges — cached replies make a re-judged baseline cost once),
+- otherwise re-scored: the recorded outputs go through `pipeline.score_finished_case` (every criterion:
+  custom metrics, judges — cached replies make a re-judged baseline cost once),
   exactly as a fresh run's would. An agent error stays an agent error; a metric or judge error is scored
   again. Teacher-forced step metrics need the base agent and are kept as recorded. A result that recorded
   no outputs cannot be re-scored and is kept (the gate then sees it as changed).
@@ -103,7 +103,7 @@ async def rescore_baseline(
     cases become a view of the recorded and the re-scored results, so a large baseline is re-scored without
     holding its results (the judges start with the first result that needs them)."""
     from evalward.model.records import Picked
-    from evalward.pipeline import build_case_result, finalize, score_outside, start_judging
+    from evalward.pipeline import finalize, score_finished_case, start_judging
     from evalward.spill import RecordLog
 
     # Where each current case is, not the case: a large set's cases are read back one at a time when used.
@@ -140,9 +140,8 @@ async def rescore_baseline(
                 continue
             if not judging_started:
                 judging, judging_started = await start_judging(prepared, store), True
-            scored = build_case_result(case_run.item, case_run)
-            scored = await score_outside(
-                scored, case_run.item, case_run, None, judging, prepared.options, recorded=result
+            scored = await score_finished_case(
+                case_run.item, case_run, None, judging, prepared.options, recorded=result
             )
             picks[-1] = (1, len(fresh))
             fresh.append(scored, scored.key, scored.status)

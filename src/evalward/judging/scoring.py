@@ -6,7 +6,8 @@ usage counters. The pipeline
    (no model anywhere → InfrastructureError: "not configured");
 2. `probe(judges)`: each endpoint must answer (else InfrastructureError: "unreachable") — both before any
    agent runs, so a judged criterion never ends as a silent pass;
-3. `apply_judges(result, case, specs, outputs, judging)` per finished case.
+3. `score_judged(case, specs, outputs)` per finished case (`metrics.judged.JudgedMetric` calls it: `Judging`
+   is the `metrics.scoring_context.Judge` of a run), and `step_judge(spec)` for judged teacher-forced steps.
 
 Per turn and judged metric (formulas in `evalward.metrics.judge`): the turn's JudgeInput → prompt → s
 samples, each looked up in the cache by `cache_key(model, messages, {parameters, response format,
@@ -39,7 +40,6 @@ from evalward.errors import InfrastructureError
 from evalward.judging.cache import JudgeCache, cache_key
 from evalward.judging.client import JudgeCallError, JudgeClient, JudgeUsage
 from evalward.judging.config import JudgeConfig
-from evalward.judging.merge import merge_metric_results
 from evalward.judging.results import (
     case_result_from_turns,
     judge_error_result,
@@ -47,6 +47,7 @@ from evalward.judging.results import (
     simulated_user_case_result,
     with_verdict,
 )
+from evalward.judging.steps import StepJudging
 from evalward.metrics.judge.fold import fold_samples, sample_details
 from evalward.metrics.judge.hallucinations import (
     ResponseStep,
@@ -70,7 +71,8 @@ from evalward.metrics.judge.prompts import (
 )
 from evalward.metrics.judge.replies import JudgeReplyError, JudgeVerdict, parse_reply
 from evalward.metrics.judge.spec import JudgeSpec, is_conversation_metric, is_judged, judge_spec
-from evalward.model import AgentOutput, CaseError, CaseResult, EvalCase, Invocation, MetricResult, MetricSpec
+from evalward.metrics.scoring_context import CaseScores
+from evalward.model import AgentOutput, CaseError, EvalCase, Invocation, MetricResult, MetricSpec
 from evalward.store.judge_replies import CachedReply
 
 EXPLANATION_REASONING_CHARS = 600
@@ -446,6 +448,18 @@ class Judging:
             details=details,
         )
 
+    async def score_judged(
+        self, case: EvalCase, specs: Sequence[MetricSpec], outputs: Sequence[AgentOutput]
+    ) -> CaseScores:
+        """Every judged criterion of `specs` on the case's answered turns (`metrics.scoring_context.Judge`)."""
+        case_results, turn_results, error = await self.score_case(case, specs, outputs)
+        return CaseScores(case_results, turn_results, error)
+
+    def step_judge(self, spec: MetricSpec) -> StepJudging | None:
+        """The judge of a step criterion with `match: judge`; None when no model is configured for it."""
+        judge = self.resolve(spec)
+        return None if judge is None else StepJudging(self, judge)
+
     async def score_case(
         self, case: EvalCase, specs: Sequence[MetricSpec], outputs: Sequence[AgentOutput]
     ) -> tuple[list[MetricResult], dict[int, list[MetricResult]], CaseError | None]:
@@ -497,20 +511,6 @@ class Judging:
                     kind="judge_error", message=f"{metric_spec.name}: {case_result.explanation}", turn=errored_turn
                 )
         return case_results, turn_results, error
-
-
-async def apply_judges(
-    result: CaseResult,
-    case: EvalCase,
-    specs: Sequence[MetricSpec],
-    outputs: Sequence[AgentOutput],
-    judging: Judging,
-) -> CaseResult:
-    """`result` with every judged metric of `specs` scored on `outputs` and its status recomputed."""
-    if not outputs or not any(is_judged(s.name) for s in specs):
-        return result
-    case_results, turn_results, error = await judging.score_case(case, specs, outputs)
-    return merge_metric_results(result, case_results, turn_results, error)
 
 
 def _step_details(checked: _CheckedStep) -> dict[str, Any]:

@@ -11,22 +11,46 @@ no credit: the turn's step metrics become a judge error, never a zero.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from evalward.judging.scoring import Judging, ResolvedJudge
 from evalward.metrics import stepwise as sw
+from evalward.metrics.scoring_context import JudgedSteps
 from evalward.metrics.step_judge import answer_prompt, calls_prompt
+
+if TYPE_CHECKING:  # `judging.scoring` imports this module
+    from evalward.judging.scoring import Judging, ResolvedJudge
 
 
 @dataclass(frozen=True)
-class JudgedSteps:
-    """c_1 … c_N with their notes and per-step judge details, or the judge error that stopped them."""
+class StepJudging:
+    """The run's judge bound to the step criterion with `match: judge` (`metrics.scoring_context.StepJudge`)."""
 
-    credits: list[float] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    details: list[dict[str, Any]] = field(default_factory=list)
-    error: str | None = None
+    judging: Judging
+    judge: ResolvedJudge
+
+    @property
+    def metric(self) -> str:
+        return self.judge.spec.metric
+
+    async def credits(
+        self,
+        reference: sw.Reference,
+        actions: Sequence[sw.NextAction],
+        *,
+        request: str,
+        reference_answer: str | None,
+        final_check: sw.FinalCheck,
+    ) -> JudgedSteps:
+        return await judged_credits(
+            reference,
+            actions,
+            request=request,
+            reference_answer=reference_answer,
+            final_check=final_check,
+            judging=self.judging,
+            judge=self.judge,
+        )
 
 
 def _verdict(result_details: dict[str, Any], ok: bool, similar: bool) -> str:

@@ -1,17 +1,31 @@
 """The one contract every metric implements, and the context objects it reads.
 
-A metric scores either one turn (`scope = "turn"`; the case score then folds the turns it applies to by
-`turn_aggregate`: their mean by default, as ADK does) or a whole case (`scope = "case"`: state, latency,
-cost). It returns a `Score` or None when the case carries no expectation it needs, or the value it reads was
-not recorded (reported as `not_applicable` with the metric's `not_applicable` reason, never a pass).
+Every criterion is scored through `Metric.evaluate(specs, ctx) -> CaseScores` (async): `ctx` is the finished
+case × repetition with its handles (`metrics.scoring_context.ScoringContext`: a judge, the agent for teacher forcing,
+the recorded result when a stored run is re-scored). The registry maps each criterion to its metric; the
+criteria of one `batch` are scored in one call because they share work, and the batches run in
+`evaluation.BATCHES` order (`metrics.evaluation.score_case_run`):
+
+- `outputs` (this class's own `evaluate`): metrics that read only what the agent returned. Such a metric
+  implements `score_turn` (`scope = "turn"`; the case score then folds the turns it applies to by
+  `turn_aggregate`: their mean by default, as ADK does) or `score_case` (`scope = "case"`: state, latency,
+  cost), returning a `Score`, or None when the case carries no expectation it needs or the value it reads was
+  not recorded (reported as `not_applicable` with the metric's `not_applicable` reason, never a pass);
+- `teacher_forcing` (`metrics.teacher_forcing`): the step metrics, from more calls to the agent;
+- `user_code` (`metrics.custom`): ADK custom metrics and user evaluators, possibly async;
+- `judge` (`metrics.judged`): LLM-judged metrics, through the run's judge.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from evalward.model import AgentOutput, EvalCase, Invocation, MetricSpec, Usage
+
+if TYPE_CHECKING:
+    from evalward.metrics.scoring_context import CaseScores, ScoringContext
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,7 +83,8 @@ has one (ADK's `token_usage_v1` average)."""
 
 
 class Metric:
-    """Base class: subclasses set `name`, `scope`, and implement `score_turn` or `score_case`."""
+    """Base class (module docstring): a metric of the `outputs` batch sets `name`, `scope` and implements
+    `score_turn` or `score_case`; a metric of another batch overrides `evaluate`."""
 
     name: ClassVar[str]
     scope: ClassVar[Literal["turn", "case"]] = "turn"
@@ -78,6 +93,11 @@ class Metric:
     turn_aggregate: ClassVar[TurnAggregate] = "mean"
     not_applicable: ClassVar[str] = "not applicable: the case carries no expectation this metric needs"
     """The explanation recorded when the metric returns None."""
+    batch: ClassVar[str] = "outputs"
+    """Criteria whose metrics share a batch are scored by one `evaluate` call (module docstring)."""
+    scores_without_criteria: ClassVar[bool] = False
+    """True when the batch may report results for a case none of whose criteria name it (the step metrics of
+    a turn with reference messages); its `evaluate` is then called with no specs."""
 
     def check_options(self, spec: MetricSpec) -> list[str]:
         """Problems with `spec.options` (unknown keys, wrong types), as messages; empty when valid."""
@@ -88,3 +108,11 @@ class Metric:
 
     def score_case(self, ctx: CaseContext) -> Score | None:
         raise NotImplementedError(f"{self.name} does not score cases")
+
+    async def evaluate(self, specs: Sequence[MetricSpec], ctx: ScoringContext) -> CaseScores:
+        """Score `specs` on the case. For the `outputs` batch: each criterion by its own metric's `score_turn`
+        or `score_case`, folded as `metrics.scoring` says (its error, if any, names the first errored turn);
+        ADK's informational efficiency metrics are added for the ADK formats (`ctx.adk_efficiency`)."""
+        from evalward.metrics.scoring import score_outputs  # the scoring rules import this module
+
+        return score_outputs(specs, ctx)

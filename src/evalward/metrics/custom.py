@@ -40,9 +40,12 @@ import math
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from evalward.model import AgentOutput, EvalCase, MetricResult, MetricSpec, MetricStatus
+from evalward.metrics.base import Metric
+from evalward.metrics.evaluation import replace_or_append
+from evalward.metrics.scoring_context import CaseScores, ScoringContext
+from evalward.model import AgentOutput, CaseError, EvalCase, MetricResult, MetricSpec, MetricStatus
 
 CUSTOM_OPTION = "custom_metric"
 """The option key holding a custom metric's `custom_metrics` entry."""
@@ -399,3 +402,33 @@ async def score_evaluator(
         return [_error(spec, str(exc), "evaluator")], {}
     except Exception as exc:  # the user's evaluator failing is data, never a crash of the run
         return [_error(spec, f"raised {type(exc).__name__}: {exc}", "evaluator")], {}
+
+
+class UserCodeMetric(Metric):
+    """Every criterion declared under `custom_metrics` (ADK custom metrics and user evaluators) as a `Metric`:
+    each is run on the case's answered turns (`score_evaluator`), in criterion order, when the agent answered
+    at least one turn. The first criterion with an `error` result stops the case as a `metric_error` naming
+    that criterion's errored results (a later one's error stays on its own result)."""
+
+    name = "custom_metric"
+    batch: ClassVar[str] = "user_code"
+    description = "ADK custom metrics and user evaluators (`custom_metrics` in test_config.json, `evaluator`)."
+
+    def check_options(self, spec: MetricSpec) -> list[str]:
+        return check_custom_spec(spec)
+
+    async def evaluate(self, specs: Sequence[MetricSpec], ctx: ScoringContext) -> CaseScores:
+        if not ctx.outputs:
+            return CaseScores()
+        case_level: list[MetricResult] = []
+        per_turn: dict[int, list[MetricResult]] = {}
+        error: CaseError | None = None
+        for spec in specs:
+            results, turns = await score_evaluator(spec, ctx.case, ctx.outputs, list(ctx.turn_latencies_s))
+            case_level = replace_or_append(case_level, results)
+            for turn, turn_results in turns.items():
+                per_turn[turn] = replace_or_append(per_turn.get(turn, []), turn_results)
+            errored = [r for r in case_level if r.status == "error"]
+            if error is None and errored:
+                error = CaseError(kind="metric_error", message="; ".join(f"{r.name}: {r.explanation}" for r in errored))
+        return CaseScores(case_level, per_turn, error)

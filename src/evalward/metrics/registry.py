@@ -11,6 +11,10 @@
   `needs_judge(spec)` is true for them too (`metrics.step_judge`);
 - `is_custom(spec)`: ADK custom metrics (`custom_metrics` in test_config.json, `metrics.custom`), run by the
   pipeline after the agent ran (they may be async); `check_specs` imports their functions up front.
+
+Every criterion goes to one `Metric` (`metric_for`); criteria of a batch are scored by one `evaluate` call
+(`metrics.base`, `metrics.evaluation`). `batch_of(spec)` says which: custom first (a `custom_metrics` entry may
+reuse any name), then judged, then step metrics; everything else is scored from the outputs alone.
 """
 
 from __future__ import annotations
@@ -19,7 +23,6 @@ from collections.abc import Sequence
 from importlib import import_module
 
 from evalward.metrics.base import Metric
-from evalward.metrics.stepwise import BOUNDED_METRICS as _BOUNDED_STEP_METRICS
 from evalward.metrics.stepwise import STEPWISE_ALIASES as _STEPWISE_ALIASES
 from evalward.metrics.stepwise import STEPWISE_METRICS as _STEPWISE_NAMES
 from evalward.model import MetricSpec
@@ -138,12 +141,51 @@ def is_custom(spec: MetricSpec) -> bool:
     return _is_custom(spec)
 
 
+# batch -> (module, class) of the metric that scores that batch's criteria (the `outputs` batch: any metric of
+# `_HOMES` can, `Metric.evaluate` dispatching each criterion to its own metric).
+_BATCH_HOMES: dict[str, tuple[str, str]] = {
+    "outputs": ("evalward.metrics.scoring", "OutputMetrics"),
+    "teacher_forcing": ("evalward.metrics.teacher_forcing", "StepMetric"),
+    "user_code": ("evalward.metrics.custom", "UserCodeMetric"),
+    "judge": ("evalward.metrics.judged", "JudgedMetric"),
+}
+
+_BATCH_METRICS: dict[str, Metric] = {}
+
+
+def batch_of(spec: MetricSpec) -> str:
+    """The batch of `spec`'s metric (module docstring)."""
+    if is_custom(spec):
+        return "user_code"
+    if requires_judge(spec.name):
+        return "judge"
+    if is_stepwise(spec.name):
+        return "teacher_forcing"
+    return "outputs"
+
+
+def batch_metric(batch: str) -> Metric:
+    """The metric whose `evaluate` scores `batch`'s criteria (one instance per process: they keep no state)."""
+    metric = _BATCH_METRICS.get(batch)
+    if metric is None:
+        module, attribute = _BATCH_HOMES[batch]
+        metric = _BATCH_METRICS[batch] = getattr(import_module(module), attribute)()
+    return metric
+
+
+def metric_for(spec: MetricSpec) -> Metric:
+    """The metric that scores `spec`: its own for the `outputs` batch (KeyError for an unknown name), else its
+    batch's."""
+    batch = batch_of(spec)
+    return get_metric(spec.name) if batch == "outputs" else batch_metric(batch)
+
+
 def get_metric(name: str) -> Metric:
-    """A new instance of the metric registered as `name`."""
+    """A new instance of the `outputs` metric registered as `name` (`metric_for` gives any criterion's metric)."""
     cls = _metric_class(name)
     if cls is None:
-        if requires_judge(name):
-            raise KeyError(f"metric {name!r} needs a judge model, which evalward does not provide yet")
+        if batch_of(MetricSpec(name=name)) != "outputs":
+            raise KeyError(f"metric {name!r} is scored by its batch's metric: use metric_for")
         raise KeyError(f"unknown metric {name!r}; known metrics: {', '.join(known_metric_names())}")
     return cls()
 
@@ -153,25 +195,11 @@ def check_specs(specs: Sequence[MetricSpec]) -> list[str]:
 
     Judge metrics have their options checked here; whether a judge is available is the caller's question.
     """
-    from evalward.metrics.custom import check_custom_spec
-
     problems: list[str] = []
     for spec in specs:
-        if is_custom(spec):
-            problems.extend(check_custom_spec(spec))
-            continue
-        if requires_judge(spec.name):
-            from evalward.metrics.judge.spec import check_judge_options
-
-            problems.extend(check_judge_options(spec))
-            continue
-        if is_stepwise(spec.name):
-            from evalward.metrics.step_judge import check_step_options
-
-            problems.extend(check_step_options(spec))
-            bounded = spec.name in _BOUNDED_STEP_METRICS
-            if bounded and spec.threshold is not None and not 0.0 <= spec.threshold <= 1.0:
-                problems.append(f"{spec.name}: threshold must be between 0 and 1, found {spec.threshold:g}")
+        batch = batch_of(spec)
+        if batch != "outputs":
+            problems.extend(batch_metric(batch).check_options(spec))
             continue
         cls = _metric_class(spec.name)
         if cls is None:

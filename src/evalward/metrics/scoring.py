@@ -19,10 +19,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from evalward.metrics.base import CaseContext, Metric, Score, TurnContext
 from evalward.metrics.registry import get_metric
+from evalward.metrics.scoring_context import CaseScores, ScoringContext
 from evalward.model import AgentOutput, CaseError, CaseStatus, EvalCase, MetricResult, MetricSpec, MetricStatus, Usage
 
 NO_GATING_METRIC = "no gating metric applied"
@@ -219,3 +220,35 @@ def _fold(case_results: list[MetricResult], turn_results: list[list[MetricResult
     if any(r.status == "passed" for r in case_results):
         return ScoredCase(case_results, turn_results, "passed")
     return ScoredCase(case_results, turn_results, "failed", explanation=NO_GATING_METRIC)
+
+
+def score_outputs(specs: Sequence[MetricSpec], ctx: ScoringContext) -> CaseScores:
+    """The `outputs` batch of a case (`Metric.evaluate`): `score_case` over `specs` (with ADK's efficiency
+    metrics for the ADK formats). A case the agent failed before answering anything has no such results:
+    "not applicable" rows would only hide its error."""
+    from evalward.metrics.usage import with_adk_efficiency
+
+    if ctx.adk_efficiency:
+        specs = with_adk_efficiency(specs)
+    scored = score_case(
+        ctx.case,
+        specs,
+        ctx.outputs,
+        initial_state=ctx.initial_state,
+        final_state=ctx.final_state,
+        latency_s=ctx.latency_s,
+        usage=ctx.usage,
+        turn_latencies_s=ctx.turn_latencies_s,
+    )
+    case_level = [] if ctx.agent_error is not None and not ctx.outputs else scored.metric_results
+    return CaseScores(case_level, dict(enumerate(scored.turn_results)), scored.error)
+
+
+class OutputMetrics(Metric):
+    """The `outputs` batch's metric (`registry.batch_metric`): `Metric.evaluate` sends each criterion to its own
+    metric. It runs for every case, with no criterion too: the fold gives such a case its "no gating metric
+    applied" status, and the ADK formats their efficiency metrics."""
+
+    name = "outputs"
+    scores_without_criteria: ClassVar[bool] = True
+    description = "Metrics scored from the agent's outputs alone."

@@ -5,21 +5,20 @@ plugin and the daemon all call `prepare` + `run_prepared` so a run behaves the s
 
 - `options`: `RunOptions`, `prepare` (load, select cases, apply metric overrides, validate criteria) and the
   run's fingerprint;
-- `case_result`: a finished case × repetition scored into its `CaseResult` (`build_case_result`,
-  `score_outside`), results folded into a run (`finalize`);
+- `case_result`: a finished case × repetition scored into its `CaseResult` (`score_finished_case`, through
+  `metrics.evaluation`), results folded into a run (`finalize`);
 - `run`: `run_prepared` (run, score, store as each case completes), `run_blocking`, `run_pair`.
 
 The names below are the package's face: import them from `evalward.pipeline`. A test that patches one of them
 for the pipeline's own callers patches the module that looks it up (e.g. `evalward.pipeline.run`).
 """
 
+from evalward.metrics.scoring_context import StepwiseMode
 from evalward.pipeline.case_result import (
     EmptyAnswers,
-    build_case_result,
     finalize,
     played_case,
-    score_outside,
-    score_stepwise,
+    score_finished_case,
     warm_up_metrics,
 )
 from evalward.pipeline.options import (
@@ -27,7 +26,6 @@ from evalward.pipeline.options import (
     PassRule,
     PreparedRun,
     RunOptions,
-    StepwiseMode,
     apply_metric_overrides,
     apply_step_mode,
     eval_set_info,
@@ -64,7 +62,6 @@ __all__ = [
     "StepwiseMode",
     "apply_metric_overrides",
     "apply_step_mode",
-    "build_case_result",
     "describe_sets",
     "eval_set_info",
     "finalize",
@@ -78,8 +75,7 @@ __all__ = [
     "run_pair",
     "run_prepared",
     "scenario_sets",
-    "score_outside",
-    "score_stepwise",
+    "score_finished_case",
     "select_run_cases",
     "simulator_settings",
     "start_judging",

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from evalward.errors import EvalFileError, FileProblem, UsageError
+from evalward.metrics.scoring_context import StepwiseMode
 from evalward.model import EvalCase, EvalSet, EvalSetInfo, MetricSpec, RunContext, canonical_hash
 from evalward.model.cases import (
     HAS_EXPECTED_OUTPUTS,
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
 
 PassRule = Literal["per_run", "mean_over_runs"]
 MetricsMode = Literal["add", "replace"]
-StepwiseMode = Literal["auto", "on", "off"]
 
 
 @dataclass

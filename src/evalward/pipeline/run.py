@@ -23,7 +23,7 @@ from evalward.errors import InfrastructureError, UsageError
 from evalward.gc_tuning import end_start_up
 from evalward.model import CaseResult, CaseSummary, EvalSet, RunResult
 from evalward.model.records import iter_record_keys
-from evalward.pipeline.case_result import EmptyAnswers, build_case_result, finalize, score_outside, warm_up_metrics
+from evalward.pipeline.case_result import EmptyAnswers, finalize, score_finished_case, warm_up_metrics
 from evalward.pipeline.options import (
     fingerprint_for,
     scenario_sets,
@@ -220,8 +220,7 @@ async def run_prepared(
     async def on_case_done(case_run: CaseRun) -> None:
         item = case_run.item
         empty_answers.see(item, case_run.outputs)
-        result = build_case_result(item, case_run)
-        result = await score_outside(result, item, case_run, agent, judging, options)
+        result = await score_finished_case(item, case_run, agent, judging, options)
         # Once, as it is recorded: the database, every report and the gate then see only redacted output.
         # The JSON the redaction reads is the one the result log writes (encoded once).
         result, encoded = redact_encoded_model(result, encode_record)

@@ -20,8 +20,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from evalward.backoff import backoff_wait
-from evalward.model import AgentOutput, AgentRequest, Message
+from evalward.model import AgentOutput, AgentRequest, EvalCase, Message
 from evalward.runners.base import Agent, AgentFailure
+from evalward.runners.conversation import Conversation
 
 
 @dataclass(frozen=True)
@@ -76,3 +77,50 @@ async def teacher_forced_steps(
                 )
                 break
     return attempts
+
+
+class AgentTeacher:
+    """The agent under test as teacher forcing's `metrics.scoring_context.Teacher` for one case × repetition: turn t's
+    request is the one the run sent (`runners.conversation`, in a session of its own), its history the turns
+    before as the agent answered them in the run."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        eval_set_id: str,
+        case: EvalCase,
+        repetition: int,
+        outputs: Sequence[AgentOutput],
+        *,
+        timeout_s: float | None,
+        max_retries: int,
+    ) -> None:
+        self._agent = agent
+        self._case = case
+        self._outputs = outputs
+        self._timeout_s = timeout_s
+        self._max_retries = max_retries
+        self._conversation = Conversation.of(eval_set_id, case, repetition, "teacher-forcing")
+        self._requests: list[AgentRequest] = []
+
+    def request(self, turn: int) -> AgentRequest:
+        """Turn `turn`'s request (turns are built in order, each after the one before was answered)."""
+        while len(self._requests) <= turn:
+            built = len(self._requests)
+            if built:
+                self._conversation.answered(self._requests[built - 1], self._outputs[built - 1])
+            query = self._case.turns[built]
+            self._requests.append(self._conversation.request(built, query.query, query.inputs))
+        return self._requests[turn]
+
+    async def next_actions(
+        self, turn: int, lead: Sequence[Message], prefixes: Sequence[Sequence[Message]]
+    ) -> list[StepAttempt]:
+        return await teacher_forced_steps(
+            self._agent,
+            self.request(turn),
+            lead,
+            prefixes,
+            timeout_s=self._timeout_s,
+            max_retries=self._max_retries,
+        )
