@@ -171,7 +171,7 @@ def clustered_trial(rng: random.Random, index: int) -> Verdict:
 
 def history_trial(kind: str) -> Callable[[random.Random, int], Verdict]:
     """Baseline selection through a real SQLite history: the stored base run, then the flow's decision."""
-    from evalward.gating.flow import finish_gate, plan_baseline
+    from evalward._gating.flow import finish_gate, plan_baseline
     from evalward.store import open_store
 
     def trial(rng: random.Random, index: int) -> Verdict:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from evalward.model import AgentOutput, AgentRequest, AgentTarget
-from evalward.pipeline import RunOptions, prepare, run_blocking
+from evalward._pipeline import RunOptions, prepare, run_blocking
 
 
 class SleepyAgent:

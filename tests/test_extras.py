@@ -27,7 +27,7 @@ def hide(monkeypatch: pytest.MonkeyPatch, *modules: str) -> None:
 
 @pytest.mark.parametrize("missing", ["starlette", "uvicorn", "jwt", "cryptography"])
 def test_serve_names_the_server_extra(monkeypatch: pytest.MonkeyPatch, missing: str) -> None:
-    from evalward.cli.serve_cmd import require_server_extra
+    from evalward._cli.serve_cmd import require_server_extra
 
     require_server_extra()  # everything present: no complaint
     hide(monkeypatch, missing)

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from tests.fakes.cases import make_case, make_set
 
+from evalward._pipeline import EmptyAnswers, RunOptions, prepare, run_blocking
 from evalward.metrics.aggregate import summarize_run
 from evalward.model import AgentOutput, AgentRequest, AgentTarget
-from evalward.pipeline import EmptyAnswers, RunOptions, prepare, run_blocking
 from evalward.runners.executor import WorkItem
 from evalward.testing import evaluate
 
@@ -131,7 +131,7 @@ def test_an_output_the_case_expects_is_not_an_empty_answer() -> None:
 def test_results_wait_for_a_slow_history_writer_and_a_dead_one_stops_the_run() -> None:
     # The history queue is bounded: a finished result waits while it is full (memory stays flat when the agent
     # outruns the database), and when the writer dies instead of draining it, its error ends the wait.
-    from evalward.pipeline.run import _hand_to_writer
+    from evalward._pipeline.run import _hand_to_writer
 
     async def scenario() -> list[str]:
         seen: list[str] = []

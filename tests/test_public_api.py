@@ -64,3 +64,17 @@ def test_the_readme_and_the_examples_import_only_the_public_api() -> None:
             if f"evalward.{match.group(1)}" not in PUBLIC_MODULES:
                 wrong.append(f"{path.relative_to(ROOT)}: {match.group(0)}")
     assert wrong == []
+
+
+def test_the_machinery_is_marked_private() -> None:
+    """The glue that may import everything (the "everything" rows of the import table) is the machinery behind
+    the commands, the Action and the daemon: its packages are private (`_cli`, `_ci`, `_server`, …), like
+    inspect_ai's; the public pytest API (`testing`) is the one exception."""
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    glue = [
+        row.split("|")[1].strip().strip("`")
+        for row in text.splitlines()
+        if row.startswith("| `") and row.rstrip().endswith("| everything |")
+    ]
+    assert glue and all(name.startswith("_") for name in glue if name != "testing"), glue
+    assert {path.name for path in (ROOT / "src" / "evalward").iterdir()} >= {"_cli", "_ci", "_server", "_pipeline"}

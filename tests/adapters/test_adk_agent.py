@@ -78,7 +78,7 @@ def adk_scores() -> dict[str, dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def evalward_run(adk_scores: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    from evalward.cli.main import cli
+    from evalward._cli.main import cli
 
     out = tmp_path_factory.mktemp("adk") / "run.json"
     result = CliRunner().invoke(

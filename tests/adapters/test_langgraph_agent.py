@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from evalward._pipeline import RunOptions, prepare, run_prepared
 from evalward.model import AgentOutput, AgentRequest, RunResult, ToolCall
-from evalward.pipeline import RunOptions, prepare, run_prepared
 from evalward.runners import AgentFailure, AgentStartError
 from evalward.runners.langgraph_agent import LangGraphAgent, LangGraphOptions
 

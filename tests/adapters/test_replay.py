@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from tests.traces.otlp_builders import export, multi_agent_turn
 
+from evalward._pipeline import RunOptions, prepare, run_prepared
 from evalward.model import AgentRequest, RunResult
-from evalward.pipeline import RunOptions, prepare, run_prepared
 from evalward.run_json import render_json
 from evalward.runners import AgentFailure, make_agent
 from evalward.runners.replay import ReplayAgent, eval_set_of
@@ -137,7 +137,7 @@ def test_a_missing_recording_file_is_a_start_error(tmp_path: Path) -> None:
 def test_cli_run_with_replay_exits_1_on_a_missing_case_and_names_it(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
-    from evalward.cli.main import cli
+    from evalward._cli.main import cli
 
     evals = write(tmp_path / "shop.evalward.yaml", EVAL_SET)
     traces = write(tmp_path / "traces.json", json.dumps(export(multi_agent_turn("1" * 32, case_id="refund_42"))))

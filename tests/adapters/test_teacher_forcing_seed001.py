@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from evalward._pipeline import RunOptions, prepare, run_prepared
 from evalward.model import AgentOutput, AgentRequest, Message, RunResult, ToolCall
-from evalward.pipeline import RunOptions, prepare, run_prepared
 from evalward.runners.langgraph_agent import LangGraphAgent
 
 GRAPHS = Path(__file__).resolve().parent / "graphs"

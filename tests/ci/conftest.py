@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from evalward.ci import CiOptions, CiResult, run_ci
+from evalward._ci import CiOptions, CiResult, run_ci
 from evalward.github import GitHubClient
 from fakes.github_server import FakeGitHub
 from github.contract import check_requests

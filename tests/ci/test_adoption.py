@@ -118,7 +118,7 @@ def test_pull_request_target_runs_when_the_workflow_opted_in(workspace: Workspac
 
 
 def test_an_invalid_consent_is_bad_input() -> None:
-    from evalward.ci import CiOptions
+    from evalward._ci import CiOptions
     from evalward.errors import UsageError
 
     with pytest.raises(UsageError, match="expected exactly 'i-understand-this-runs-untrusted-code'"):

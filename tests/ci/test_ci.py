@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from evalward.ci import CiResult, report_from_artifact, run_ci
+from evalward._ci import CiResult, report_from_artifact, run_ci
 from evalward.errors import UsageError
 
 from .conftest import (

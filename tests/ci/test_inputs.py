@@ -7,8 +7,8 @@ import os
 import pytest
 from click.testing import CliRunner
 
-from evalward.ci import apply_action_inputs, decide_exit, parse_fail_on, recorded_verdict
-from evalward.cli.main import cli
+from evalward._ci import apply_action_inputs, decide_exit, parse_fail_on, recorded_verdict
+from evalward._cli.main import cli
 from evalward.errors import UsageError
 from evalward.model.verdict import Finding, Verdict
 

@@ -15,10 +15,10 @@ import click
 import pytest
 import yaml
 
-from evalward.ci import ACTION_INPUTS
-from evalward.cli.ci_cmd import ci_command
-from evalward.cli.run_cmd import run_command
-from evalward.run_values import RunValues
+from evalward._ci import ACTION_INPUTS
+from evalward._cli.ci_cmd import ci_command
+from evalward._cli.run_cmd import run_command
+from evalward._run_values import RunValues
 from evalward.testing import evaluate
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -243,8 +243,8 @@ def test_readme_documents_every_input() -> None:
 
 
 def test_baseline_run_is_one_option_of_ci_and_gate_carried_to_ci_options() -> None:
-    from evalward.ci import CiOptions
-    from evalward.cli.gate_cmd import gate_command
+    from evalward._ci import CiOptions
+    from evalward._cli.gate_cmd import gate_command
 
     for command in (ci_command, gate_command):
         param = options_of(command)["--baseline-run"]

@@ -16,8 +16,8 @@ import httpx
 import pytest
 
 from evalward import remote_history
-from evalward.server.app import create_app
-from evalward.server.tokens import hash_token
+from evalward._server.app import create_app
+from evalward._server.tokens import hash_token
 from evalward.store import open_store
 from server.conftest import make_settings
 from server.live import LiveServer

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from evalward.ci import Rendered, decide_exit, read_artifact, render_outcome
+from evalward._ci import Rendered, decide_exit, read_artifact, render_outcome
 
 HERE = Path(__file__).resolve().parent
 ARTIFACT = HERE / "data" / "regression-artifact"

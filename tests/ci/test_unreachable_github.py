@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import socket
 
-from evalward.ci import GITHUB_RETRY_BUDGET_S, default_client
+from evalward._ci import GITHUB_RETRY_BUDGET_S, default_client
 from evalward.github.actions import ActionsEnv
 from evalward.github.client import GitHubClient
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from evalward.cli.main import cli, main
+from evalward._cli.main import cli, main
 
 
 def test_new_metrics_are_listed_with_direction_and_summary() -> None:

@@ -16,7 +16,7 @@ DICE = Path(__file__).resolve().parents[2] / "examples" / "dice_agent"
 PROBE = (
     "import atexit, gc, sys\n"
     "atexit.register(lambda: print(repr(gc.get_freeze_count() > 0), file=sys.stderr))\n"
-    "from evalward.cli.main import main\n"
+    "from evalward._cli.main import main\n"
     "sys.argv = ['evalward', *sys.argv[1:]]\n"
     "main()\n"
 )

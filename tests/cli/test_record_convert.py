@@ -8,7 +8,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from evalward.cli.main import cli
+from evalward._cli.main import cli
 from evalward.loaders import load_paths
 from evalward.model import ToolCall
 

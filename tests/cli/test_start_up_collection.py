@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from evalward import gc_tuning
-from evalward.cli.main import main
+from evalward._cli.main import main
 
 AGENT = """
 import gc
@@ -74,7 +74,7 @@ def test_the_agent_runs_with_the_collector_on(tmp_path: Path) -> None:
     """The console script's pause has ended by the time the agent is called: its response says so and is scored."""
     (tmp_path / "agent.py").write_text(AGENT, encoding="utf-8")
     (tmp_path / "set.json").write_text(EVAL_SET, encoding="utf-8")
-    probe = "import sys\nfrom evalward.cli.main import main\nsys.argv = ['evalward', *sys.argv[1:]]\nmain()\n"
+    probe = "import sys\nfrom evalward._cli.main import main\nsys.argv = ['evalward', *sys.argv[1:]]\nmain()\n"
     completed = subprocess.run(
         [sys.executable, "-c", probe, "run", "set.json", "--agent", "agent.py:agent", "--json", "out.json",
          "--metric", "response_match_score=1", "--metrics-mode", "replace", "--no-history"],

@@ -30,7 +30,7 @@ def loaded_after(args: list[str], watched: tuple[str, ...], cwd: Path) -> list[s
     """The modules of `watched` that `evalward ARGS` (run in a fresh interpreter) has imported when it ends."""
     probe = (
         "import sys\n"
-        "from evalward.cli.main import main\n"
+        "from evalward._cli.main import main\n"
         "try:\n"
         f"    main({args!r})\n"
         "except SystemExit:\n"
@@ -54,7 +54,7 @@ def imported_with(module: str) -> set[str]:
 def test_help_imports_none_of_the_heavy_modules() -> None:
     probe = (
         "import sys\n"
-        "from evalward.cli.main import main\n"
+        "from evalward._cli.main import main\n"
         "try:\n"
         "    main(['--help'])\n"
         "except SystemExit:\n"

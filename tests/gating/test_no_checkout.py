@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from tests.server.runs import dice_run
 
+from evalward._gating import gate_run
 from evalward.gate import GatePolicy
-from evalward.gating import gate_run
 from evalward.store import Store, open_store
 
 BASE, HEAD = "a" * 40, "b" * 40

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from evalward.cli.main import cli
+from evalward._cli.main import cli
 
 CASES = 60
 REPEAT = 3

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from tests.server.daemon import app_keys
 
+from evalward._server.redeliver import RedeliveryReport, failed_deliveries, redeliver_failed
 from evalward.github import WRITE_PERMISSIONS, GitHubClient, GitHubError, app_jwt
-from evalward.server.redeliver import RedeliveryReport, failed_deliveries, redeliver_failed
 from fakes.github_server import FakeGitHub
 
 from .conftest import make_client

@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 from tests.fakes.openai_server import FakeOpenAI, Reply
 
+from evalward._pipeline import RunOptions, prepare, run_prepared
 from evalward.judging.config import JudgeConfig
 from evalward.metrics.registry import check_specs, needs_judge
 from evalward.metrics.step_judge import STEP_ANSWER_SYSTEM, STEP_CALLS_SYSTEM, calls_prompt
 from evalward.model import MetricSpec, RunResult, ToolCall
-from evalward.pipeline import RunOptions, prepare, run_prepared
 
 GRAPHS = Path(__file__).resolve().parents[1] / "adapters" / "graphs"
 AGENT_FILE = GRAPHS / "search_agent.py"

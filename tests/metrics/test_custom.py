@@ -162,7 +162,7 @@ def _project(tmp_path: Path, function: str) -> Path:
 
 
 def _run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    from evalward.cli.main import main
+    from evalward._cli.main import main
 
     with pytest.raises(SystemExit) as exited:
         main(args)

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from evalward._pipeline import parse_metric_option
 from evalward.metrics.custom import score_evaluator
 from evalward.model import AgentOutput, EvalCase, Invocation, MetricSpec
-from evalward.pipeline import parse_metric_option
 
 # Written to tmp_path; each module's text is fixed, so a module imported by an earlier test is the same code.
 LANGSMITH_STYLE = """
@@ -105,7 +105,7 @@ THREE = {
 
 
 def _run(project: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, str, dict[str, Any]]:
-    from evalward.cli.main import main
+    from evalward._cli.main import main
 
     report = project / "r.json"
     report.unlink(missing_ok=True)
@@ -283,7 +283,7 @@ def test_a_native_yaml_metric_names_an_evaluator(project: Path, capsys: pytest.C
         "  - {id: paris, inputs: {question: 'capital?', response: Paris}, expect: {response: Paris}}\n",
         encoding="utf-8",
     )
-    from evalward.cli.main import main
+    from evalward._cli.main import main
 
     with pytest.raises(SystemExit) as exited:
         main(["run", "qa.eval.yaml", "--agent", "tests.fakes.agents:echo", "--no-history", "--json", "r.json"])

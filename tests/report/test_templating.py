@@ -64,7 +64,7 @@ def test_one_environment_autoescapes_and_refuses_undefined_names() -> None:
 
 def test_the_dashboard_renders_with_the_same_environment() -> None:
     pytest.importorskip("starlette")
-    from evalward.server.dashboard import templates
+    from evalward._server.dashboard import templates
 
     assert templates().env is environment()
 

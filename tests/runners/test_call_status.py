@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from tests.fakes.http_agent import FakeHttpAgent
 
-from evalward.cli.main import main
+from evalward._cli.main import main
 
 CALLS = [
     {"name": "lookup", "args": {"order": 2}, "status": "error", "result": "order 2 not found"},

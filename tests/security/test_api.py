@@ -15,7 +15,7 @@ import httpx
 import pytest
 from tests.server.daemon import REPO, Daemon, start_daemon
 
-from evalward.server.tokens import hash_token
+from evalward._server.tokens import hash_token
 
 UPLOAD_TOKEN = "upload-token-for-tests"
 
@@ -94,7 +94,7 @@ def test_a_bug_is_a_logged_500_whose_answer_names_no_detail(
         raise RuntimeError("secret detail ghp_" + "x" * 36)
 
     monkeypatch.setattr(JobQueue, "list_jobs", broken)
-    with caplog.at_level(logging.ERROR, logger="evalward.server"):
+    with caplog.at_level(logging.ERROR, logger="evalward._server"):
         response = api.http.get("/api/v1/jobs")
     assert response.status_code == 500
     assert response.json()["error"]["message"] == "internal error; see the server log"

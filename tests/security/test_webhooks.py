@@ -16,8 +16,8 @@ import pytest
 from tests.server.conftest import delivery_headers, example
 from tests.server.daemon import INSTALLATION, REPO, Daemon, pr_event, start_daemon
 
+from evalward._server.settings import ServerSettings
 from evalward.identifiers import InvalidIdentifier
-from evalward.server.settings import ServerSettings
 
 INJECTED_SHA = "--upload-pack=touch PWNED;git-upload-pack"
 
@@ -83,7 +83,7 @@ def test_identifiers_that_are_options_or_paths_are_400_and_never_queued(
 
 def test_the_worker_checks_the_sha_again_right_before_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A job row that holds an option (written to the database by anything but the webhook) reaches no git."""
-    from evalward.server.workspace import checkout
+    from evalward._server.workspace import checkout
 
     monkeypatch.chdir(tmp_path)
     origin = tmp_path / "origin.git"
@@ -121,14 +121,14 @@ def test_clone_urls_on_the_configured_api_host_and_allowed_file_urls_are_accepte
 
 
 def test_git_only_speaks_https_unless_file_clones_are_allowed() -> None:
-    from evalward.server.workspace import git_env
+    from evalward._server.workspace import git_env
 
     assert git_env(None)["GIT_ALLOW_PROTOCOL"] == "https"
     assert git_env(None, allow_file=True)["GIT_ALLOW_PROTOCOL"] == "https:file"
 
 
 def test_the_base_side_refuses_a_merge_base_that_is_not_exactly_a_sha(tmp_path: Path) -> None:
-    from evalward.gating.base_side import BaseSideUnavailable, base_checkout
+    from evalward._gating.base_side import BaseSideUnavailable, base_checkout
 
     for bad in (INJECTED_SHA, "a" * 40 + "\n", "-" + "a" * 39):
         with pytest.raises(BaseSideUnavailable, match="not a full commit SHA"), base_checkout(tmp_path, bad):

@@ -17,9 +17,9 @@ import httpx
 import pytest
 from tests.fakes.postgres import fresh_schema, throwaway_database
 
-from evalward.server.app import create_app
-from evalward.server.settings import ServerSettings
-from evalward.server.webhooks import signature
+from evalward._server.app import create_app
+from evalward._server.settings import ServerSettings
+from evalward._server.webhooks import signature
 from evalward.store import Store, open_store
 
 if TYPE_CHECKING:

@@ -26,8 +26,8 @@ from tests.github.contract import check_requests
 from tests.server.conftest import delivery_headers, example, make_settings
 from tests.server.live import LiveServer
 
-from evalward.server.app import create_app
-from evalward.server.runtime import build_pool
+from evalward._server.app import create_app
+from evalward._server.runtime import build_pool
 from evalward.store import open_store
 from evalward.store.job_queue import JobQueue, JobView
 

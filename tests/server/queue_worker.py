@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from evalward.server.worker import JobContext, Worker, WorkerOptions
+from evalward._server.worker import JobContext, Worker, WorkerOptions
 from evalward.store import open_store
 from evalward.store.job_queue import JobQueue
 

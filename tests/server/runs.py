@@ -12,8 +12,8 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from evalward._pipeline import RunOptions, prepare, run_prepared
 from evalward.model import RunContext, RunResult
-from evalward.pipeline import RunOptions, prepare, run_prepared
 from evalward.store import Store
 
 DICE = Path(__file__).resolve().parents[2] / "examples" / "dice_agent"

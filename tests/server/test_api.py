@@ -11,9 +11,9 @@ import pytest
 from tests.server.conftest import make_settings
 from tests.server.runs import dice_run, t
 
+from evalward._server.app import create_app
+from evalward._server.tokens import hash_token
 from evalward.run_json import render_json
-from evalward.server.app import create_app
-from evalward.server.tokens import hash_token
 from evalward.store import Store, open_store
 from evalward.store.job_queue import JobQueue, JobSpec
 

@@ -10,7 +10,7 @@ import httpx
 import pytest
 from tests.server.conftest import WEBHOOKS, delivery_headers, example, make_settings
 
-from evalward.server.app import create_app
+from evalward._server.app import create_app
 from evalward.store import Store
 from evalward.store.job_queue import JobQueue
 

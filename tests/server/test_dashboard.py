@@ -17,8 +17,8 @@ from tests.server.conftest import make_settings
 from tests.server.live import LiveServer
 from tests.server.runs import dice_run, t
 
-from evalward.server.app import create_app
-from evalward.server.tokens import hash_token
+from evalward._server.app import create_app
+from evalward._server.tokens import hash_token
 from evalward.store import open_store
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "server"

@@ -19,8 +19,8 @@ from tests.server.conftest import delivery_headers, example, make_settings
 from tests.server.live import LiveServer
 from tests.server.runs import dice_project
 
-from evalward.server.app import create_app
-from evalward.server.runtime import build_pool
+from evalward._server.app import create_app
+from evalward._server.runtime import build_pool
 from evalward.store import open_store
 from evalward.store.job_queue import JobQueue
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import socket
 
-from evalward.server.listen import listening_socket
+from evalward._server.listen import listening_socket
 
 
 async def test_connections_accepted_on_the_listening_socket_have_nagle_switched_off() -> None:

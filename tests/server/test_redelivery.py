@@ -18,9 +18,9 @@ from tests.server.conftest import SECRET, delivery_headers, make_settings
 from tests.server.live import LiveServer
 from tests.server.test_write_access import INSTALLATION, KEYS, REPO, pr_event
 
-from evalward.server.app import create_app
-from evalward.server.redeliver import start_redelivery
-from evalward.server.settings import ServerSettings, load_settings
+from evalward._server.app import create_app
+from evalward._server.redeliver import start_redelivery
+from evalward._server.settings import ServerSettings, load_settings
 from evalward.store import Store, open_store
 from evalward.store.job_queue import JobQueue
 

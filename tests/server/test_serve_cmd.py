@@ -17,10 +17,10 @@ import pytest
 from click.testing import CliRunner
 from tests.server.conftest import SECRET, delivery_headers
 
-from evalward.cli.main import cli
+from evalward._cli.main import cli
+from evalward._server.settings import load_settings
+from evalward._server.tokens import hash_token, token_matches
 from evalward.errors import EvalFileError
-from evalward.server.settings import load_settings
-from evalward.server.tokens import hash_token, token_matches
 
 
 def test_new_token_prints_a_token_and_its_hash() -> None:

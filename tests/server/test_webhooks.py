@@ -7,8 +7,8 @@ import copy
 import pytest
 from tests.server.conftest import SECRET, example
 
+from evalward._server.webhooks import plan_delivery, signature, verify_signature
 from evalward.github.events import EventPayloadError
-from evalward.server.webhooks import plan_delivery, signature, verify_signature
 
 DOCS_VECTOR = "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from evalward.server.worker import JobContext, RetryableJobError, Worker, WorkerOptions, WorkerPool
+from evalward._server.worker import JobContext, RetryableJobError, Worker, WorkerOptions, WorkerPool
 from evalward.store import open_store
 from evalward.store.job_queue import JobQueue, JobSpec
 

@@ -120,7 +120,7 @@ def test_a_label_from_someone_without_write_access_releases_nothing_but_a_rerun_
 
 
 def test_permission_answers_are_cached_briefly_per_repository_and_user(tmp_path: Path) -> None:
-    from evalward.server.github_access import GitHubAccess
+    from evalward._server.github_access import GitHubAccess
 
     now = [1000.0]
     with FakeGitHub() as github:
@@ -139,8 +139,8 @@ def test_permission_answers_are_cached_briefly_per_repository_and_user(tmp_path:
 
 
 def _handlers(tmp_path: Path, github: FakeGitHub, store: Any, **overrides: Any) -> Any:
-    from evalward.server.evaluate import Handlers
-    from evalward.server.github_access import GitHubAccess
+    from evalward._server.evaluate import Handlers
+    from evalward._server.github_access import GitHubAccess
 
     values: dict[str, Any] = {
         "github_app_id": github.app_id, "github_private_key": KEYS[0], "github_api_url": github.url,
@@ -168,7 +168,7 @@ def _claim(queue: JobQueue, sha: str, number: int) -> Any:
 
 
 def test_a_job_superseded_while_running_completes_its_check_run_as_cancelled(tmp_path: Path) -> None:
-    from evalward.server.worker import JobAborted, JobContext
+    from evalward._server.worker import JobAborted, JobContext
 
     with FakeGitHub(app_public_key=KEYS[1]) as github, open_store(f"sqlite:///{tmp_path / 's.db'}") as store:
         handlers = _handlers(tmp_path, github, store)
@@ -194,7 +194,7 @@ def test_a_job_superseded_while_running_completes_its_check_run_as_cancelled(tmp
 
 
 def test_an_unexpected_error_completes_the_check_run_as_a_failure(tmp_path: Path) -> None:
-    from evalward.server.worker import JobContext
+    from evalward._server.worker import JobContext
 
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("x")

@@ -9,7 +9,7 @@ from pathlib import Path
 from click.testing import CliRunner
 from tests.traces.otlp_builders import export, multi_agent_turn
 
-from evalward.cli.import_traces_cmd import import_traces_command
+from evalward._cli.import_traces_cmd import import_traces_command
 from evalward.store import open_store
 
 EVAL_SET = textwrap.dedent(
@@ -106,7 +106,7 @@ def test_a_case_attribute_that_matches_nothing_is_a_usage_error(tmp_path: Path) 
 
 
 def test_case_ids_are_counted_and_the_first_few_shown_without_holding_them_all() -> None:
-    from evalward.cli.import_traces_cmd import first_sorted
+    from evalward._cli.import_traces_cmd import first_sorted
 
     assert first_sorted(iter(["e", "b", "g", "a", "f", "c", "d"]), shown=3) == (7, ["a", "b", "c"])
     assert first_sorted(iter([])) == (0, [])

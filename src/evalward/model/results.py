@@ -244,7 +244,7 @@ class RunContext(BaseModel):
     group_id: str | None = Field(default=None, description="Shards of one logical run share a group id.")
     base_side_for: str | None = Field(
         default=None,
-        description="Set on a base side run on demand (`evalward.gating.base_side`): the commit whose gate made it. "
+        description="Set on a base side run on demand (`evalward._gating.base_side`): the commit whose gate made it. "
         "Such a run is a baseline for later pull requests, never the run `--run latest` means.",
     )
 

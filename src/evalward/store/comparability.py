@@ -8,7 +8,7 @@ to refuse a baseline. The **instrument** is the eval set, the metrics and the gr
   case (`input_overlap`); a different input hash is a different case, run on the base side on demand;
 - expectations, criteria (thresholds, match types, options, the judge's identity) and the scorer version
   change only how recorded outputs are scored, so a baseline measured with another instrument is
-  **re-scored** from its recorded outputs under the current one (`evalward.gating.rescore`);
+  **re-scored** from its recorded outputs under the current one (`evalward._gating.rescore`);
   `instrument_differences` says what differs, for the report.
 
 `comparability_key(run)` is sha256 of the instrument (criteria per eval set, scorer `major.minor`). It is

@@ -4,7 +4,7 @@ Merging (`merged_run`): case results are concatenated (a later result for the sa
 repetition replaces an earlier one, with a warning); eval sets are united by id; the agent is the common
 one, or `kind="mixed"` naming every target; the pass rule and repetitions are the first run's and the
 largest; the fingerprint hashes the component fingerprints; summaries and the verdict are recomputed by
-`pipeline.finalize`, so the file gates exactly as the separate runs would together.
+`_pipeline.finalize`, so the file gates exactly as the separate runs would together.
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ def merged_run(collected: list[RunResult]) -> RunResult:
     """One run holding every case of `collected` (rules in the module docstring)."""
     from datetime import UTC, datetime
 
+    from evalward._pipeline import finalize, new_run_id
     from evalward.model import AgentTarget, CaseResult, EvalSetInfo, canonical_hash
-    from evalward.pipeline import finalize, new_run_id
 
     if len(collected) == 1:
         return collected[0]

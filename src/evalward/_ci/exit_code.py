@@ -1,0 +1,71 @@
+"""What a verdict means for the step: its exit code, its GitHub states and the `regressions` output.
+
+Exit codes (docs/gate.md §6): 0 the gate passed or failed only on what `fail-on` does not name; 1 it failed on a
+named class — `regression` (regression, newly broken, cost, latency findings), `threshold` (threshold,
+must-pass), `inconclusive` (turns on the policy's `strict`) — or on a hard gate (errors, missing cases,
+mismatches, no baseline under `on_missing_baseline = "fail"`) unless `fail-on` is `none`; 2 bad input;
+3 infrastructure, and the verdict `error`: no baseline could be stored or run (`on_missing_baseline =
+"error"`), which no `fail-on` turns into a pass.
+
+`regressions` counts the blocking findings that say the change made things worse: kinds `regression` (a
+gated metric, or a case the gate blocks on), `cost`, `latency`, `threshold` and `must_pass` — whatever
+`fail-on: regression,threshold` can fail on. Errors, missing cases, mismatches and "no baseline" block too
+but are not regressions: the `verdict` output says the gate failed, `regressions` says how many things got
+worse.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from evalward._ci.inputs import FAIL_CLASSES
+from evalward.errors import EXIT_FAILED, EXIT_INFRASTRUCTURE, EXIT_OK
+from evalward.github.publish import GateStates
+from evalward.model.verdict import Verdict
+
+REGRESSION_KINDS = FAIL_CLASSES["regression"] | FAIL_CLASSES["threshold"]
+"""Blocking findings counted by the `regressions` output (module docstring)."""
+ALL_FAIL_CLASSES = frozenset(FAIL_CLASSES)
+"""`fail-on` naming every class: any blocking finding fails (the daemon's rule)."""
+
+
+@dataclass(frozen=True)
+class Decision(GateStates):
+    """What the verdict means for this step under `fail-on` (GitHub's states: `GateStates`)."""
+
+    exit_code: int = EXIT_OK
+    regressions: int = 0
+    failed_on: tuple[str, ...] = ()
+
+
+def count_regressions(verdict: Verdict) -> int:
+    """Blocking findings of the `REGRESSION_KINDS` (module docstring)."""
+    return sum(1 for f in verdict.blocking() if f.kind in REGRESSION_KINDS)
+
+
+def decide_exit(verdict: Verdict, fail_on: Collection[str]) -> Decision:
+    """Map the verdict onto the step's exit code and GitHub states (see the module docstring)."""
+    if verdict.outcome == "error":
+        return Decision(
+            outcome="error",
+            failing=True,
+            exit_code=EXIT_INFRASTRUCTURE,
+            regressions=0,
+            failed_on=("no_baseline",),
+        )
+    named = set().union(*(FAIL_CLASSES[c] for c in fail_on)) if fail_on else set()
+    every_class = set().union(*FAIL_CLASSES.values())
+    failed_on: list[str] = []
+    if verdict.outcome == "fail" and fail_on:
+        for finding in verdict.blocking():
+            if finding.kind in named or finding.kind not in every_class:
+                failed_on.append(finding.kind)
+    failing = bool(failed_on)
+    return Decision(
+        outcome=verdict.outcome,
+        failing=failing,
+        exit_code=EXIT_FAILED if failing else EXIT_OK,
+        regressions=count_regressions(verdict),
+        failed_on=tuple(dict.fromkeys(failed_on)),
+    )

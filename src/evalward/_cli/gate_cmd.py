@@ -1,0 +1,172 @@
+"""`evalward gate` and `evalward compare`: a stored run against its baseline (or any two runs)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from evalward._cli.common import db_option
+from evalward._cli.options import baseline_run_option
+from evalward.errors import EXIT_FAILED, EXIT_OK
+
+
+def _outputs(func: Any) -> Any:
+    func = click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write the verdict as JSON")(func)
+    func = click.option(
+        "--markdown",
+        "markdown_path",
+        type=click.Path(dir_okay=False),
+        help="Write the comparison markdown (PR comment)",
+    )(func)
+    return click.option("--html", "html_path", type=click.Path(dir_okay=False), help="Write an HTML report")(func)
+
+
+@click.command("gate")
+@click.option(
+    "--run",
+    "run_ref",
+    default="latest",
+    show_default=True,
+    envvar="EVALWARD_GATE_RUN",
+    help="The run to gate: a run id or `latest` [env: EVALWARD_GATE_RUN]",
+)
+@click.option(
+    "--baseline",
+    "baseline_spec",
+    default="auto",
+    show_default=True,
+    envvar="EVALWARD_BASELINE",
+    help="auto | RUN_ID | commit:SHA | branch:NAME | none [env: EVALWARD_BASELINE]",
+)
+@baseline_run_option
+@click.option("--base-branch", envvar="EVALWARD_BASE_BRANCH", help="The branch PRs merge into (default: from the run)")
+@click.option("--strict", is_flag=True, envvar="EVALWARD_STRICT", help="An inconclusive verdict fails (exit 1)")
+@click.option(
+    "--on-missing-baseline",
+    type=click.Choice(["error", "absolute", "neutral", "fail"]),
+    envvar="EVALWARD_ON_MISSING_BASELINE",
+    help="A base side exists but no baseline could be stored or run: error (exit 3), absolute (thresholds "
+    "alone), neutral (inconclusive) or fail [default: from the policy, error] [env: EVALWARD_ON_MISSING_BASELINE]",
+)
+@click.option("--allow-mismatch", is_flag=True, help="Compare with an explicit baseline that shares no case")
+@_outputs
+@db_option
+@click.pass_context
+def gate_command(
+    ctx: click.Context,
+    run_ref: str,
+    baseline_spec: str,
+    baseline_run: str,
+    base_branch: str | None,
+    strict: bool,
+    on_missing_baseline: str | None,
+    allow_mismatch: bool,
+    json_path: str | None,
+    markdown_path: str | None,
+    html_path: str | None,
+    db_url: str | None,
+) -> None:
+    """Gate a stored run against its baseline: pass, fail or inconclusive, with every finding explained.
+
+    The baseline is a stored run at the merge-base (re-scored under this run's criteria when they differ),
+    completed by running the base side on demand for the cases no stored run covers (--baseline-run).
+
+    Exit codes: 0 pass or inconclusive, 1 fail (inconclusive too with --strict), 2 bad input
+    (unknown run, mismatched baseline), 3 no baseline could be made, or the database is unreachable.
+    """
+    from evalward._cli.run_cmd import open_history
+    from evalward._gating import gate_run, load_current_run, load_policy
+    from evalward._gating.instrument import load_instrument
+    from evalward.errors import EXIT_INFRASTRUCTURE
+
+    loaded = ctx.obj
+    settings = loaded.settings if loaded is not None else None
+    policy = load_policy(
+        settings.gate if settings else {},
+        config_path=loaded.path if loaded is not None else None,
+        overrides={"strict": True if strict else None, "on_missing_baseline": on_missing_baseline},
+    )
+    store = open_history(db_url or (settings.db if settings else None))
+    current = load_current_run(store, run_ref)
+    instrument = load_instrument(current)
+    if instrument.problem is not None:
+        click.echo(
+            f"note: the baseline is used as recorded, not re-scored or run on demand: {instrument.problem}", err=True
+        )
+    outcome = gate_run(
+        store,
+        current,
+        policy,
+        baseline_spec=baseline_spec,
+        base_branch=base_branch or (settings.base_branch if settings else None),
+        allow_mismatch=allow_mismatch,
+        repo_dir=Path.cwd(),
+        record="gate",
+        instrument=instrument.prepared,
+        baseline_run=baseline_run,  # type: ignore[arg-type]
+    )
+    render_outcome(outcome.current, outcome.verdict, outcome.baseline, json_path, markdown_path, html_path)
+    codes = {"fail": EXIT_FAILED, "error": EXIT_INFRASTRUCTURE}
+    sys.exit(codes.get(outcome.verdict.outcome, EXIT_OK))
+
+
+@click.command("compare")
+@click.argument("baseline_run")
+@click.argument("current_run")
+@_outputs
+@db_option
+@click.pass_context
+def compare_command(
+    ctx: click.Context,
+    baseline_run: str,
+    current_run: str,
+    json_path: str | None,
+    markdown_path: str | None,
+    html_path: str | None,
+    db_url: str | None,
+) -> None:
+    """Compare two stored runs case by case (BASELINE_RUN first), with the gate's paired statistics.
+
+    Exit 1 when a metric regressed beyond noise, else 0.
+    """
+    from evalward._cli.run_cmd import open_history
+    from evalward._gating import load_policy
+    from evalward.gate import compare
+
+    loaded = ctx.obj
+    policy = load_policy(
+        loaded.settings.gate if loaded is not None else {}, config_path=loaded.path if loaded else None
+    )
+    store = open_history(db_url)
+    baseline = store.load_run(baseline_run)
+    current = store.load_run(current_run)
+    verdict = compare(baseline, current, policy)
+    render_outcome(current, verdict, baseline, json_path, markdown_path, html_path)
+    sys.exit(EXIT_OK if verdict.outcome != "fail" else EXIT_FAILED)
+
+
+def render_outcome(
+    current: Any, verdict: Any, baseline: Any, json_path: str | None, markdown_path: str | None, html_path: str | None
+) -> None:
+    from rich.console import Console
+
+    from evalward.report.html import render_html
+    from evalward.report.verdict_markdown import render_verdict_markdown
+    from evalward.report.verdict_terminal import print_verdict
+
+    print_verdict(current, verdict, Console(highlight=False), baseline=baseline)
+    if json_path:
+        _write(json_path, verdict.model_dump_json(indent=2))
+    if markdown_path:
+        _write(markdown_path, render_verdict_markdown(current, verdict, baseline=baseline))
+    if html_path:
+        _write(html_path, render_html(current, verdict=verdict, baseline=baseline))
+
+
+def _write(path: str, text: str) -> None:
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text, encoding="utf-8")

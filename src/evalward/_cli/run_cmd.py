@@ -1,0 +1,290 @@
+"""`evalward run`: load eval sets, run the agent on every case, score, store and report."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+import click
+
+from evalward._cli.common import db_option, mark_resources_closed, stderr_is_terminal
+from evalward._cli.options import (
+    base_branch_option,
+    group_id_option,
+    report_file_options,
+    run_id_option,
+    run_value_options,
+)
+from evalward.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, UsageError
+
+
+@click.command("run")
+@run_value_options(agent_required=True)
+@report_file_options
+@click.option(
+    "--detailed",
+    is_flag=True,
+    envvar="EVALWARD_DETAILED",
+    help="Print every turn: query, expected and actual response and tool calls [env: EVALWARD_DETAILED]",
+)
+@db_option
+@click.option(
+    "--no-history",
+    is_flag=True,
+    envvar="EVALWARD_NO_HISTORY",
+    help="Do not write the run to the history database [env: EVALWARD_NO_HISTORY]",
+)
+@click.option(
+    "--resume",
+    "resume_run_id",
+    envvar="EVALWARD_RESUME",
+    metavar="RUN_ID",
+    help="Run only what the stored run RUN_ID is missing [env: EVALWARD_RESUME]",
+)
+@run_id_option
+@click.option(
+    "--repo", "repository", envvar="EVALWARD_REPO", help="owner/name (default: from GITHUB_REPOSITORY or git)"
+)
+@click.option(
+    "--commit", envvar="EVALWARD_COMMIT", help="Commit evaluated (default: PR head SHA, GITHUB_SHA or git HEAD)"
+)
+@click.option(
+    "--branch", envvar="EVALWARD_BRANCH", help="Branch evaluated (default: from the Actions environment or git)"
+)
+@base_branch_option
+@click.option("--base-sha", envvar="EVALWARD_BASE_SHA", help="Base commit of the PR (for the merge-base)")
+@click.option("--pr", "pr_number", type=int, envvar="EVALWARD_PR", help="Pull request number")
+@group_id_option
+@click.option("--quiet", "-q", is_flag=True, help="Print only the verdict line and the run id")
+def run_command(**kwargs: Any) -> None:
+    """Run the agent on every case of the eval files in PATHS (files or directories), score it and report.
+
+    Exit codes: 0 every criterion met, 1 not met, 2 bad input or usage, 3 infrastructure failure
+    (the agent could not start, a judge or the database is unreachable), 130 interrupted.
+    """
+    code = execute_run(**kwargs)
+    mark_resources_closed()  # the run closed its history database (`run_and_report`)
+    sys.exit(code)
+
+
+def execute_run(
+    *,
+    json_path: str | None,
+    junit_path: str | None,
+    markdown_path: str | None,
+    detailed: bool,
+    db_url: str | None,
+    no_history: bool,
+    resume_run_id: str | None,
+    run_id: str | None,
+    repository: str | None,
+    commit: str | None,
+    branch: str | None,
+    base_branch: str | None,
+    base_sha: str | None,
+    pr_number: int | None,
+    group_id: str | None,
+    quiet: bool,
+    **run_values: Any,
+) -> int:
+    """`evalward run`: `_run_values` are the options of `_cli.options.run_value_options` (see `RunValues`)."""
+    from evalward._pipeline import prepare
+    from evalward._run_values import RunValues, run_options_from
+    from evalward.context import detect_context
+
+    values = RunValues.from_values(run_values)
+    if not values.paths:
+        raise UsageError("no eval files given: pass files or directories (or set EVALWARD_PATHS)")
+    options = run_options_from(
+        values,
+        run_id=run_id,
+        context=detect_context(
+            repository=repository,
+            commit=commit,
+            branch=branch,
+            base_branch=base_branch,
+            base_sha=base_sha,
+            pr_number=pr_number,
+            group_id=group_id,
+        ),
+    )
+    prepared = prepare(options)
+    from evalward._cli.common import echo_warnings
+
+    echo_warnings(prepared.warnings)
+    return run_and_report(
+        prepared,
+        db_url=None if no_history else db_url,
+        use_history=not no_history,
+        resume_run_id=resume_run_id,
+        json_path=json_path,
+        junit_path=junit_path,
+        markdown_path=markdown_path,
+        detailed=detailed,
+        quiet=quiet,
+    )
+
+
+def run_and_report(
+    prepared: Any,
+    *,
+    db_url: str | None,
+    use_history: bool,
+    resume_run_id: str | None,
+    json_path: str | None,
+    junit_path: str | None,
+    markdown_path: str | None,
+    detailed: bool,
+    quiet: bool,
+) -> int:
+    """Run a prepared evaluation with a progress bar, write the report files, and return the exit code."""
+    from evalward._pipeline import fingerprint_for, run_blocking
+    from evalward.runners import make_agent
+
+    options = prepared.options
+    agent = make_agent(
+        options.agent,
+        cwd=options.agent_cwd,
+        processes=options.agent_processes,
+        openai_options=getattr(options, "agent_options", None),
+    )
+    store = open_history(db_url) if use_history else None
+    try:
+        if store is not None and resume_run_id is None:
+            resumable = store.find_resumable(
+                options.context.commit, fingerprint_for(prepared, agent), shard=options.shard
+            )
+            if resumable is not None:
+                if sys.stdin.isatty() and click.confirm(
+                    f"run {resumable} for this commit and these eval files was not finished; resume it?", default=True
+                ):
+                    resume_run_id = resumable
+                else:
+                    click.echo(
+                        f"note: unfinished run {resumable} matches this commit and eval files; "
+                        f"`--resume {resumable}` runs only what it is missing",
+                        err=True,
+                    )
+
+        progress_bar, progress_callback = _progress(quiet)
+        try:
+            if progress_bar is not None:
+                progress_bar.start()
+            run = run_blocking(
+                prepared, store=store, resume_run_id=resume_run_id, progress=progress_callback, agent=agent
+            )
+        finally:
+            if progress_bar is not None:
+                progress_bar.stop()
+
+        step_tables = ""
+        if getattr(options, "step", False):
+            from evalward.report.confusion import confusions, render_confusion_markdown, render_confusion_text
+
+            tables = confusions(run)
+            step_tables = render_confusion_markdown(tables)
+        write_reports(
+            run, json_path=json_path, junit_path=junit_path, markdown_path=markdown_path, extra_markdown=step_tables
+        )
+        if quiet:  # one plain line: rich (and its import) only for the tables
+            counts = run.counts()
+            verdict = "PASSED" if run.passed else "FAILED"
+            click.echo(f"{verdict}: {counts['passed']} passed, {counts['failed']} failed, {counts['error']} errors")
+        else:
+            from rich.console import Console
+
+            from evalward.report.terminal import print_run
+
+            # Logs (not a terminal) get a wide fixed width, so tables are not squeezed to 80 columns in CI.
+            console = Console(highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else 120)
+            print_run(run, console, detailed=detailed)
+            if step_tables:
+                click.echo("\n" + render_confusion_text(tables), nl=False)
+            if prepared.judge_usage is not None:
+                click.echo(prepared.judge_usage.describe())
+            if prepared.simulator is not None:
+                click.echo(prepared.simulator.describe())
+        if store is not None:
+            click.echo(f"run id: {run.run_id}")
+        if run.status == "cancelled":
+            click.echo(f"interrupted: kept {len(run.cases)} finished case results", err=True)
+            return EXIT_INTERRUPTED
+        return EXIT_OK if run.passed else EXIT_FAILED
+
+    finally:
+        # Closed here, not left to the interpreter's exit: SQLite checkpoints and removes its WAL file when the
+        # last connection closes, and `main` may skip the final garbage collection (`mark_resources_closed`).
+        if store is not None:
+            store.close()
+
+
+def open_history(db_url: str | None) -> Any:
+    """Open (and migrate) the history database; unreachable databases are infrastructure errors."""
+    from evalward.errors import InfrastructureError
+    from evalward.store import open_store
+
+    try:
+        return open_store(db_url)
+    except Exception as exc:  # a driver's connection error: report it, don't show a traceback
+        from evalward.errors import EvalwardError
+
+        if isinstance(exc, EvalwardError):
+            raise
+        raise InfrastructureError(f"cannot open the history database: {exc}") from exc
+
+
+def write_reports(
+    run: Any, *, json_path: str | None, junit_path: str | None, markdown_path: str | None, extra_markdown: str = ""
+) -> None:
+    """Write the report files asked for; `extra_markdown` (e.g. a confusion table) ends the markdown report."""
+
+    def json_report(value: Any, target: TextIO) -> None:
+        from evalward.run_json import write_json
+
+        write_json(value, target)
+
+    def junit_report(value: Any, target: TextIO) -> None:
+        from evalward.report.junit import write_junit
+
+        write_junit(value, target)
+
+    def markdown(value: Any, target: TextIO) -> None:
+        from evalward.report.markdown import render_run_markdown
+
+        text = render_run_markdown(value)
+        target.write(f"{text.rstrip()}\n\n{extra_markdown}" if extra_markdown else text)
+
+    # Each renderer is imported only when its file is asked for; the JSON and JUnit files are written case
+    # by case (a run's cases may live in a temporary file, evalward.spill).
+    for path, write in ((json_path, json_report), (junit_path, junit_report), (markdown_path, markdown)):
+        if path:
+            target = Path(path)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            partial = target.with_name(f".{target.name}.partial")  # a failure leaves no half-written report
+            with partial.open("w", encoding="utf-8") as out:
+                write(run, out)
+            partial.replace(target)
+
+
+def _progress(quiet: bool) -> tuple[Any, Any]:
+    """A rich progress bar on an interactive stderr; nothing otherwise (CI logs stay clean)."""
+    if quiet or not stderr_is_terminal():
+        return None, None
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    bar = Progress(
+        TextColumn("running cases"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    )
+    task = bar.add_task("cases", total=None)
+
+    def update(done: int, total: int) -> None:
+        bar.update(task, completed=done, total=total)
+
+    return bar, update

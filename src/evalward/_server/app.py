@@ -1,0 +1,357 @@
+"""The ASGI application of `evalward serve` (Starlette): webhooks, health, metrics, API and dashboard.
+
+The web role only verifies, deduplicates and inserts job rows (and records the delivery's GUID), so a
+webhook is acknowledged in milliseconds; workers (threads started by the lifespan in roles `worker`/`all`,
+or other processes and hosts sharing the database) do the work.
+
+With a GitHub App configured, the web role's start-up also asks GitHub to resend the failed deliveries
+of the last 3 days it never recorded (`redeliver.py`), in a background thread.
+
+A signed webhook is still input from outside: its headers, JSON shape and identifiers are checked
+(`boundary.py`, `github/events.py`) before anything is queued, and each refusal is a 400 with the reason.
+
+Routes: `POST /webhooks/github`, `GET /healthz`, `GET /metrics`, `GET /openapi.json`, `/api/v1/…`
+(see `api.py`), and the dashboard at `/` (see `dashboard.py`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
+
+from evalward._server.boundary import (
+    BadRequest,
+    RequestLineGuard,
+    check_action,
+    check_delivery_id,
+    check_event_name,
+    load_json,
+)
+from evalward._server.metrics import ServerMetrics, gauge_lines, webhook_event_label
+from evalward._server.settings import ServerSettings
+from evalward._server.webhooks import WebhookPlan, plan_delivery, verify_signature
+from evalward.store.job_queue import Enqueued, JobQueue, ValueRefused
+
+if TYPE_CHECKING:
+    from evalward._server.worker import WorkerPool
+    from evalward.store import Store
+
+log = logging.getLogger("evalward._server")
+
+
+@dataclass
+class ServerState:
+    """What every request handler can reach (`request.app.state.server`)."""
+
+    settings: ServerSettings
+    store: Store
+    queue: JobQueue
+    metrics: ServerMetrics = field(default_factory=ServerMetrics)
+    pool: WorkerPool | None = None
+    started_at: float = field(default_factory=time.time)
+    redelivery: threading.Thread | None = None
+    """The start-up redelivery thread, when one was started."""
+
+
+def state_of(request: Request) -> ServerState:
+    state: ServerState = request.app.state.server
+    return state
+
+
+def error_response(status: int, message: str, **extra: Any) -> JSONResponse:
+    """Every error the server answers: `{"error": {"status": …, "message": …}}`."""
+    return JSONResponse({"error": {"status": status, "message": message, **extra}}, status_code=status)
+
+
+class PayloadTooLarge(Exception):
+    pass
+
+
+async def read_body_capped(request: Request, limit: int) -> bytes:
+    """The raw body, refusing (PayloadTooLarge) past `limit` bytes without reading the rest."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise PayloadTooLarge
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise PayloadTooLarge
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _payload_of(body: bytes, content_type: str) -> Any:
+    """The JSON payload (depth-limited, no NUL characters: `boundary.load_json`); form-encoded deliveries
+    (`payload=<json>`) are accepted too. Raises `BadRequest`."""
+    if content_type.split(";")[0].strip().lower() == "application/x-www-form-urlencoded":
+        try:
+            fields = parse_qs(body.decode("utf-8"), strict_parsing=False)
+        except UnicodeDecodeError as exc:
+            raise BadRequest(f"the body is not UTF-8: {exc}") from None
+        body = fields.get("payload", [""])[0].encode("utf-8")
+    return load_json(body)
+
+
+def record(queue: JobQueue, delivery: str, event: str, payload: dict[str, Any], outcome: str) -> None:
+    """Remember the delivery's GUID; a failure only costs a needless redelivery later, so it is logged."""
+    action = payload.get("action")
+    try:
+        queue.record_delivery(
+            delivery, event=event, action=action if isinstance(action, str) else None, outcome=outcome
+        )
+    except Exception:
+        log.warning("webhook: could not record the delivery", extra={"delivery": delivery, "event": event})
+
+
+def carry_out(queue: JobQueue, plan: WebhookPlan) -> tuple[list[Enqueued], list[int], list[int]]:
+    """Apply a plan: (enqueued, released job ids, cancelled job ids)."""
+    released: list[int] = []
+    if plan.release is not None:
+        released = queue.release_held(*plan.release, updates=plan.release_updates)
+        if released:
+            return [], released, []
+    enqueued: list[Enqueued] = []
+    cancelled: list[int] = []
+    for index, spec in enumerate(plan.jobs):
+        supersede = None
+        if index == 0 and plan.cancel_pr is not None:
+            keep = plan.cancel_pr[2]
+            supersede = (plan.cancel_pr[1], f"superseded by {keep[:12]}" if keep else "pull request closed")
+        enqueued.append(queue.enqueue(spec, supersede=supersede))
+        cancelled += enqueued[-1].cancelled
+    if plan.cancel_pr is not None and not plan.jobs:
+        repo, number, keep = plan.cancel_pr
+        cancelled = queue.cancel_pr_jobs(repo, number, keep_head_sha=keep, reason="pull request closed")
+    return enqueued, released, cancelled
+
+
+async def github_webhook(request: Request) -> Response:
+    state = state_of(request)
+    settings = state.settings
+    started = time.perf_counter()
+    event = request.headers.get("x-github-event", "")
+    delivery = request.headers.get("x-github-delivery", "")
+    verified = False
+
+    def answer(status: int, outcome: str, body: dict[str, Any]) -> Response:
+        # The event header is only trusted once the signature is; either way it names one of a fixed set
+        # of series, so a flood of made-up events cannot grow /metrics.
+        state.metrics.webhooks.inc(event=webhook_event_label(event, verified=verified), outcome=outcome)
+        state.metrics.webhook_seconds.observe(time.perf_counter() - started)
+        if status >= 400:
+            return error_response(status, str(body.get("message", outcome)), delivery=delivery or None)
+        return JSONResponse(body, status_code=status)
+
+    try:
+        body = await read_body_capped(request, settings.max_webhook_bytes)
+    except PayloadTooLarge:
+        return answer(413, "too_large", {"message": f"payload larger than {settings.max_webhook_bytes:,} bytes"})
+    secrets = [s.get_secret_value() for s in settings.webhook_secrets]
+    if not secrets:
+        return answer(503, "unconfigured", {"message": "no webhook secret is configured (EVALWARD_WEBHOOK_SECRET)"})
+    if not verify_signature(secrets, body, request.headers.get("x-hub-signature-256")):
+        return answer(401, "bad_signature", {"message": "missing or invalid X-Hub-Signature-256"})
+    verified = True
+    if not event or not delivery:
+        delivery = ""
+        return answer(400, "bad_headers", {"message": "X-GitHub-Event and X-GitHub-Delivery are required"})
+    try:
+        check_event_name(event)
+        check_delivery_id(delivery)
+    except BadRequest as exc:
+        delivery = ""  # not echoed back: it is what was wrong
+        return answer(400, "bad_headers", {"message": str(exc)})
+    try:
+        payload = _payload_of(body, request.headers.get("content-type", "application/json"))
+    except BadRequest as exc:
+        return answer(400, "bad_json", {"message": str(exc)})
+    if not isinstance(payload, dict):
+        return answer(400, "bad_json", {"message": f"expected a JSON object, found {type(payload).__name__}"})
+    from evalward.github.events import EventPayloadError
+
+    try:
+        check_action(payload)
+        plan = plan_delivery(
+            event,
+            delivery,
+            payload,
+            run_label=settings.run_label,
+            check_name=settings.check_name,
+            base_branches=settings.base_branches,
+            body_digest=hashlib.sha256(body).hexdigest(),
+        )
+    except (EventPayloadError, BadRequest) as exc:
+        return answer(400, "bad_payload", {"message": str(exc)})
+    if not plan.jobs and plan.release is None and plan.cancel_pr is None:
+        status = 200 if event == "ping" else 202
+        outcome = "ignored" if event != "ping" else "ping"
+        await run_in_threadpool(record, state.queue, delivery, event, payload, outcome)
+        return answer(status, outcome, {"delivery": delivery, "note": plan.note})
+    try:
+        enqueued, released, cancelled = await run_in_threadpool(carry_out, state.queue, plan)
+    except ValueRefused:
+        # The boundary checks should leave nothing for the database to refuse; if it still does, the
+        # delivery is at fault, not the queue, and GitHub must not be told to retry it as an outage.
+        log.warning("webhook: the database refused a value", extra={"delivery": delivery, "event": event})
+        return answer(400, "bad_payload", {"message": "the database refused a value of this delivery"})
+    except Exception:
+        log.exception("webhook: could not enqueue", extra={"delivery": delivery, "event": event})
+        return answer(503, "db_error", {"message": "the job queue is unavailable; GitHub will show a failed delivery"})
+    duplicate = bool(enqueued) and not any(e.created or e.released for e in enqueued)
+    await run_in_threadpool(record, state.queue, delivery, event, payload, "duplicate" if duplicate else "enqueued")
+    log.info(
+        "webhook %s: %s",
+        event,
+        plan.note,
+        extra={"delivery": delivery, "jobs": [e.job_id for e in enqueued], "duplicate": duplicate},
+    )
+    return answer(
+        202,
+        "duplicate" if duplicate else "enqueued",
+        {
+            "delivery": delivery,
+            "note": plan.note,
+            "duplicate": duplicate,
+            "jobs": [{"id": e.job_id, "created": e.created, "status": e.status} for e in enqueued],
+            "released": released,
+            "cancelled": cancelled,
+        },
+    )
+
+
+async def healthz(request: Request) -> Response:
+    state = state_of(request)
+    try:
+        await run_in_threadpool(state.queue.counts)
+    except Exception as exc:
+        return JSONResponse({"status": "unhealthy", "database": f"unreachable: {type(exc).__name__}"}, status_code=503)
+    pool = state.pool
+    return JSONResponse(
+        {
+            "status": "ok",
+            "role": state.settings.role,
+            "workers": pool.size if pool is not None else 0,
+            "uptime_s": round(time.time() - state.started_at, 3),
+        }
+    )
+
+
+async def metrics_endpoint(request: Request) -> Response:
+    state = state_of(request)
+    extra: list[list[str]] = []
+    try:
+        counts = await run_in_threadpool(state.queue.counts)
+        extra.append(
+            gauge_lines(
+                "evalward_jobs",
+                "Jobs in the queue by kind and status.",
+                {(("kind", k), ("status", s)): float(n) for (k, s), n in counts.items()},
+            )
+        )
+    except Exception:
+        log.warning("metrics: job counts unavailable")
+    if state.pool is not None:
+        extra.append(
+            gauge_lines("evalward_workers_busy", "Worker threads running a job.", {(): float(state.pool.busy)})
+        )
+    return PlainTextResponse(state.metrics.render(extra), media_type="text/plain; version=0.0.4; charset=utf-8")
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    if request.url.path.startswith(("/api/", "/webhooks/", "/openapi")) or "text/html" not in request.headers.get(
+        "accept", ""
+    ):
+        return error_response(exc.status_code, str(exc.detail))
+    from evalward._server.dashboard import error_page
+
+    return error_page(request, exc.status_code, str(exc.detail))
+
+
+async def _database_refused(request: Request, exc: Exception) -> Response:
+    """A value the database refuses (too long, NUL for PostgreSQL) is the request's fault: 422, not 500.
+    The boundary checks should catch such values first; the log says which request slipped through."""
+    log.warning("the database refused a value on %s %s: %s", request.method, request.url.path, type(exc).__name__)
+    return error_response(422, "the database refused a value of this request (too long or not storable text)")
+
+
+async def _server_error(request: Request, exc: Exception) -> Response:
+    log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+    return error_response(500, "internal error; see the server log")
+
+
+def create_app(
+    settings: ServerSettings,
+    store: Store,
+    *,
+    pool_factory: Callable[[ServerState], WorkerPool] | None = None,
+    transport_factory: Callable[[], Any] | None = None,
+) -> Starlette:
+    """The application. With `pool_factory`, worker threads start with the app and stop (gracefully) with it.
+
+    Start-up redelivery (`redeliver.py`) runs in a thread when the settings ask for it; `transport_factory`
+    gives its GitHub client an httpx transport (tests)."""
+    from evalward._server.api import api_routes, evalward_error_handler
+    from evalward._server.dashboard import dashboard_routes, static_mount
+    from evalward.errors import EvalwardError
+
+    state = ServerState(
+        settings=settings, store=store, queue=JobQueue(store.engine, max_attempts=settings.max_attempts)
+    )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        from evalward._server.redeliver import start_redelivery
+
+        if pool_factory is not None:
+            state.pool = pool_factory(state)
+            state.pool.start()
+        redelivery = start_redelivery(settings, state.queue, transport_factory=transport_factory)
+        state.redelivery = redelivery[0] if redelivery else None
+        try:
+            yield
+        finally:
+            if redelivery is not None:
+                redelivery[1].set()
+                await run_in_threadpool(redelivery[0].join, 10)
+            if state.pool is not None:
+                await run_in_threadpool(state.pool.stop, settings.shutdown_grace_s)
+
+    routes: list[Any] = [
+        Route("/webhooks/github", github_webhook, methods=["POST"]),
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/metrics", metrics_endpoint, methods=["GET"]),
+        *api_routes(),
+        *dashboard_routes(),
+        static_mount(),
+    ]
+    app = Starlette(
+        routes=routes,
+        middleware=[Middleware(RequestLineGuard)],
+        lifespan=lifespan,
+        exception_handlers={
+            HTTPException: _http_error,
+            EvalwardError: evalward_error_handler,
+            ValueRefused: _database_refused,
+            Exception: _server_error,
+        },
+    )
+    app.state.server = state
+    return app

@@ -1,0 +1,361 @@
+"""The dashboard: server-rendered HTML with inline SVG charts and one stylesheet — no JavaScript, no build.
+
+Pages:
+- `/`: repositories, each with its newest run;
+- `/repos/{owner}/{repo}`: runs, a trend chart per metric over the base branch's complete runs (line = the
+  run's mean, shaded band = its 95% interval, so the band a PR is judged against is visible), and per-case
+  flakiness on the base branch (flip rate = flips / consecutive pairs of runs);
+- `/runs/{run_id}`: the verdict against the automatic baseline, metrics with intervals, and per case the
+  trajectory diff (expected vs actual tool calls) of every turn;
+- `/jobs`: the queue; `/login`: sets the read-token cookie when the server is not public.
+
+The pages are Jinja templates (`evalward/report/templates/dashboard/`) rendered by Starlette's `Jinja2Templates`
+over the report's environment (`evalward.report.templating`): autoescape on, every printed value redacted and
+escaped there, so untrusted strings (repository, run and case ids, tool names and arguments, messages) are
+escaped by default, not call by call. Handlers pass data, never markup; charts are numbers (`TrendChart`) the
+template draws.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib.resources import files
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs, quote
+
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from evalward._server.api import READ_COOKIE, can_read
+from evalward.store.history import TrendPoint
+
+if TYPE_CHECKING:
+    from starlette.templating import Jinja2Templates
+
+CHART_W, CHART_H, PAD = 420, 170, 32
+CONTENT_SECURITY_POLICY = "default-src 'self'; style-src 'self'"
+"""Only this origin's stylesheet and nothing else: the pages have no script and no inline style."""
+
+
+@functools.cache
+def templates() -> Jinja2Templates:
+    """Starlette's template renderer over the one shared environment (built on the first page)."""
+    from starlette.templating import Jinja2Templates
+
+    from evalward.report.templating import environment
+
+    return Jinja2Templates(env=environment())
+
+
+def _page(request: Request, template: str, status_code: int = 200, **context: Any) -> Response:
+    """`dashboard/{template}` rendered with `context` and the helpers every page uses."""
+    return templates().TemplateResponse(
+        request,
+        f"dashboard/{template}",
+        {"href": _href, "repo_href": _repo_href, "score": _fmt, "number": format, **context},
+        status_code=status_code,
+        headers={"Content-Security-Policy": CONTENT_SECURITY_POLICY},
+    )
+
+
+def error_page(request: Request, status: int, message: str) -> Response:
+    return _page(request, "error.html", status, status=status, message=message)
+
+
+def _href(*parts: str) -> str:
+    return "/" + "/".join(quote(p, safe="") for p in parts)
+
+
+def _repo_href(repo: str) -> str:
+    owner, _, name = repo.partition("/")
+    return _href("repos", owner, name)
+
+
+def _fmt(value: float | None, digits: int = 3) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def _gate(request: Request) -> Response | None:
+    if can_read(request):
+        return None
+    return RedirectResponse("/login?next=" + quote(request.url.path), status_code=303)
+
+
+def _state(request: Request) -> Any:
+    return request.app.state.server
+
+
+# -- charts ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Dot:
+    cx: str
+    cy: str
+    tooltip: str
+    """Plain text: the run's commit (or id) and its mean with interval."""
+
+
+@dataclass(frozen=True)
+class TrendChart:
+    """One metric's trend as numbers for `dashboard/macros.html`'s `trend_chart`; `count` 0 draws an empty chart.
+
+    `band` and `line` are SVG point lists ("x,y x,y …"); `high`/`low` label the y axis at `high_y`/`low_y`;
+    `first`/`last` are the short commits under the x axis.
+    """
+
+    metric: str
+    count: int
+    """Runs with a value (drawn)."""
+    runs: int
+    """Runs on the branch, with a value or not."""
+    gated: bool = True
+    width: int = CHART_W
+    height: int = CHART_H
+    pad: int = PAD
+    band: str = ""
+    line: str = ""
+    dots: tuple[Dot, ...] = ()
+    high: str = ""
+    high_y: str = ""
+    low: str = ""
+    low_y: str = ""
+    first: str = ""
+    last: str = ""
+
+
+def trend_chart(metric: str, points: Sequence[TrendPoint]) -> TrendChart:
+    """x = run index (oldest left), y = score; polygon band ci_low..ci_high, polyline of means."""
+    scored = [p for p in points if p.mean is not None]
+    gated = bool(points) and points[-1].threshold is not None
+    if not scored:
+        return TrendChart(metric, 0, len(points), gated)
+    values = [v for p in scored for v in (p.mean, p.ci_low, p.ci_high) if v is not None]
+    low, high = min(values), max(values)
+    if low >= 0.0 and high <= 1.0:
+        low, high = 0.0, 1.0  # scores on [0, 1] are drawn on the whole scale so charts compare at a glance
+    if high - low < 1e-9:
+        low, high = low - 0.5, high + 0.5
+    count = len(scored)
+
+    def x(i: int) -> float:
+        return PAD + (CHART_W - 2 * PAD) * (i / (count - 1) if count > 1 else 0.5)
+
+    def y(v: float) -> float:
+        return CHART_H - PAD + (v - low) / (high - low) * (2 * PAD - CHART_H)
+
+    upper = [(x(i), y(p.ci_high if p.ci_high is not None else p.mean or 0.0)) for i, p in enumerate(scored)]
+    lower = [(x(i), y(p.ci_low if p.ci_low is not None else p.mean or 0.0)) for i, p in enumerate(scored)]
+    return TrendChart(
+        metric,
+        count,
+        len(points),
+        gated,
+        band=" ".join(f"{a:.1f},{b:.1f}" for a, b in [*upper, *reversed(lower)]),
+        line=" ".join(f"{x(i):.1f},{y(p.mean or 0.0):.1f}" for i, p in enumerate(scored)),
+        dots=tuple(
+            Dot(
+                f"{x(i):.1f}",
+                f"{y(p.mean or 0.0):.1f}",
+                f"{(p.commit or p.run_id)[:12]}: {_fmt(p.mean)} [{_fmt(p.ci_low)}, {_fmt(p.ci_high)}]",
+            )
+            for i, p in enumerate(scored)
+        ),
+        high=f"{high:.2f}",
+        high_y=f"{y(high) + 4:.1f}",
+        low=f"{low:.2f}",
+        low_y=f"{y(low) + 4:.1f}",
+        first=(scored[0].commit or "")[:7],
+        last=(scored[-1].commit or "")[:7],
+    )
+
+
+# -- pages ------------------------------------------------------------------------------------------------
+
+
+async def home(request: Request) -> Response:
+    if (redirect := _gate(request)) is not None:
+        return redirect
+    from evalward.store import history
+
+    state = _state(request)
+
+    def load() -> list[tuple[str, Any]]:
+        out = []
+        for repo in history.repositories(state.store):
+            rows = state.store.list_runs(repository=repo, limit=1)
+            out.append((repo, rows[0] if rows else None))
+        return out
+
+    return _page(request, "home.html", repos=await run_in_threadpool(load))
+
+
+async def repo_page(request: Request) -> Response:
+    if (redirect := _gate(request)) is not None:
+        return redirect
+    from evalward.store import history
+
+    state = _state(request)
+    repo = f"{request.path_params['owner']}/{request.path_params['repo']}"
+
+    def load() -> tuple[list[Any], str, dict[str, list[TrendPoint]], list[tuple[str, str, float, int]]]:
+        runs = state.store.list_runs(repository=repo, limit=100)
+        if not runs and repo not in history.repositories(state.store):
+            raise HTTPException(404, f"no runs or jobs for repository {repo}")
+        branch = request.query_params.get("branch") or _base_branch(state, runs)
+        trend = history.metric_trend(state.store, repo, branch)
+        flaky = []
+        for (set_id, case_id), outcomes in history.case_outcomes(state.store, repo, branch).items():
+            rate = history.flip_rate(outcomes)
+            if rate is not None:
+                flaky.append((set_id, case_id, rate, len(outcomes)))
+        flaky.sort(key=lambda item: (-item[2], item[1]))
+        return runs, branch, trend, flaky
+
+    runs, branch, trend, flaky = await run_in_threadpool(load)
+    # Gated metrics (a threshold in the newest run) first, then informational ones; a metric no run gave a
+    # value (e.g. token usage from an agent that reports none) gets a line, not an empty chart.
+    charts = [trend_chart(metric, points) for metric, points in trend.items()]
+    charted = sorted((c for c in charts if c.count), key=lambda c: (not c.gated, c.metric))
+    unvalued = sorted(c.metric for c in charts if not c.count)
+    return _page(
+        request, "repo.html", repo=repo, branch=branch, charts=charted, unvalued=unvalued, runs=runs, flaky=flaky
+    )
+
+
+def _base_branch(state: Any, runs: Sequence[Any]) -> str:
+    """The branch to chart: the base branch the newest PR run names, else the newest run's branch, else main."""
+    for row in runs:
+        if row.pr_number is not None:
+            run = state.store.load_run(row.run_id)
+            if run.context.base_branch:
+                return str(run.context.base_branch)
+    for row in runs:
+        if row.branch:
+            return str(row.branch)
+    return "main"
+
+
+async def run_page(request: Request) -> Response:
+    if (redirect := _gate(request)) is not None:
+        return redirect
+    state = _state(request)
+    run_id = request.path_params["run_id"]
+
+    def load() -> tuple[Any, Any, str]:
+        from evalward._gating import gate_run
+        from evalward.gate import GatePolicy
+
+        if not state.store.has_run(run_id):
+            raise HTTPException(404, f"run {run_id!r} is not stored")
+        run = state.store.load_run(run_id)
+        recorded = state.store.recorded_verdicts(run_id)
+        if recorded:
+            # The verdict the pull request actually got, with the repository's own policy.
+            newest = recorded[0]
+            when = newest.recorded_at.strftime("%Y-%m-%d %H:%M UTC")
+            return run, newest.verdict, f"As gated by {newest.source} on {when}."
+        try:
+            # No checkout here (repo_dir=None), so no merge-base from git: without a recorded one, the newest
+            # comparable run on the base branch is the baseline (said so in the verdict's baseline line).
+            spec = (
+                "auto" if run.context.merge_base or not run.context.base_branch else f"branch:{run.context.base_branch}"
+            )
+            outcome = gate_run(state.store, run, GatePolicy(), baseline_spec=spec, repo_dir=None, allow_mismatch=True)
+            return run, outcome.verdict, "Recomputed with the default policy: no gate recorded a verdict for this run."
+        except Exception:  # a verdict is a bonus on this page; the run itself is still shown
+            return run, None, ""
+
+    run, verdict, provenance = await run_in_threadpool(load)
+    metrics = sorted(run.summary.items(), key=lambda item: (item[1].threshold is None, item[0]))
+    return _page(
+        request,
+        "run.html",
+        run=run,
+        verdict=verdict,
+        provenance=provenance,
+        metrics=metrics,
+        cases=[_case_view(case) for case in run.cases],
+    )
+
+
+@dataclass(frozen=True)
+class _CaseView:
+    """One case result on the run page: its turns, each with the lines of its trajectory diff."""
+
+    case: Any
+    label: str
+    status_class: str
+    turns: list[tuple[Any, list[str]]]
+
+
+def _case_view(case: Any) -> _CaseView:
+    from evalward.report.diff import diff_text, steps_diff, trajectory_diff
+
+    turns = []
+    for turn in case.invocations:
+        if turn.expected_tool_calls is not None:
+            lines = diff_text(trajectory_diff(turn.expected_tool_calls, turn.actual_tool_calls))
+        elif turn.expected_trajectory is not None:
+            lines = diff_text(steps_diff(turn.expected_trajectory, turn.actual_trajectory), unit="step")
+        else:
+            lines = []
+        turns.append((turn, lines))
+    label = (
+        case.case_id
+        + (f" (set {case.eval_set_id})" if case.eval_set_id else "")
+        + f" · repetition {case.repetition + 1}"
+    )
+    status_class = "pass" if case.status == "passed" else ("fail" if case.status == "failed" else "warn")
+    return _CaseView(case, label, status_class, turns)
+
+
+async def jobs_page(request: Request) -> Response:
+    if (redirect := _gate(request)) is not None:
+        return redirect
+    state = _state(request)
+    jobs = await run_in_threadpool(state.queue.list_jobs, status=request.query_params.get("status"), limit=100)
+    return _page(request, "jobs.html", jobs=jobs)
+
+
+async def login(request: Request) -> Response:
+    from evalward._server.tokens import token_matches
+
+    next_path = request.query_params.get("next", "/")
+    if not next_path.startswith("/") or next_path.startswith("//"):
+        next_path = "/"  # only local redirects
+    refused = False
+    if request.method == "POST":
+        # Parsed here: Starlette's form parser needs python-multipart, which the server does not ship.
+        fields = parse_qs((await request.body()).decode("utf-8", errors="replace"))
+        token = (fields.get("token") or [""])[0]
+        if token_matches(token, _state(request).settings.read_token_hashes):
+            response = RedirectResponse(next_path, status_code=303)
+            response.set_cookie(
+                READ_COOKIE, token, httponly=True, samesite="strict", secure=request.url.scheme == "https"
+            )
+            return response
+        refused = True
+    return _page(request, "login.html", 401 if refused else 200, refused=refused, next_query=quote(next_path))
+
+
+def dashboard_routes() -> list[Route]:
+    return [
+        Route("/", home, methods=["GET"]),
+        Route("/repos/{owner}/{repo}", repo_page, methods=["GET"]),
+        Route("/runs/{run_id}", run_page, methods=["GET"]),
+        Route("/jobs", jobs_page, methods=["GET"]),
+        Route("/login", login, methods=["GET", "POST"]),
+    ]
+
+
+def static_mount() -> Mount:
+    directory = Path(str(files("evalward._server") / "static"))
+    return Mount("/static", app=StaticFiles(directory=directory), name="static")

@@ -1,0 +1,543 @@
+"""Job handlers: `evaluate` (clone, run, store, gate, report), `notice` (a held fork PR), `installation`.
+
+`evaluate`, step by step:
+1. An installation token for the job's installation (cached until 5 min before expiry, `app_auth`).
+1a. **Write access.** When the job names a login in `verify_write_access` (the PR author, or whoever added
+   the run label), `GET /repos/{owner}/{repo}/collaborators/{login}/permission` must answer `admin`,
+   `maintain` or `write` (404 = no access); answers are cached `permission_cache_s` per (repo, login).
+   Otherwise — or when GitHub cannot tell us after the client's retries with back-off — the job is
+   **held**, never run: a neutral check run says why and how a maintainer approves (the run label, or
+   re-running the check), and the job waits in `held`.
+1b. The job's check run goes `in_progress` (with `started_at`); every later outcome completes that same
+   check run by id. An earlier attempt's run is reused while it is not completed (`checks.start_check_run`,
+   `external_id` = `evalward:{suite}:job{id}`). A job cancelled by a newer head completes it `cancelled`; a
+   final failed attempt or an unexpected error completes it `failure`.
+2. `git clone` of `clone_url_template.format(repo=…)` into a fresh folder under `work_dir`, then a detached
+   checkout of the head SHA. The token travels as an `http.extraHeader` set through `GIT_CONFIG_*`
+   variables — never in the URL, the command line, a file or a log line.
+3. The repository's own settings (`evalward.toml` or `[tool.evalward]`) name the eval paths and the agent;
+   without them the check run says how to add them (conclusion `neutral`).
+4. `evalward run … --json` in a subprocess in the checkout, under `sandbox.py`'s limits, with a wall-clock
+   timeout and an environment stripped of every server variable (no secrets reach repository code).
+   Exit 0/1 are verdicts (data); other exits become a `failure` check run showing the tail of stderr.
+5. The run is stored (`Store.import_run`, idempotent by run id). When no stored run at the PR's merge-base
+   covers its cases, the base side is run on demand (`_run_base_side`): the merge-base in a git worktree of
+   the job's clone, its agent on the PR's eval files, in the same sandbox, stored at the merge-base.
+6. The run is gated against its baseline
+   (`_gating.gate_run` in the checkout, so merge-base and first-parent ancestors come from git), and
+   reported exactly as the Action reports: rendered by `_ci.render.render_outcome` and posted by
+   `github.publish` — the job's check run completed with the verdict and its annotations, and on a PR the
+   sticky comment (marker `<!-- evalward:{check_name}/{suite} -->`, then the verdict line). A `baseline` job
+   (push to a base branch) is stored and gets a check run, no comment.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from evalward._server.github_access import GitHubAccess
+from evalward._server.settings import ServerSettings
+from evalward._server.worker import Handler, JobAborted, JobContext, JobHeld, RetryableJobError
+from evalward._server.workspace import checkout, run_evals
+
+if TYPE_CHECKING:
+    from evalward._gating import GateOutcome
+    from evalward.model import RunResult
+    from evalward.store import Store
+    from evalward.store.job_queue import JobQueue
+
+log = logging.getLogger("evalward._server.evaluate")
+
+_APPROVAL_KEYS = ("approval", "verify_write_access", "result")
+"""Payload keys a re-run must not inherit from the earlier job at the same head (re-running approves it)."""
+
+
+@dataclass(frozen=True)
+class Published:
+    """What `_publish` posted for a verdict (ids are None when there was no GitHub access)."""
+
+    conclusion: str
+    check_run_id: int | None = None
+    comment_id: int | None = None
+    comment_action: str | None = None
+
+
+# -- the handlers ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Handlers:
+    """The production handlers, sharing the store, the queue and GitHub access."""
+
+    settings: ServerSettings
+    store: Store
+    queue: JobQueue
+    github: GitHubAccess
+
+    def table(self) -> dict[str, Handler]:
+        return {"evaluate": self.evaluate, "notice": self.notice, "installation": lambda ctx: None}
+
+    # -- notice
+
+    def notice(self, ctx: JobContext) -> dict[str, Any]:
+        """A held PR: a `neutral` check run telling maintainers how to approve it."""
+        p = ctx.job.payload
+        label = p.get("run_label") or self.settings.run_label
+        removed = self._remove_stale_label(p, None)
+        summary = (
+            f"This pull request {p.get('reason', 'is not trusted')}, so evalward has not run its code.{removed}\n\n"
+            f"A maintainer can run the evals at this commit by adding the label `{label}` to the pull request, or "
+            "by re-running this check."
+        )
+        posted = self._post_check(
+            p,
+            "neutral",
+            "Waiting for a maintainer",
+            summary,
+            external_id=f"{self._external_prefix(p)}:notice{ctx.job.id}",
+        )
+        return {"conclusion": "neutral", "check_run": posted}
+
+    def _remove_stale_label(self, p: Mapping[str, Any], token: str | None) -> str:
+        """Take the run label off a PR whose head moved since it was added (`stale_run_label`), so that the
+        label on a PR always means "this head is approved" and adding it again is how to approve the new one.
+        Returns a sentence for the check run ("" when there was nothing to remove or no GitHub access)."""
+        from evalward.github.client import GitHubError
+
+        label, number = p.get("stale_run_label"), p.get("pr_number")
+        if not label or not isinstance(number, int):
+            return ""
+        token = token or self.github.token(p.get("installation_id"))
+        if token is None:
+            return ""
+        try:
+            with self.github.client(token) as client:
+                client.remove_issue_label(str(p["repo"]), number, str(label))
+        except GitHubError as exc:
+            # The job stays held either way; a label left behind only means the PR looks approved when it is not.
+            log.warning("could not remove the stale run label: %s", exc, extra={"repo": p.get("repo")})
+            return f" The label `{label}` could not be removed ({exc.message}); remove and add it again to approve."
+        return (
+            f" The label `{label}` was removed: it approved an earlier commit, and every new commit pushed by "
+            "someone without write access needs its own approval."
+        )
+
+    def _external_prefix(self, p: Mapping[str, Any]) -> str:
+        return f"evalward:{p.get('suite', 'default')}"
+
+    # -- write access
+
+    def _confirm_write_access(self, ctx: JobContext, p: Mapping[str, Any], token: str | None) -> None:
+        """Return when the job may run; else post a neutral check run saying why and raise `JobHeld`."""
+        from evalward.github.client import WRITE_PERMISSIONS, GitHubError
+
+        who = p.get("verify_write_access")
+        if who is None:
+            return
+        repo = str(p["repo"])
+        whose = "the label was added by" if p.get("approval") == "label" else "the pull request author is"
+        if not who:
+            reason = "the webhook did not name the user, so their write access could not be checked"
+        elif token is None:
+            reason = f"no GitHub App is configured, so the write access of `{who}` could not be checked"
+        else:
+            try:
+                permission = self.github.permission(repo, str(who), token)
+            except GitHubError as exc:
+                reason = (
+                    f"GitHub did not say whether `{who}` has write access to {repo} "
+                    f"({exc.status if exc.status is not None else 'no answer'}: {exc.message}), and evalward "
+                    "does not run code it could not vouch for"
+                )
+            else:
+                if permission in WRITE_PERMISSIONS:
+                    return
+                reason = f"{whose} `{who}`, whose permission on {repo} is `{permission}` (write access is needed)"
+        label = self.settings.run_label
+        removed = ""
+        if p.get("stale_run_label"):
+            reason += f"; the label `{p['stale_run_label']}` approved an earlier commit, not this one"
+            removed = self._remove_stale_label(p, token)
+        summary = (
+            f"evalward has not run this pull request's code: {reason}.{removed}\n\n"
+            f"A maintainer can run the evals at this commit by adding the label `{label}` to the pull request, or "
+            "by re-running this check."
+        )
+        try:
+            self._post_check(
+                p, "neutral", "Waiting for a maintainer", summary, token=token,
+                external_id=f"{self._external_prefix(p)}:hold{ctx.job.id}.{ctx.job.attempt}",
+            )  # fmt: skip
+        except (GitHubError, RetryableJobError) as exc:
+            # Held either way: failing to say so must not turn into running the code.
+            log.warning("could not post the held check run: %s", exc, extra={"job": ctx.job.id})
+        log.info("job held: %s", reason, extra={"job": ctx.job.id, "repo": repo})
+        raise JobHeld(reason)
+
+    # -- evaluate
+
+    def evaluate(self, ctx: JobContext) -> dict[str, Any]:
+        from evalward.errors import EvalwardError
+
+        p = dict(ctx.job.payload)
+        repo, sha = str(p["repo"]), str(p["head_sha"])
+        if p.get("pr_number") is None and p.get("mode") != "baseline":
+            context = self.queue.context_for(repo, sha) or {}
+            skip = ("delivery", "event", *_APPROVAL_KEYS)
+            p.update({k: v for k, v in context.items() if k not in skip})
+        try:
+            token = self.github.token(p.get("installation_id"))
+        except EvalwardError as exc:
+            raise RetryableJobError(f"no installation token: {exc}") from exc
+        self._confirm_write_access(ctx, p, token)
+        check_id = self._start_check(ctx, p, token)
+        try:
+            return self._evaluate(ctx, p, token, check_id)
+        except JobAborted:
+            self._close_aborted(ctx, p, token, check_id)
+            raise
+        except JobHeld:
+            raise
+        except RetryableJobError as exc:
+            if ctx.job.attempt >= self.queue.max_attempts:
+                self._close_failed(p, token, check_id, f"Giving up after {ctx.job.attempt} attempts: {exc}")
+            raise
+        except Exception as exc:
+            self._close_failed(
+                p, token, check_id, f"evalward hit an internal error ({type(exc).__name__}); see the server log."
+            )
+            raise
+
+    def _start_check(self, ctx: JobContext, p: Mapping[str, Any], token: str | None) -> int | None:
+        """The job's check run, now `in_progress` (None without GitHub access)."""
+        from evalward.github.checks import start_check_run
+        from evalward.github.client import GitHubError, GitHubPermissionError
+
+        if token is None:
+            return None
+        sha = str(p["head_sha"])
+        try:
+            with self.github.client(token) as client:
+                run = start_check_run(
+                    client,
+                    str(p["repo"]),
+                    sha,
+                    name=self.settings.check_name,
+                    external_id=f"{self._external_prefix(p)}:job{ctx.job.id}",
+                    title="Running the evals",
+                    summary=f"evalward is running the evals at `{sha[:12]}` (attempt {ctx.job.attempt}).",
+                    details_url=f"{self.settings.base_url.rstrip('/')}/jobs" if self.settings.base_url else None,
+                )
+        except GitHubPermissionError:
+            raise
+        except GitHubError as exc:
+            raise RetryableJobError(str(exc)) from exc
+        return int(run["id"])
+
+    def _close_aborted(self, ctx: JobContext, p: Mapping[str, Any], token: str | None, check_id: int | None) -> None:
+        """A job cancelled by a newer head completes its check run `cancelled`; a shutdown leaves it for the retry."""
+        if check_id is None:
+            return
+        view = self.queue.get(ctx.job.id)
+        if view is None or view.status != "cancelled":
+            return
+        why = view.last_error or "cancelled"
+        self._close_quietly(p, token, check_id, "cancelled", "Cancelled", f"This run was cancelled: {why}.")
+
+    def _close_failed(self, p: Mapping[str, Any], token: str | None, check_id: int | None, message: str) -> None:
+        if check_id is not None:
+            self._close_quietly(p, token, check_id, "failure", "The evals did not run", message)
+
+    def _close_quietly(
+        self, p: Mapping[str, Any], token: str | None, check_id: int, conclusion: str, title: str, summary: str
+    ) -> None:
+        from evalward.github.client import GitHubError
+
+        try:
+            self._post_check(p, conclusion, title, summary, token=token, check_run_id=check_id)
+        except (GitHubError, RetryableJobError) as exc:
+            log.warning("could not complete check run %s: %s", check_id, exc, extra={"repo": p.get("repo")})
+
+    def _evaluate(self, ctx: JobContext, p: dict[str, Any], token: str | None, check_id: int | None) -> dict[str, Any]:
+        from evalward.config import find_config, load_config
+        from evalward.errors import EvalwardError
+
+        repo, sha = str(p["repo"]), str(p["head_sha"])
+        Path(self.settings.work_dir).mkdir(parents=True, exist_ok=True)
+        workdir = Path(tempfile.mkdtemp(prefix=f"job-{ctx.job.id}-", dir=self.settings.work_dir))
+        try:
+            ctx.check()
+            repo_dir = checkout(self.settings, repo, sha, token, workdir)
+            ctx.check()
+            try:
+                found = find_config(repo_dir)
+                config = load_config(found) if found else None
+            except EvalwardError as exc:
+                return self._report_problem(p, token, "evalward configuration is invalid", str(exc), check_id=check_id)
+            if config is None or not config.settings.paths or not config.settings.agent:
+                return self._report_problem(
+                    p,
+                    token,
+                    "No evalward configuration",
+                    "Add an `evalward.toml` (or `[tool.evalward]` in pyproject.toml) with `paths` and `agent` "
+                    "to the repository so evalward knows what to run.",
+                    conclusion="neutral",
+                    check_id=check_id,
+                )
+            run_id = f"job{ctx.job.id}-{ctx.job.attempt}-{sha[:12]}"
+            args = [*config.settings.paths, "--agent", config.settings.agent, "--run-id", run_id, "--repo", repo,
+                    "--commit", sha]  # fmt: skip
+            if p.get("head_ref"):
+                args += ["--branch", str(p["head_ref"])]
+            base_branch = p.get("base_ref") or config.settings.base_branch
+            if base_branch:
+                args += ["--base-branch", str(base_branch)]
+            if p.get("base_sha"):
+                args += ["--base-sha", str(p["base_sha"])]
+            if p.get("pr_number") is not None:
+                args += ["--pr", str(p["pr_number"])]
+            result = run_evals(ctx, self.settings, workdir, repo_dir, args)
+            if result.run is None:
+                why = (
+                    f"the evals did not finish within {self.settings.job_timeout_s:.0f} s"
+                    if result.timed_out
+                    else f"`evalward run` exited with code {result.exit_code} and wrote no run"
+                )
+                return self._report_problem(
+                    p, token, "The evals did not run", why, stderr=result.stderr, check_id=check_id
+                )
+            ctx.check()
+            self.store.import_run(result.run)
+            if p.get("mode") != "baseline":
+                self._run_base_side(ctx, p, result.run, config.settings, repo_dir, workdir)
+            return self._gate_and_report(ctx, p, token, result.run, config.settings, found, repo_dir, check_id)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    def _run_base_side(
+        self, ctx: JobContext, p: Mapping[str, Any], run: RunResult, settings: Any, repo_dir: Path, workdir: Path
+    ) -> None:
+        """The base side on demand, as `evalward ci` makes it (docs/gate.md §9), in the job's sandbox: when no stored
+        run at the merge-base covers the PR's cases, the merge-base is checked out beside the PR's checkout and
+        `evalward run` runs its agent there on the PR's eval files (absolute paths, the PR's criteria), and the
+        run is stored at the merge-base for the gate to find. Sequential here (each run is a sandboxed process of
+        its own); any failure leaves the gate without that baseline, which it reports."""
+        from evalward._gating import base_side as bs
+        from evalward._gating import plan_baseline
+
+        base_branch = p.get("base_ref") or settings.base_branch
+        plan = plan_baseline(
+            self.store,
+            run,
+            baseline_spec="auto",
+            base_branch=str(base_branch) if base_branch else None,
+            repo_dir=repo_dir,
+            remote=None,
+            baseline_run="missing",
+            can_run_base_side=True,
+        )
+        if not plan.base_side_cases or plan.merge_base is None:
+            return
+        try:
+            with bs.base_checkout(repo_dir, plan.merge_base) as base:
+                target = bs.base_agent_target(base, str(settings.agent))
+                args = [str(repo_dir / path) for path in settings.paths]
+                args += ["--agent", target, "--run-id", f"{run.run_id}-base", "--commit", plan.merge_base]
+                if run.context.repository:
+                    args += ["--repo", run.context.repository]
+                if base_branch:
+                    args += ["--branch", str(base_branch)]
+                if settings.test_config:
+                    args += ["--test-config", str(repo_dir / settings.test_config)]
+                for metric in settings.metrics:
+                    args += ["--metric", metric]
+                for flag, value in (
+                    ("--metrics-mode", settings.metrics_mode),
+                    ("--repeat", settings.repeat),
+                    ("--pass-rule", settings.pass_rule),
+                    ("--timeout", settings.timeout),
+                    ("--retries", settings.retries),
+                    ("--concurrency", settings.concurrency),
+                ):
+                    if value is not None:
+                        args += [flag, str(value)]
+                folder = workdir / "base-side"
+                folder.mkdir(exist_ok=True)
+                result = run_evals(ctx, self.settings, folder, base.cwd, args)
+        except bs.BaseSideUnavailable as exc:
+            log.info("no base side for job %s: %s", ctx.job.id, exc, extra={"job": ctx.job.id})
+            return
+        if result.run is None:
+            log.info("the base side of job %s wrote no run (exit %s)", ctx.job.id, result.exit_code)
+            return
+        context = result.run.context.model_copy(update={"base_side_for": run.context.commit or "unknown"})
+        self.store.import_run(result.run.model_copy(update={"context": context}))
+
+    def _gate_and_report(
+        self,
+        ctx: JobContext,
+        p: dict[str, Any],
+        token: str | None,
+        run: RunResult,
+        repo_settings: Any,
+        config_path: Path | None,
+        repo_dir: Path,
+        check_id: int | None = None,
+    ) -> dict[str, Any]:
+        from evalward._gating import gate_run, load_policy
+
+        details = f"{self.settings.base_url.rstrip('/')}/runs/{run.run_id}" if self.settings.base_url else None
+        if p.get("mode") == "baseline":
+            from evalward.report.markdown import render_run_markdown
+
+            conclusion = "success" if run.passed else "failure"
+            markdown = render_run_markdown(run, title=self.settings.check_name, details_url=details)
+            title = f"Baseline run {'passed' if run.passed else 'failed'}"
+            check = self._post_check(
+                p, conclusion, title, markdown, token=token, details_url=details, check_run_id=check_id
+            )
+            return {"run_id": run.run_id, "conclusion": conclusion, "check_run": check}
+        policy = load_policy(repo_settings.gate, config_path=str(config_path) if config_path else None)
+        outcome = gate_run(
+            self.store,
+            run,
+            policy,
+            base_branch=p.get("base_ref"),
+            repo_dir=repo_dir,
+            allow_mismatch=True,
+            record="serve",
+        )
+        ctx.check()
+        posted = self._publish(p, token, outcome, repo_dir, details, check_id)
+        comment = None if posted.comment_id is None else {"id": posted.comment_id, "action": posted.comment_action}
+        return {"run_id": run.run_id, "conclusion": posted.conclusion, "outcome": outcome.verdict.outcome,
+                "check_run": posted.check_run_id, "comment": comment}  # fmt: skip
+
+    def _publish(
+        self,
+        p: Mapping[str, Any],
+        token: str | None,
+        outcome: GateOutcome,
+        repo_dir: Path,
+        details_url: str | None,
+        check_id: int | None,
+    ) -> Published:
+        """The verdict posted as the Action posts it (`_ci.render` + `github.publish`): the job's check run
+        completed by id, and the sticky comment `<!-- evalward:{check_name}/{suite} -->` on a PR. Every blocking
+        finding fails the check (`ALL_FAIL_CLASSES`). GitHub failures retry the job."""
+        from evalward._ci.exit_code import ALL_FAIL_CLASSES, decide_exit
+        from evalward._ci.render import render_outcome
+        from evalward.github.client import GitHubError, GitHubPermissionError
+        from evalward.github.publish import Target, publish
+
+        decision = decide_exit(outcome.verdict, ALL_FAIL_CLASSES)
+        if token is None:
+            return Published(conclusion=decision.conclusion)
+        suite = str(p.get("suite", "default"))
+        rendered = render_outcome(
+            outcome.current,
+            outcome.verdict,
+            outcome.baseline,
+            decision,
+            name=suite,
+            details_url=details_url,
+            root=repo_dir,
+            cwd=repo_dir,
+        )
+        target = Target(
+            repository=str(p["repo"]),
+            head_sha=str(p["head_sha"]),
+            pr_number=int(p["pr_number"]) if p.get("pr_number") is not None else None,
+            marker_id=f"{self.settings.check_name}/{suite}",
+            check_name=self.settings.check_name,
+            status_context=None,
+            details_url=details_url,
+        )
+        bot = self.github.bot_login() if target.pr_number is not None else None
+        try:
+            with self.github.client(token) as client:
+                posted = publish(
+                    client,
+                    target,
+                    rendered.message(),
+                    decision,
+                    comment="always",
+                    commit_status=False,
+                    check_run=True,
+                    bot_logins=(bot,) if bot else (),
+                    check_run_id=check_id,
+                    raise_errors=True,
+                )
+        except GitHubPermissionError:
+            raise
+        except GitHubError as exc:
+            raise RetryableJobError(str(exc)) from exc
+        return Published(
+            conclusion=decision.conclusion,
+            check_run_id=posted.check_run_id,
+            comment_id=posted.comment_id,
+            comment_action=posted.comment_action,
+        )
+
+    def _report_problem(
+        self,
+        p: dict[str, Any],
+        token: str | None,
+        title: str,
+        message: str,
+        *,
+        stderr: str | None = None,
+        conclusion: str = "failure",
+        check_id: int | None = None,
+    ) -> dict[str, Any]:
+        from evalward.report.escape import md_code_block
+
+        summary = message + (f"\n\n{md_code_block(stderr)}" if stderr else "")
+        check = self._post_check(p, conclusion, title, summary, token=token, check_run_id=check_id)
+        return {"conclusion": conclusion, "problem": message[:500], "check_run": check}
+
+    def _post_check(
+        self,
+        p: Mapping[str, Any],
+        conclusion: str,
+        title: str,
+        summary: str,
+        *,
+        token: str | None = None,
+        details_url: str | None = None,
+        check_run_id: int | None = None,
+        external_id: str | None = None,
+    ) -> int | None:
+        """Complete `check_run_id`, or create a completed check run (`external_id` recognises a retried create);
+        None when there is no GitHub access (no App configured)."""
+        from evalward.github.checks import post_check_run
+        from evalward.github.client import GitHubError, GitHubPermissionError
+
+        token = token or self.github.token(p.get("installation_id"))
+        if token is None:
+            return None
+        try:
+            with self.github.client(token) as client:
+                answer = post_check_run(
+                    client,
+                    str(p["repo"]),
+                    str(p["head_sha"]),
+                    name=self.settings.check_name,
+                    conclusion=conclusion,
+                    title=title,
+                    summary=summary,
+                    details_url=details_url,
+                    external_id=external_id,
+                    check_run_id=check_run_id,
+                )
+        except GitHubPermissionError:
+            raise
+        except GitHubError as exc:
+            raise RetryableJobError(str(exc)) from exc
+        return int(answer["id"])

@@ -1,0 +1,50 @@
+"""Assembling a running daemon from settings: the store (migrated) and the worker pool with its handlers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from evalward._server.settings import ServerSettings
+
+if TYPE_CHECKING:
+    from evalward._server.metrics import ServerMetrics
+    from evalward._server.worker import WorkerPool
+    from evalward.store import Store
+
+
+def build_store(settings: ServerSettings) -> Store:
+    from evalward.store import open_store
+
+    return open_store(settings.db)
+
+
+def build_pool(
+    settings: ServerSettings,
+    store: Store,
+    *,
+    metrics: ServerMetrics | None = None,
+    transport_factory: Callable[[], Any] | None = None,
+    github_options: Mapping[str, Any] | None = None,
+) -> WorkerPool:
+    """`settings.workers` worker threads running the production handlers (`github_options`: extra
+    `GitHubClient` arguments, e.g. a recording `sleep` in tests)."""
+    from evalward._server.evaluate import Handlers
+    from evalward._server.github_access import GitHubAccess
+    from evalward._server.worker import WorkerOptions, WorkerPool
+    from evalward.store.job_queue import JobQueue
+
+    queue = JobQueue(store.engine, max_attempts=settings.max_attempts)
+    handlers = Handlers(
+        settings,
+        store,
+        queue,
+        GitHubAccess(settings, transport_factory=transport_factory, client_options=dict(github_options or {})),
+    )
+    options = WorkerOptions(
+        lease_s=settings.lease_s,
+        heartbeat_s=settings.heartbeat_s,
+        poll_s=settings.poll_s,
+        max_per_repo=settings.max_jobs_per_repo,
+    )
+    return WorkerPool(queue, handlers.table(), options, size=settings.workers, metrics=metrics)
