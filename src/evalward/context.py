@@ -71,10 +71,17 @@ def detect_context(
         branch = branch or env.get("GITHUB_HEAD_REF") or env.get("GITHUB_REF_NAME")
         base_branch = base_branch or env.get("GITHUB_BASE_REF") or None
 
-    commit = commit or _git(["rev-parse", "HEAD"], cwd)
-    if branch is None:
-        name = _git(["rev-parse", "--abbrev-ref", "HEAD"], cwd)
-        branch = name if name and name != "HEAD" else None
+    if commit is None and branch is None:
+        # One git process for both (each one costs a 1-case run milliseconds): the SHA, then the branch name
+        # ("HEAD" when detached). Where it fails (no repository, no commit yet) asking separately fails too.
+        both = (_git(["rev-parse", "HEAD", "--abbrev-ref", "HEAD"], cwd) or "").splitlines()
+        if len(both) == 2:
+            commit, branch = both[0], both[1] if both[1] != "HEAD" else None
+    else:
+        commit = commit or _git(["rev-parse", "HEAD"], cwd)
+        if branch is None:
+            name = _git(["rev-parse", "--abbrev-ref", "HEAD"], cwd)
+            branch = name if name and name != "HEAD" else None
     if repository is None:
         url = _git(["config", "--get", "remote.origin.url"], cwd)
         repository = _repository_from_url(url) if url else None
