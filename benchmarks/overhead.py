@@ -22,8 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from evalward.model import AgentOutput, AgentRequest, AgentTarget
 from evalward._pipeline import RunOptions, prepare, run_blocking
+from evalward.model import AgentOutput, AgentRequest, AgentTarget
 
 
 class SleepyAgent:
