@@ -24,6 +24,9 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
 EXIT_INFRASTRUCTURE = 3
+EXIT_UNDECIDED = 2
+"""The gate could not decide and `strict` fails that (docs/gate.md §6): the same code as bad input, as the
+gate's reference gives it — neither is a judgment of the change, and a script can tell both from a regression (1)."""
 EXIT_INTERRUPTED = 130
 
 

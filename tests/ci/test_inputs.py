@@ -127,7 +127,9 @@ def _verdict(outcome: str, *kinds: str) -> Verdict:
         ("fail", ("regression",), {"regression"}, 1, "failure"),
         ("fail", ("threshold",), {"regression"}, 0, "neutral"),  # a threshold miss, not asked to fail on
         ("fail", ("must_pass",), {"threshold"}, 1, "failure"),
-        ("fail", ("inconclusive",), {"inconclusive"}, 1, "failure"),  # strict turned it into a blocking finding
+        # strict turned it into a blocking finding: undecided, exit 2 (docs/gate.md §6), still a failing check
+        ("fail", ("inconclusive",), {"inconclusive"}, 2, "failure"),
+        ("fail", ("inconclusive", "regression"), {"inconclusive", "regression"}, 1, "failure"),
         ("fail", ("error",), {"threshold"}, 1, "failure"),  # hard gates fail whatever is named
         ("fail", ("error",), set(), 0, "neutral"),  # `none`: report only
     ],

@@ -156,6 +156,9 @@ def test_a_missing_baseline_with_history_is_an_error_or_the_policy_says(tmp_path
     neutral = cli(["gate", "--run", run_id, "--on-missing-baseline", "neutral", "--json", "n.json"], tmp_path)
     assert neutral.returncode == 0
     assert json.loads((tmp_path / "n.json").read_text())["outcome"] == "inconclusive"
+    # undecided and --strict: exit 2, told apart from a regression (docs/gate.md §6)
+    undecided = cli(["gate", "--run", run_id, "--on-missing-baseline", "neutral", "--strict"], tmp_path)
+    assert undecided.returncode == 2, undecided.stdout + undecided.stderr
     strict = cli(["gate", "--run", run_id, "--on-missing-baseline", "fail"], tmp_path)
     assert strict.returncode == 1
 

@@ -7,6 +7,7 @@ from datetime import date
 import pytest
 from gate_builders import binary_pair, reps, result, run
 
+from evalward._ci.exit_code import decide_exit
 from evalward.gate import GatePolicy, QuarantineEntry, compare, decide
 from evalward.model import CaseResult, Finding, MetricSpec, NoBaseline, Verdict
 
@@ -447,12 +448,25 @@ class TestBaseline:
             "e": "new",
         }
 
-    def test_nothing_comparable_is_inconclusive(self) -> None:
+    def test_nothing_comparable_is_an_error_not_a_pass(self) -> None:
+        """Zero comparable results is an error (docs/gate.md §2): no verdict, exit 3, whatever `fail-on` says."""
         base = run("base", [result("a", {"m": 1.0})])
         head = run("head", [result("b", {"m": 1.0})])
         verdict = decide(head, base, POLICY_M)
-        assert verdict.outcome == "inconclusive"
-        assert verdict.reason == "Inconclusive: no case was comparable with the baseline, so nothing was compared."
+        assert verdict.outcome == "error"
+        assert verdict.reason == (
+            "Error: no case was comparable with the baseline, so nothing was compared and there is no verdict."
+        )
+        assert [f.kind for f in verdict.blocking()] == ["nothing_compared"]
+        decision = decide_exit(verdict, {"regression"})
+        assert (decision.exit_code, decision.failed_on, decision.conclusion) == (3, ("nothing_compared",), "failure")
+
+    def test_nothing_comparable_but_a_must_pass_failure_is_a_failure(self) -> None:
+        base = run("base", [result("a", {"m": 1.0})])
+        head = run("head", [result("b", {"m": 0.0}, must_pass=True)])
+        verdict = decide(head, base, POLICY_M)
+        assert verdict.outcome == "fail"
+        assert "must_pass" in {f.kind for f in verdict.blocking()}
 
     def test_criteria_mismatch_is_flagged(self) -> None:
         cases = [result("a", {"m": 1.0})]
@@ -632,3 +646,15 @@ class TestVerdictModel:
         assert compare(base, head, GatePolicy(metrics=["m"], errors="fail")).outcome == "fail"
         assert compare(base, head, POLICY_M).outcome != "pass"
         assert compare(base, head.model_copy(update={"status": "cancelled"}), POLICY_M).outcome == "fail"
+
+
+def test_nothing_comparable_says_so_where_people_look() -> None:
+    from evalward.report.check_run import status_description
+    from evalward.report.verdict_markdown import render_verdict_markdown
+
+    base = run("base", [result("a", {"m": 1.0})])
+    head = run("head", [result("b", {"m": 1.0})])
+    verdict = decide(head, base, POLICY_M)
+    assert status_description(verdict, failing=True).startswith("Could not compare: no case was comparable")
+    markdown = render_verdict_markdown(head, verdict, baseline=base)
+    assert "no case was comparable with the baseline" in markdown

@@ -1,11 +1,12 @@
 """What a verdict means for the step: its exit code, its GitHub states and the `regressions` output.
 
-Exit codes (docs/gate.md §6): 0 the gate passed or failed only on what `fail-on` does not name; 1 it failed on a
-named class — `regression` (regression, newly broken, cost, latency findings), `threshold` (threshold,
-must-pass), `inconclusive` (turns on the policy's `strict`) — or on a hard gate (errors, missing cases,
-mismatches, no baseline under `on_missing_baseline = "fail"`) unless `fail-on` is `none`; 2 bad input;
-3 infrastructure, and the verdict `error`: no baseline could be stored or run (`on_missing_baseline =
-"error"`), which no `fail-on` turns into a pass.
+Exit codes (docs/gate.md §6), the same for `evalward gate` (every class named) and the Action (`fail-on`): 0 the
+gate passed or failed only on what `fail-on` does not name; 1 it failed on a named class — `regression`
+(regression, newly broken, cost, latency findings), `threshold` (threshold, must-pass) — or on a hard gate
+(errors, missing cases, mismatches, no baseline under `on_missing_baseline = "fail"`) unless `fail-on` is
+`none`; 2 it failed only because it could not decide and `inconclusive` is named (the policy's `strict`), as
+bad input does; 3 infrastructure, and the verdict `error`: no baseline could be stored or run
+(`on_missing_baseline = "error"`), or a baseline but no comparable case — which no `fail-on` turns into a pass.
 
 `regressions` counts the blocking findings that say the change made things worse: kinds `regression` (a
 gated metric, or a case the gate blocks on), `cost`, `latency`, `threshold` and `must_pass` — whatever
@@ -20,14 +21,16 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from evalward._ci.inputs import FAIL_CLASSES
-from evalward.errors import EXIT_FAILED, EXIT_INFRASTRUCTURE, EXIT_OK
+from evalward.errors import EXIT_FAILED, EXIT_INFRASTRUCTURE, EXIT_OK, EXIT_UNDECIDED
 from evalward.github.publish import GateStates
 from evalward.model.verdict import Verdict
 
 REGRESSION_KINDS = FAIL_CLASSES["regression"] | FAIL_CLASSES["threshold"]
 """Blocking findings counted by the `regressions` output (module docstring)."""
 ALL_FAIL_CLASSES = frozenset(FAIL_CLASSES)
-"""`fail-on` naming every class: any blocking finding fails (the daemon's rule)."""
+"""`fail-on` naming every class: any blocking finding fails (`evalward gate` and the daemon)."""
+NO_VERDICT_KINDS = frozenset({"no_baseline", "nothing_compared"})
+"""The blocking findings behind a verdict `error`: nothing could be compared."""
 
 
 @dataclass(frozen=True)
@@ -47,12 +50,13 @@ def count_regressions(verdict: Verdict) -> int:
 def decide_exit(verdict: Verdict, fail_on: Collection[str]) -> Decision:
     """Map the verdict onto the step's exit code and GitHub states (see the module docstring)."""
     if verdict.outcome == "error":
+        why = tuple(dict.fromkeys(f.kind for f in verdict.blocking() if f.kind in NO_VERDICT_KINDS))
         return Decision(
             outcome="error",
             failing=True,
             exit_code=EXIT_INFRASTRUCTURE,
             regressions=0,
-            failed_on=("no_baseline",),
+            failed_on=why or ("no_baseline",),
         )
     named = set().union(*(FAIL_CLASSES[c] for c in fail_on)) if fail_on else set()
     every_class = set().union(*FAIL_CLASSES.values())
@@ -62,10 +66,11 @@ def decide_exit(verdict: Verdict, fail_on: Collection[str]) -> Decision:
             if finding.kind in named or finding.kind not in every_class:
                 failed_on.append(finding.kind)
     failing = bool(failed_on)
+    undecided = failing and set(failed_on) <= FAIL_CLASSES["inconclusive"]
     return Decision(
         outcome=verdict.outcome,
         failing=failing,
-        exit_code=EXIT_FAILED if failing else EXIT_OK,
+        exit_code=EXIT_UNDECIDED if undecided else EXIT_FAILED if failing else EXIT_OK,
         regressions=count_regressions(verdict),
         failed_on=tuple(dict.fromkeys(failed_on)),
     )

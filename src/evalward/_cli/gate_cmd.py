@@ -10,7 +10,6 @@ import click
 
 from evalward._cli.common import db_option
 from evalward._cli.options import baseline_run_option
-from evalward.errors import EXIT_FAILED, EXIT_OK
 
 
 def _outputs(func: Any) -> Any:
@@ -43,7 +42,12 @@ def _outputs(func: Any) -> Any:
 )
 @baseline_run_option
 @click.option("--base-branch", envvar="EVALWARD_BASE_BRANCH", help="The branch PRs merge into (default: from the run)")
-@click.option("--strict", is_flag=True, envvar="EVALWARD_STRICT", help="An inconclusive verdict fails (exit 1)")
+@click.option(
+    "--strict",
+    is_flag=True,
+    envvar="EVALWARD_STRICT",
+    help="An inconclusive verdict fails (exit 2: undecided, told apart from a regression)",
+)
 @click.option(
     "--on-missing-baseline",
     type=click.Choice(["error", "absolute", "neutral", "fail"]),
@@ -74,13 +78,14 @@ def gate_command(
     The baseline is a stored run at the merge-base (re-scored under this run's criteria when they differ),
     completed by running the base side on demand for the cases no stored run covers (--baseline-run).
 
-    Exit codes: 0 pass or inconclusive, 1 fail (inconclusive too with --strict), 2 bad input
-    (unknown run, mismatched baseline), 3 no baseline could be made, or the database is unreachable.
+    Exit codes: 0 pass or inconclusive, 1 fail, 2 inconclusive with --strict, or bad input (unknown run,
+    mismatched baseline), 3 no verdict (no baseline could be made, or no case was comparable with it), or the
+    database is unreachable.
     """
+    from evalward._ci.exit_code import ALL_FAIL_CLASSES, decide_exit
     from evalward._cli.run_cmd import open_history
     from evalward._gating import gate_run, load_current_run, load_policy
     from evalward._gating.instrument import load_instrument
-    from evalward.errors import EXIT_INFRASTRUCTURE
 
     loaded = ctx.obj
     settings = loaded.settings if loaded is not None else None
@@ -109,8 +114,7 @@ def gate_command(
         baseline_run=baseline_run,  # type: ignore[arg-type]
     )
     render_outcome(outcome.current, outcome.verdict, outcome.baseline, json_path, markdown_path, html_path)
-    codes = {"fail": EXIT_FAILED, "error": EXIT_INFRASTRUCTURE}
-    sys.exit(codes.get(outcome.verdict.outcome, EXIT_OK))
+    sys.exit(decide_exit(outcome.verdict, ALL_FAIL_CLASSES).exit_code)
 
 
 @click.command("compare")
@@ -130,8 +134,10 @@ def compare_command(
 ) -> None:
     """Compare two stored runs case by case (BASELINE_RUN first), with the gate's paired statistics.
 
-    Exit 1 when a metric regressed beyond noise, else 0.
+    Exit codes as for `gate`: 1 when the comparison fails (a metric regressed beyond noise), 3 when no case is
+    comparable, else 0.
     """
+    from evalward._ci.exit_code import ALL_FAIL_CLASSES, decide_exit
     from evalward._cli.run_cmd import open_history
     from evalward._gating import load_policy
     from evalward.gate import compare
@@ -145,7 +151,7 @@ def compare_command(
     current = store.load_run(current_run)
     verdict = compare(baseline, current, policy)
     render_outcome(current, verdict, baseline, json_path, markdown_path, html_path)
-    sys.exit(EXIT_OK if verdict.outcome != "fail" else EXIT_FAILED)
+    sys.exit(decide_exit(verdict, ALL_FAIL_CLASSES).exit_code)
 
 
 def render_outcome(

@@ -1,8 +1,10 @@
 """The outcome of `gate.decide` and the reason that states the deciding statistics (docs/gate.md §6).
 
-`fail` if any finding is blocking (other than a missing baseline under `error`); else `error` when the
-baseline is missing under `on_missing_baseline="error"`; else `inconclusive` if a gated metric is inconclusive,
-there is no baseline (neutral policy) or nothing was comparable; else `pass`. With `strict`, inconclusive fails.
+`fail` if any finding is blocking (other than a missing baseline under `error`, or no comparable case); else
+`error` when the baseline is missing under `on_missing_baseline="error"`, or a baseline exists and no case was
+comparable with it (fail-closed: zero comparable results is never "no regressions"); else `inconclusive` if a
+gated metric is inconclusive or there is no baseline (neutral policy); else `pass`. With `strict`, inconclusive
+fails.
 """
 
 from __future__ import annotations
@@ -39,7 +41,8 @@ def conclude(
     no_baseline = ctx.baseline is None
     baseline_error = missing_baseline_is_error(ctx)
     blocking = [f for f in findings if f.severity == "blocking"]
-    real_blocking = [f for f in blocking if not (baseline_error and f.kind == "no_baseline")]
+    no_verdict = baseline_error or nothing_compared
+    real_blocking = [f for f in blocking if not (no_verdict and f.kind in ("no_baseline", "nothing_compared"))]
     added: list[Finding] = []
     outcome: Outcome
     if real_blocking:
@@ -47,10 +50,13 @@ def conclude(
         extra = len(real_blocking) - 1
         more = f" (and {plural(extra, 'more blocking finding')})" if extra else ""
         reason = f"Failed: {real_blocking[0].message.rstrip('.')}{more}."
-    elif baseline_error:
+    elif no_verdict:
         outcome = "error"
-        reason = f"Error: {blocking[0].message.rstrip('.')}."
-    elif no_baseline or nothing_compared or gated_inconclusive:
+        if nothing_compared:
+            reason = "Error: no case was comparable with the baseline, so nothing was compared and there is no verdict."
+        else:
+            reason = f"Error: {blocking[0].message.rstrip('.')}."
+    elif no_baseline or gated_inconclusive:
         outcome = "inconclusive"
         if no_baseline:
             reason = (
@@ -63,8 +69,6 @@ def conclude(
                     "Passed on the absolute thresholds alone: there is no base side to compare with, and every "
                     "case met every threshold."
                 )
-        elif nothing_compared:
-            reason = "Inconclusive: no case was comparable with the baseline, so nothing was compared."
         else:
             m = gated_inconclusive[0]
             reason = (

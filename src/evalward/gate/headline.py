@@ -47,6 +47,8 @@ def headline(verdict: Verdict) -> str:
 
 def _main(verdict: Verdict) -> str:
     if verdict.outcome == "error":
+        if any(f.kind == "nothing_compared" for f in verdict.findings):
+            return "No verdict: no case was comparable with the baseline, so nothing was compared (see below for why)."
         return "No verdict: no baseline could be made, so nothing was compared (see below for why)."
     if verdict.outcome == "fail":
         return _failure(verdict)

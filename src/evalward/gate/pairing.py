@@ -101,12 +101,13 @@ def pair_cases(ctx: GateContext) -> Pairing:
                 )
             )
     if not compared:
+        # Fail-closed (docs/gate.md §2): zero comparable results is an error, never a quiet "no regressions".
         findings.append(
             finding(
-                "inconclusive",
-                "warning",
-                "No case is comparable (same id and content hash on both sides, not quarantined): "
-                "nothing was compared, which is not evidence of no regression.",
+                "nothing_compared",
+                "blocking",
+                "No case is comparable (same id and content hash on both sides, not quarantined): nothing was "
+                "compared, so there is no verdict; that is an error, not evidence of no regression.",
             )
         )
     return Pairing(compared=tuple(compared), changed=frozenset(changed), findings=tuple(findings))

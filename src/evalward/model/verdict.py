@@ -36,6 +36,7 @@ FindingKind = Literal[
     "removed_case",  # in the baseline only: not compared
     "changed_case",  # same id, different content hash: not compared
     "no_baseline",  # nothing to compare with
+    "nothing_compared",  # a baseline, but no case comparable with it: an error, never "no regressions"
     "mismatch",  # criteria or fingerprints differ between the runs
     "cost",  # cost ratio current/baseline (log-ratio rule)
     "latency",  # p50 latency ratio current/baseline (log-ratio rule)

@@ -84,7 +84,10 @@ def status_description(verdict: Verdict, *, failing: bool) -> str:
     blocking = verdict.blocking()
     counts = verdict.counts
     if verdict.outcome == "error":
-        text = "Could not compare: no baseline could be stored or run"
+        if any(f.kind == "nothing_compared" for f in blocking):
+            text = "Could not compare: no case was comparable with the baseline"
+        else:
+            text = "Could not compare: no baseline could be stored or run"
     elif blocking:
         text = f"Failed: {_plural(len(blocking), 'blocking finding')} ({_kinds(blocking)})"
         if not failing:
