@@ -12,6 +12,7 @@ import io
 import json
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -368,3 +369,46 @@ def test_an_agent_that_cannot_start_is_infrastructure_not_a_regression(workspace
     assert result.exit_code == 3
     assert "::error title=evalward could not run::" in log
     assert statuses_on(workspace, PR_HEAD)[-1]["state"] == "error"
+
+
+def merge_group_payload() -> dict[str, Any]:
+    """A merge queue's `checks_requested` (GitHub's documented shape): the queue built `PR_HEAD` on `PR_BASE`."""
+    return {
+        "action": "checks_requested",
+        "merge_group": {
+            "head_sha": PR_HEAD,
+            "head_ref": f"refs/heads/gh-readonly-queue/master/pr-{PR_NUMBER}-{PR_BASE}",
+            "base_sha": PR_BASE,
+            "base_ref": "refs/heads/master",
+            "head_commit": {
+                "id": PR_HEAD,
+                "tree_id": PR_HEAD,
+                "message": "Merge queue",
+                "timestamp": "2026-01-01T00:00:00Z",
+            },
+        },
+        "repository": {"full_name": REPO, "name": "Hello-World", "owner": {"login": "Codertocat"}},
+        "sender": {"login": "Codertocat"},
+    }
+
+
+def test_merge_group_is_gated_against_the_queue_base_and_reports_on_its_head(workspace: Workspace) -> None:
+    """docs/gate.md §9: a merge queue's commit is compared with the stored run at the queue's base, and the status
+    and check run go on the commit the queue waits for."""
+    workspace.push()
+    workspace.agent("bad")
+    env = workspace.env("merge_group", merge_group_payload())
+    env["GITHUB_SHA"] = PR_HEAD
+    env["GITHUB_REF"] = f"refs/heads/gh-readonly-queue/master/pr-{PR_NUMBER}-{PR_BASE}"
+    result, log = workspace.run(env)
+
+    assert result.exit_code == 1, log
+    assert result.verdict is not None and result.verdict.outcome == "fail"
+    assert result.verdict.baseline is not None and result.verdict.baseline.commit == PR_BASE
+    assert result.run is not None and result.run.context.commit == PR_HEAD
+    assert result.run.context.merge_base == PR_BASE and result.run.context.base_branch == "master"
+    [status] = statuses_on(workspace, PR_HEAD)
+    assert (status["state"], status["context"]) == ("failure", "evalward/evals")
+    [check] = checks_on(workspace, PR_HEAD)
+    assert check["conclusion"] == "failure"
+    assert workspace.fake.comments == {}  # a queue has no PR conversation to comment in

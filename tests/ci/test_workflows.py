@@ -144,7 +144,7 @@ def test_the_readme_workflow_is_exactly_the_example_file() -> None:
 
 def test_the_readme_workflow_is_pinned_least_privilege_and_keeps_history() -> None:
     workflow = yaml.safe_load(readme_workflow())
-    assert workflow[True] == {"pull_request": None, "push": {"branches": ["main"]}}  # YAML `on`
+    assert workflow[True] == {"pull_request": None, "merge_group": None, "push": {"branches": ["main"]}}  # YAML `on`
     assert workflow["permissions"] == {"contents": "read"}
     [job] = workflow["jobs"].values()
     assert job["permissions"] == {"contents": "read", "pull-requests": "write", "statuses": "write", "checks": "write"}

@@ -22,14 +22,17 @@ GITHUB_RETRY_BUDGET_S = 20.0
 """At most this long lost to an unanswering GitHub over the whole job (`GitHubClient` rule 4a)."""
 GITHUB_CONNECT_TIMEOUT_S = 5.0
 
-Mode = Literal["pull_request", "push", "other"]
+Mode = Literal["pull_request", "push", "merge_group", "other"]
 ClientFactory = Callable[[ActionsEnv], "GitHubClient | None"]
 
 
 def event_mode(actions: ActionsEnv) -> Mode:
-    """`pull_request` (also `pull_request_target`), `push` (not a branch deletion), else `other`."""
+    """`pull_request` (also `pull_request_target`), `push` (not a branch deletion), `merge_group` (a merge
+    queue), else `other`."""
     if actions.pull_request is not None:
         return "pull_request"
+    if actions.merge_group is not None:
+        return "merge_group"
     push = actions.push
     if push is not None and not push.deleted:
         return "push"
@@ -56,17 +59,25 @@ def default_client(actions: ActionsEnv, **overrides: Any) -> GitHubClient | None
 def ci_context(
     options: CiOptions, actions: ActionsEnv, env: Mapping[str, str], *, merge_base: str | None
 ) -> RunContext:
-    """The RunContext: PR head SHA and base from the payload, push `after`/`before`, else env and git."""
+    """The RunContext: PR head SHA and base from the payload, push `after`/`before`, a merge group's head and the
+    queue's base, else env and git."""
     from evalward.context import detect_context
 
     pr = actions.pull_request
     push = actions.push if pr is None else None
+    group = actions.merge_group if pr is None else None
     commit = branch = base_sha = None
     base_branch = options.base_branch
     pr_number = None
     if pr is not None:
         commit, branch, base_sha, pr_number = pr.head_sha, pr.head_ref, pr.base_sha, pr.number
         base_branch = base_branch or pr.base_ref
+    elif group is not None:
+        # The queue's commit is its base plus the PRs ahead of it: the base is where it branched off, so it is
+        # the merge-base, known without git (docs/gate.md §9: a merge group is gated against the queue's base).
+        commit, branch, base_sha = group.head_sha, group.head_branch, group.base_sha
+        base_branch = base_branch or group.base_branch
+        merge_base = merge_base or group.base_sha
     elif push is not None and not push.deleted:
         commit, branch = push.after, push.branch
         base_sha = push.before if push.before and push.before != ZERO_SHA else None

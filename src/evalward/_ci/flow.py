@@ -10,6 +10,9 @@ Mode by event (`GITHUB_EVENT_NAME` and the payload at `GITHUB_EVENT_PATH`):
    secrets, the "pwn request"); otherwise it is refused (exit 2) before any PR code runs.
 2. `push`: run and store (the baseline of later PRs), gate against the commit before the push, and put a
    status and a check run on the pushed commit.
+   `merge_group` (a merge queue's `checks_requested`): run and store the queue's temporary commit, gate it
+   against the queue's base (`merge_group.base_sha`, the merge-base without git), and put the status and check
+   run on `merge_group.head_sha`, the commit the queue waits for; there is no PR to comment on.
 3. anything else (`workflow_dispatch`, `schedule`, a laptop): run, store, gate, report to the job summary.
 With `shard: I/N` the run is one shard: stored and saved to the artifact, not gated (exit 0 unless it could
 not run); `merge-shards: DIR` merges the shard artifacts found under DIR, failing closed when one is missing,
@@ -395,7 +398,7 @@ def _run_ci(
             append_step_summary(actions.step_summary_path, rendered.summary)
 
         posted = Posted()
-        if mode in ("pull_request", "push") and target.repository and target.head_sha:
+        if mode in ("pull_request", "push", "merge_group") and target.repository and target.head_sha:
             client = factory(actions)
             try:
                 posted = publish(

@@ -22,7 +22,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from evalward.errors import UsageError
-from evalward.github.events import PullRequestEvent, PushEvent, parse_pull_request, parse_push
+from evalward.github.events import (
+    MergeGroupEvent,
+    PullRequestEvent,
+    PushEvent,
+    parse_merge_group,
+    parse_pull_request,
+    parse_push,
+)
 from evalward.redact import redact
 
 DEFAULT_API_URL = "https://api.github.com"
@@ -103,6 +110,13 @@ class ActionsEnv:
         return parse_push(self.event) if self.event_name == "push" and self.event else None
 
     @property
+    def merge_group(self) -> MergeGroupEvent | None:
+        """A merge queue's `merge_group` payload; None for other events."""
+        if self.event_name != "merge_group" or "merge_group" not in self.event:
+            return None
+        return parse_merge_group(self.event)
+
+    @property
     def is_pull_request(self) -> bool:
         return self.pull_request is not None
 
@@ -113,22 +127,30 @@ class ActionsEnv:
 
     @property
     def head_sha(self) -> str:
-        """The commit to put statuses and check runs on: the PR head for PRs (not the merge commit)."""
+        """The commit to put statuses and check runs on: the PR head for PRs (not the merge commit), the merge
+        group's head in a merge queue (the commit the queue waits for)."""
         pr = self.pull_request
         if pr:
             return pr.head_sha
+        group = self.merge_group
+        if group:
+            return group.head_sha
         push = self.push
         return push.after if push and not push.deleted else self.sha
 
     @property
     def base_ref(self) -> str | None:
         pr = self.pull_request
-        return (pr.base_ref if pr else None) or self.base_ref_env
+        group = self.merge_group if pr is None else None
+        return (pr.base_ref if pr else group.base_branch if group else None) or self.base_ref_env
 
     @property
     def base_sha(self) -> str | None:
         pr = self.pull_request
-        return pr.base_sha if pr else None
+        if pr:
+            return pr.base_sha
+        group = self.merge_group
+        return group.base_sha if group else None
 
     @property
     def is_fork(self) -> bool:

@@ -82,6 +82,26 @@ class PushEvent(_Frozen):
         return self.ref.removeprefix("refs/heads/") if self.ref.startswith("refs/heads/") else None
 
 
+class MergeGroupEvent(_Frozen):
+    """`merge_group` (`checks_requested`): a merge queue's temporary commit `head_sha` on `head_ref`
+    (`gh-readonly-queue/<base>/pr-<n>-<sha>`), built on `base_sha`, the queue's base on `base_ref`."""
+
+    action: str
+    head_sha: str
+    head_ref: str
+    base_sha: str
+    base_ref: str
+    repository: str | None = None
+
+    @property
+    def head_branch(self) -> str:
+        return self.head_ref.removeprefix("refs/heads/")
+
+    @property
+    def base_branch(self) -> str:
+        return self.base_ref.removeprefix("refs/heads/")
+
+
 class CheckRerequestEvent(_Frozen):
     """`check_run` / `check_suite` (`rerequested`, `requested`, `requested_action`)."""
 
@@ -263,6 +283,18 @@ def parse_push(payload: Mapping[str, Any], event: str = "push") -> PushEvent:
         deleted=_at(payload, "deleted") is True,
         repository=_repo(event, payload, "repository.full_name"),
         installation_id=_int(payload, "installation.id"),
+    )
+
+
+def parse_merge_group(payload: Mapping[str, Any]) -> MergeGroupEvent:
+    event = "merge_group"
+    return MergeGroupEvent(
+        action=_str(payload, "action") or "",
+        head_sha=_need_sha(event, payload, "merge_group.head_sha"),
+        head_ref=_need_ref(event, payload, "merge_group.head_ref"),
+        base_sha=_need_sha(event, payload, "merge_group.base_sha"),
+        base_ref=_need_ref(event, payload, "merge_group.base_ref"),
+        repository=_repo(event, payload, "repository.full_name"),
     )
 
 
