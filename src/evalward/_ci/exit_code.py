@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from evalward._ci.inputs import FAIL_CLASSES
 from evalward.errors import EXIT_FAILED, EXIT_INFRASTRUCTURE, EXIT_OK, EXIT_UNDECIDED
+from evalward.gate.conclusion import NO_VERDICT_KINDS
 from evalward.github.publish import GateStates
 from evalward.model.verdict import Verdict
 
@@ -29,8 +30,6 @@ REGRESSION_KINDS = FAIL_CLASSES["regression"] | FAIL_CLASSES["threshold"]
 """Blocking findings counted by the `regressions` output (module docstring)."""
 ALL_FAIL_CLASSES = frozenset(FAIL_CLASSES)
 """`fail-on` naming every class: any blocking finding fails (`evalward gate` and the daemon)."""
-NO_VERDICT_KINDS = frozenset({"no_baseline", "nothing_compared"})
-"""The blocking findings behind a verdict `error`: nothing could be compared."""
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,9 @@ from evalward.model.verdict import BaselineInfo, Finding, MetricComparison
 
 Outcome = Literal["pass", "fail", "inconclusive", "error"]
 
+NO_VERDICT_KINDS = frozenset({"no_baseline", "nothing_compared"})
+"""The blocking findings that can leave a run without a verdict (`error`): nothing could be compared."""
+
 
 @dataclass(frozen=True)
 class Conclusion:
@@ -42,7 +45,7 @@ def conclude(
     baseline_error = missing_baseline_is_error(ctx)
     blocking = [f for f in findings if f.severity == "blocking"]
     no_verdict = baseline_error or nothing_compared
-    real_blocking = [f for f in blocking if not (no_verdict and f.kind in ("no_baseline", "nothing_compared"))]
+    real_blocking = [f for f in blocking if not (no_verdict and f.kind in NO_VERDICT_KINDS)]
     added: list[Finding] = []
     outcome: Outcome
     if real_blocking:

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from evalward.metrics.base import Metric
-from evalward.metrics.evaluation import replace_or_append
+from evalward.metrics.evaluation import metric_error, replace_or_append
 from evalward.metrics.scoring_context import CaseScores, ScoringContext
 from evalward.model import AgentOutput, CaseError, EvalCase, MetricResult, MetricSpec, MetricStatus
 
@@ -428,7 +428,5 @@ class UserCodeMetric(Metric):
             case_level = replace_or_append(case_level, results)
             for turn, turn_results in turns.items():
                 per_turn[turn] = replace_or_append(per_turn.get(turn, []), turn_results)
-            errored = [r for r in case_level if r.status == "error"]
-            if error is None and errored:
-                error = CaseError(kind="metric_error", message="; ".join(f"{r.name}: {r.explanation}" for r in errored))
+            error = error or metric_error(case_level)
         return CaseScores(case_level, per_turn, error)

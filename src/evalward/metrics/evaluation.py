@@ -62,7 +62,7 @@ async def score_case_run(ctx: ScoringContext) -> CaseResult:
         for turn, results in scores.per_turn.items():
             per_turn[turn] = replace_or_append(per_turn.get(turn, []), results)
         if error is None:
-            error = scores.error or _metric_error(case_level)
+            error = scores.error or metric_error(case_level)
     return CaseResult(
         eval_set_id=ctx.eval_set_id,
         case_id=ctx.case.case_id,
@@ -94,7 +94,8 @@ def case_status(case_level: Sequence[MetricResult], error: CaseError | None) -> 
     return "failed"
 
 
-def _metric_error(case_level: Sequence[MetricResult]) -> CaseError | None:
+def metric_error(case_level: Sequence[MetricResult]) -> CaseError | None:
+    """A `metric_error` naming every errored result of `case_level` (rule 2); None when none errored."""
     errored = [r for r in case_level if r.status == "error"]
     if not errored:
         return None
