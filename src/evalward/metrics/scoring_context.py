@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from evalward.model import (
     AgentOutput,
@@ -28,6 +28,9 @@ from evalward.model import (
     SimulationResult,
     Usage,
 )
+
+if TYPE_CHECKING:  # annotations only: nothing here needs the step formulas at run time
+    from evalward.metrics.stepwise import FinalCheck, NextAction, Reference
 
 StepwiseMode = Literal["auto", "on", "off"]
 
@@ -84,15 +87,14 @@ class StepJudge(Protocol):
 
     async def credits(
         self,
-        reference: Any,
-        actions: Sequence[Any],
+        reference: Reference,
+        actions: Sequence[NextAction],
         *,
         request: str,
         reference_answer: str | None,
-        final_check: Any,
+        final_check: FinalCheck,
     ) -> JudgedSteps:
-        """The credits of one turn's `actions` (`stepwise.NextAction`, action j-1 is step j) against
-        `reference` (`stepwise.Reference`)."""
+        """The credits of one turn's `actions` (action j-1 is step j) against `reference`."""
         ...
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from evalward.backoff import backoff_wait
 from evalward.model import AgentOutput, AgentRequest, EvalCase, Message
@@ -96,12 +97,18 @@ class AgentTeacher:
         max_retries: int,
     ) -> None:
         self._agent = agent
+        self._eval_set_id = eval_set_id
         self._case = case
+        self._repetition = repetition
         self._outputs = outputs
         self._timeout_s = timeout_s
         self._max_retries = max_retries
-        self._conversation = Conversation.of(eval_set_id, case, repetition, "teacher-forcing")
         self._requests: list[AgentRequest] = []
+
+    @cached_property
+    def _conversation(self) -> Conversation:
+        # Built on the first step asked: every case gets a teacher, few have reference messages.
+        return Conversation.of(self._eval_set_id, self._case, self._repetition, "teacher-forcing")
 
     def request(self, turn: int) -> AgentRequest:
         """Turn `turn`'s request (turns are built in order, each after the one before was answered)."""
@@ -109,8 +116,8 @@ class AgentTeacher:
             built = len(self._requests)
             if built:
                 self._conversation.answered(self._requests[built - 1], self._outputs[built - 1])
-            query = self._case.turns[built]
-            self._requests.append(self._conversation.request(built, query.query, query.inputs))
+            invocation = self._case.turns[built]
+            self._requests.append(self._conversation.request(built, invocation.query, invocation.inputs))
         return self._requests[turn]
 
     async def next_actions(
