@@ -156,7 +156,6 @@ def validate_criteria(sets: Sequence[EvalSet], judge: JudgeConfig | None = None)
     """Unknown metrics, bad options and unreadable reference trajectories are bad input (2); judge metrics
     with no judge model configured are infrastructure (3). Returns the judged criteria, resolved."""
     from evalward.metrics.registry import check_specs, needs_judge
-    from evalward.metrics.stepwise import ReferenceError, parse_reference
 
     problems: list[FileProblem] = []
     for eval_set in sets:
@@ -177,22 +176,7 @@ def validate_criteria(sets: Sequence[EvalSet], judge: JudgeConfig | None = None)
                         message=message,
                     )
                 )
-            for turn in case.turns:
-                if turn.reference_messages is None:
-                    continue
-                try:
-                    parse_reference(turn.reference_messages)
-                except ReferenceError as exc:
-                    loc = turn.source or case.source
-                    problems.append(
-                        FileProblem(
-                            path=loc.path if loc else where,
-                            line=loc.line if loc else None,
-                            json_path=loc.json_path if loc else None,
-                            case_id=case.case_id,
-                            message=str(exc),
-                        )
-                    )
+            problems.extend(_reference_problems(case, where))
     if problems:
         raise EvalFileError(problems)
     specs_per_case = _specs_per_case(sets)
@@ -202,6 +186,32 @@ def validate_criteria(sets: Sequence[EvalSet], judge: JudgeConfig | None = None)
     from evalward.judging.scoring import Judging, judged_specs
 
     return Judging(judge or JudgeConfig()).resolve_all(judged_specs(specs_per_case))
+
+
+def _reference_problems(case: EvalCase, where: str) -> list[FileProblem]:
+    """Each unreadable reference trajectory (`reference_messages`) of `case`, as a problem at its turn."""
+    if all(turn.reference_messages is None for turn in case.turns):
+        return []  # most cases: the step scorers (`metrics.stepwise`) are never loaded
+    from evalward.metrics.stepwise import ReferenceError, parse_reference
+
+    problems: list[FileProblem] = []
+    for turn in case.turns:
+        if turn.reference_messages is None:
+            continue
+        try:
+            parse_reference(turn.reference_messages)
+        except ReferenceError as exc:
+            loc = turn.source or case.source
+            problems.append(
+                FileProblem(
+                    path=loc.path if loc else where,
+                    line=loc.line if loc else None,
+                    json_path=loc.json_path if loc else None,
+                    case_id=case.case_id,
+                    message=str(exc),
+                )
+            )
+    return problems
 
 
 def _specs_per_case(sets: Sequence[EvalSet]) -> list[list[MetricSpec]]:

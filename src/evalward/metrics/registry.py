@@ -23,8 +23,6 @@ from collections.abc import Sequence
 from importlib import import_module
 
 from evalward.metrics.base import Metric
-from evalward.metrics.stepwise import STEPWISE_ALIASES as _STEPWISE_ALIASES
-from evalward.metrics.stepwise import STEPWISE_METRICS as _STEPWISE_NAMES
 from evalward.model import MetricSpec
 
 JUDGE_METRICS: frozenset[str] = frozenset(
@@ -46,7 +44,20 @@ JUDGE_METRICS: frozenset[str] = frozenset(
 )
 """Metrics that need an LLM judge (or Vertex AI); `metrics.judge.spec.JUDGED_METRICS` lists those evalward judges."""
 
-STEPWISE_METRICS: frozenset[str] = frozenset({*_STEPWISE_NAMES, *_STEPWISE_ALIASES})
+STEP_METRIC_NAMES: tuple[str, ...] = (
+    "stepwise_score",
+    "first_error_step",
+    "survived_until",
+    "free_running_survival",
+    "divergence_index",
+)
+"""Metric names produced by step-by-step evaluation (`metrics.stepwise`; informational unless given a threshold).
+Listed here, not imported from there: a run without step criteria never loads the step scorers."""
+
+STEPWISE_ALIASES: dict[str, str] = {"teacher_forced_survival": "survived_until"}
+"""Other names a criterion may use for a step metric (same number): alias → metric."""
+
+STEPWISE_METRICS: frozenset[str] = frozenset({*STEP_METRIC_NAMES, *STEPWISE_ALIASES})
 """Teacher-forcing metrics (and their aliases), computed outside `score_case` from extra agent calls."""
 
 

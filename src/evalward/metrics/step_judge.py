@@ -29,6 +29,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from evalward.metrics.registry import STEPWISE_METRICS
 from evalward.model import MetricSpec, ToolCall
 
 if TYPE_CHECKING:  # the judge machinery is imported only when a step is judged
@@ -60,11 +61,7 @@ MATCH_OPTION = "match"
 
 def judges_steps(spec: MetricSpec) -> bool:
     """True for a step criterion (or its alias) with `match: judge`."""
-    from evalward.metrics.stepwise import STEPWISE_ALIASES, STEPWISE_METRICS
-
-    return (spec.name in STEPWISE_METRICS or spec.name in STEPWISE_ALIASES) and spec.options.get(
-        MATCH_OPTION
-    ) == "judge"
+    return spec.name in STEPWISE_METRICS and spec.options.get(MATCH_OPTION) == "judge"
 
 
 def step_judge_spec(specs: Sequence[MetricSpec]) -> MetricSpec | None:

@@ -45,20 +45,9 @@ from typing import Any, Literal
 from evalward.metrics.args import ArgsRule, args_match
 from evalward.metrics.base import Score, TurnContext
 from evalward.metrics.matching import compat_matrix, maximum_matching
+from evalward.metrics.registry import STEP_METRIC_NAMES, STEPWISE_ALIASES
 from evalward.model import AgentOutput, EvalCase, Invocation, Message, MetricResult, MetricSpec, ToolCall
 from evalward.model.text import format_call
-
-STEPWISE_METRICS: tuple[str, ...] = (
-    "stepwise_score",
-    "first_error_step",
-    "survived_until",
-    "free_running_survival",
-    "divergence_index",
-)
-"""Metric names produced by step-by-step evaluation (informational unless given a threshold)."""
-
-STEPWISE_ALIASES: dict[str, str] = {"teacher_forced_survival": "survived_until"}
-"""Other names a criterion may use for a step metric (same number): alias → metric."""
 
 BOUNDED_METRICS: frozenset[str] = frozenset(
     {"stepwise_score", "survived_until", "teacher_forced_survival", "free_running_survival"}
@@ -390,7 +379,7 @@ def metric_results(
     an alias (`teacher_forced_survival`) is reported under that name too, with its metric's value. The case
     value is the mean over the turns with a reference; a single such turn keeps its own arithmetic.
     """
-    names = [*STEPWISE_METRICS, *(alias for alias in STEPWISE_ALIASES if alias in specs)]
+    names = [*STEP_METRIC_NAMES, *(alias for alias in STEPWISE_ALIASES if alias in specs)]
     turn_results: dict[int, list[MetricResult]] = {turn: [] for turn in per_turn}
     case_results: list[MetricResult] = []
     for name in names:
@@ -426,7 +415,7 @@ def metric_results(
 def error_results(specs: Mapping[str, MetricSpec], message: str) -> list[MetricResult]:
     """Every step metric (and named alias) as an `error` result, when a turn's steps could not be scored
     (a judge that failed): never a silent zero."""
-    names = [*STEPWISE_METRICS, *(alias for alias in STEPWISE_ALIASES if alias in specs)]
+    names = [*STEP_METRIC_NAMES, *(alias for alias in STEPWISE_ALIASES if alias in specs)]
     return [
         MetricResult(
             name=name,

@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from evalward.metrics import stepwise as sw
 from evalward.metrics.base import Metric
 from evalward.metrics.scoring_context import CaseScores, ScoringContext
 from evalward.metrics.step_judge import step_judge_spec
@@ -25,7 +24,7 @@ from evalward.model import CaseError, CaseResult, Message, MetricResult, MetricS
 
 
 class StepMetric(Metric):
-    """Every teacher-forcing metric (`metrics.stepwise.STEPWISE_METRICS` and their aliases)."""
+    """Every teacher-forcing metric (`metrics.registry.STEPWISE_METRICS`, aliases included)."""
 
     name = "teacher_forcing"
     batch: ClassVar[str] = "teacher_forcing"
@@ -33,6 +32,7 @@ class StepMetric(Metric):
     description = "Teacher-forced step metrics: step accuracy, survival and free-running comparisons."
 
     def check_options(self, spec: MetricSpec) -> list[str]:
+        from evalward.metrics import stepwise as sw
         from evalward.metrics.step_judge import check_step_options
 
         problems = check_step_options(spec)
@@ -47,8 +47,13 @@ class StepMetric(Metric):
         named = {s.name: s for s in specs}
         answered = list(zip(ctx.case.turns, ctx.outputs, strict=False))
         has_reference = any(turn.reference_messages is not None for turn, _ in answered)
-        if ctx.stepwise == "off" or (ctx.stepwise == "auto" and not has_reference and not named):
-            return _scores(sw.metric_results({}, named)) if named else CaseScores()
+        if not named and (ctx.stepwise == "off" or (ctx.stepwise == "auto" and not has_reference)):
+            return CaseScores()  # most cases: no step criterion and no reference trajectory to score
+        # Loaded here, not with this module: every case passes through this batch, few have steps to score.
+        from evalward.metrics import stepwise as sw
+
+        if ctx.stepwise == "off":  # step criteria named, teacher forcing off: each reports it was not computed
+            return _scores(sw.metric_results({}, named))
         judged = step_judge_spec(ctx.specs)
         judge = ctx.judge.step_judge(judged) if ctx.judge is not None and judged is not None else None
         if judged is not None and judge is None:
@@ -97,6 +102,8 @@ def _scores(results: tuple[list[MetricResult], dict[int, list[MetricResult]]]) -
 
 
 def _error(named: dict[str, MetricSpec], message: str) -> CaseScores:
+    from evalward.metrics import stepwise as sw
+
     return CaseScores(sw.error_results(named, message), {}, CaseError(kind="judge_error", message=message))
 
 
