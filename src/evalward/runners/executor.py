@@ -45,7 +45,7 @@ from array import array
 from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalward.case_keys import CaseKeys
 from evalward.errors import UsageError
@@ -64,7 +64,9 @@ from evalward.runners.base import Agent
 from evalward.runners.conversation import Conversation
 from evalward.runners.sharding import shard_cases
 from evalward.runners.turn_attempts import run_turn
-from evalward.runners.user_simulator import SimulatorError, UserSimulator
+
+if TYPE_CHECKING:
+    from evalward.runners.user_simulator import UserSimulator
 
 
 @dataclass(frozen=True)
@@ -373,6 +375,9 @@ class _CaseRunner:
 
     async def _run_scenario(self, record: CaseRun, conversation: Conversation) -> None:
         """A simulated conversation (module docstring): ask the simulator, run its message, until it ends."""
+        # Loaded by whoever built `self.simulator`; a run without scenario cases never imports it.
+        from evalward.runners.user_simulator import SimulatorError
+
         item = record.item
         scenario = item.case.scenario
         assert scenario is not None
