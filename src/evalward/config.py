@@ -23,7 +23,6 @@ quarantine = [{case_id = "flaky-case", until = 2026-12-31, reason = "upstream AP
 from __future__ import annotations
 
 import re
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -76,12 +75,38 @@ def find_config(start: Path | None = None) -> Path | None:
     pyproject = folder / "pyproject.toml"
     if pyproject.is_file():
         try:
-            data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-        except (OSError, tomllib.TOMLDecodeError):
+            text = pyproject.read_text(encoding="utf-8")
+        except OSError:
+            return None
+        if not may_hold_evalward_settings(text):
+            return None  # most projects: their pyproject.toml is not even parsed
+        import tomllib  # here, not at the top: see may_hold_evalward_settings
+
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError:
             return None
         if isinstance(data.get("tool"), dict) and "evalward" in data["tool"]:
             return pyproject
     return None
+
+
+_MAY_HOLD_EVALWARD = re.compile(
+    r"""^[ \t]*(?:
+        \[\[?[ \t]*["']?tool["']?[ \t]*\.[ \t]*["']?evalward["']?[ \t]*[\].]   # [tool.evalward], [tool.evalward.gate]
+      | \[[ \t]*["']?tool["']?[ \t]*\]                                    # [tool], whose keys may name evalward
+      | ["']?tool["']?[ \t]*[.=]                                         # tool.evalward.x = …, tool = { … }
+    )""",
+    re.MULTILINE | re.VERBOSE,
+)
+
+
+def may_hold_evalward_settings(text: str) -> bool:
+    """False only when the TOML `text` cannot define `tool.evalward`: no `[tool.evalward…]` table, no `[tool]`
+    table and no top-level `tool` key (dotted or inline), however spaced or quoted. Parsing TOML costs more
+    than the rest of reading the settings (the parser's import compiles its regexes), and most pyproject.toml
+    files have no evalward section; a file this lets through is parsed and decided exactly."""
+    return _MAY_HOLD_EVALWARD.search(text) is not None
 
 
 def load_config(path: str | Path | None = None) -> LoadedConfig:
@@ -93,6 +118,8 @@ def load_config(path: str | Path | None = None) -> LoadedConfig:
         text = file.read_text(encoding="utf-8")
     except OSError as exc:
         raise EvalFileError([FileProblem(path=str(file), message=f"cannot read: {exc.strerror}")]) from exc
+    import tomllib  # here, not at the top: see may_hold_evalward_settings
+
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -67,7 +67,8 @@ def test_help_imports_none_of_the_heavy_modules() -> None:
 
 
 # What a 1-case run of a JSON eval set with deterministic metrics never needs: the ORM, migrations, the judge and
-# its client, the renderers of files nobody asked for, YAML, the pattern engine, the gate's statistics.
+# its client, the renderers of files nobody asked for, YAML, the pattern engine, the gate's statistics, the step
+# scorers (no reference trajectory), the user simulator (no scenario), the TOML parser (no settings file).
 NOT_FOR_A_PLAIN_RUN = (
     "sqlalchemy.orm",
     "alembic",
@@ -92,6 +93,11 @@ NOT_FOR_A_PLAIN_RUN = (
     "evalward.report.verdict_markdown",
     "evalward.report.verdict_terminal",
     "evalward.gate",
+    "evalward.metrics.stepwise",
+    "evalward.metrics.args",
+    "evalward.runners.user_simulator",
+    "evalward.openai_requests",
+    "tomllib",
 )
 
 
