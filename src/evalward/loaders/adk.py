@@ -48,7 +48,12 @@ from evalward.model import (
 
 # protected_namespaces=(): ADK's `model_duration` would make pydantic < 2.10 warn on import (see model.Usage).
 _EVAL_MODEL = ConfigDict(
-    alias_generator=to_camel, populate_by_name=True, extra="forbid", loc_by_alias=False, protected_namespaces=()
+    alias_generator=to_camel,
+    populate_by_name=True,
+    extra="forbid",
+    loc_by_alias=False,
+    protected_namespaces=(),
+    defer_build=True,
 )
 
 
@@ -113,7 +118,9 @@ class _IntermediateData(BaseModel):
 
 
 class _InvocationEvent(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore", loc_by_alias=False)
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="ignore", loc_by_alias=False, defer_build=True
+    )
 
     author: str
     content: _Content | None = None
@@ -158,7 +165,7 @@ class _Invocation(BaseModel):
 class _UserBehavior(BaseModel):
     """ADK's `UserBehavior`: a plain model (snake_case keys, extra keys ignored)."""
 
-    model_config = ConfigDict(extra="ignore", loc_by_alias=False)
+    model_config = ConfigDict(extra="ignore", loc_by_alias=False, defer_build=True)
 
     name: str
     description: str
@@ -169,7 +176,7 @@ class _UserBehavior(BaseModel):
 class _UserPersona(BaseModel):
     """ADK's `UserPersona`: a plain model (snake_case keys, extra keys ignored)."""
 
-    model_config = ConfigDict(extra="ignore", loc_by_alias=False)
+    model_config = ConfigDict(extra="ignore", loc_by_alias=False, defer_build=True)
 
     id: str
     description: str
@@ -185,7 +192,9 @@ class _ConversationScenario(BaseModel):
 
 
 class _SessionInput(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow", loc_by_alias=False)
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="allow", loc_by_alias=False, defer_build=True
+    )
 
     app_name: str
     user_id: str
@@ -194,7 +203,9 @@ class _SessionInput(BaseModel):
 
 
 class _EvalCase(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow", loc_by_alias=False)
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="allow", loc_by_alias=False, defer_build=True
+    )
 
     eval_id: str
     conversation: list[_Invocation] | None = None
@@ -208,7 +219,7 @@ class _EvalCase(BaseModel):
 class _EvalSetShell(BaseModel):
     """ADK's `EvalSet`: a plain model, snake_case only, extra keys ignored. Cases are validated one by one."""
 
-    model_config = ConfigDict(extra="ignore", loc_by_alias=False)
+    model_config = ConfigDict(extra="ignore", loc_by_alias=False, defer_build=True)
 
     eval_set_id: str
     name: str | None = None
