@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from evalward.loaders import adk
 from evalward.loaders.detect import detect_format, detect_list_format, has_expected_steps
 from evalward.loaders.documents import Document, DocumentKind, SourceText
 from evalward.loaders.indexed import RECENT_CASES, WHOLE_SET, IndexBuilder
@@ -63,6 +62,8 @@ def load_streamed(
 
 
 def _load_adk(source: SourceText, walk: JsonWalk, default_id: str, cache_size: int, whole_set: int) -> Streamed:
+    from evalward.loaders import adk  # the ADK file models: loaded when an ADK file is read
+
     builder = IndexBuilder(
         source, kind="json", prefix=(_ADK_CASES,), mapper=adk.map_case, cache_size=cache_size, whole_set=whole_set
     )
