@@ -167,7 +167,12 @@ class _UserSimulatorConfig(BaseModel):
     """ADK's `LlmBackedUserSimulatorConfig` (extra keys allowed, as ADK's base config allows them)."""
 
     model_config = ConfigDict(
-        extra="allow", alias_generator=to_camel, populate_by_name=True, loc_by_alias=False, protected_namespaces=()
+        extra="allow",
+        alias_generator=to_camel,
+        populate_by_name=True,
+        loc_by_alias=False,
+        protected_namespaces=(),
+        defer_build=True,
     )
 
     type: str | None = None

@@ -16,7 +16,7 @@ from datetime import datetime
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from evalward.store.engine import read_transaction
 from evalward.store.rows import HistoryPoint, RunRow
@@ -250,6 +250,8 @@ class HistoryViews:
 
 
 class TrendPoint(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     run_id: str
     commit: str | None
     started_at: datetime | None
