@@ -12,8 +12,9 @@ web role starts with a GitHub App configured (and `redeliver_on_start`), a backg
 4. asks GitHub to resend each (`POST /app/hook/deliveries/{id}/attempts`), oldest first, at most
    `redeliver_max` per start.
 
-A resent delivery keeps its GUID; the webhook handler's idempotent enqueue (jobs keyed by repository, head
-SHA and eval set; re-runs by GUID) turns a delivery that did reach us after all into no second job. Nothing
+A resent delivery keeps its GUID and its body; the webhook handler's idempotent enqueue (jobs keyed by
+repository, head SHA and eval set; re-runs and installation records by the SHA-256 of the signed body, which a
+resend repeats byte for byte) turns a delivery that did reach us after all into no second job. Nothing
 here delays start-up or stops the server: every error is logged and the thread ends.
 """
 
