@@ -199,3 +199,33 @@ def test_a_history_database_failing_mid_run_stops_the_run_with_its_error(tmp_pat
             run_blocking(prepared, agent=AlternatingAgent(), store=store)
     finally:
         store.close()
+
+
+def test_an_unreadable_reference_trajectory_is_reported_at_its_turn(tmp_path: Path) -> None:
+    """Before anything runs, `reference_messages` the step metrics cannot read is bad input at its turn: the file,
+    the turn's line, its JSON path and the case id; a readable one beside it is no problem."""
+    from evalward.errors import EvalFileError
+
+    (tmp_path / "set.eval.yaml").write_text(
+        "evalward: 1\n"
+        "eval_set_id: refs\n"
+        "cases:\n"
+        "  - id: good_reference\n"
+        "    query: Who recorded it?\n"
+        "    reference_messages: [{role: assistant, content: Pink Floyd.}]\n"
+        "  - id: bad_reference\n"
+        "    turns:\n"
+        "      - query: hi\n"
+        "      - query: Who recorded it?\n"
+        "        reference_messages:\n"
+        "          - {role: assistant, content: Pink Floyd.}\n"
+        "          - {role: user, content: thanks}\n",
+        encoding="utf-8",
+    )
+    options = RunOptions(paths=[str(tmp_path / "set.eval.yaml")], agent="unused.py:agent")
+    with pytest.raises(EvalFileError) as raised:
+        prepare(options)
+    [problem] = raised.value.problems
+    assert (problem.path, problem.line, problem.case_id) == (str(tmp_path / "set.eval.yaml"), 10, "bad_reference")
+    assert problem.json_path == "$.cases[1].turns[1]"
+    assert "reference_messages[1]: nothing may follow the final assistant answer" in problem.message

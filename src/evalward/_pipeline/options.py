@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from evalward.errors import EvalFileError, FileProblem, UsageError
 from evalward.metrics.scoring_context import StepwiseMode
-from evalward.model import EvalCase, EvalSet, EvalSetInfo, MetricSpec, RunContext, canonical_hash
+from evalward.model import EvalCase, EvalSet, EvalSetInfo, MetricSpec, RunContext, SourceLocation, canonical_hash
 from evalward.model.cases import (
     HAS_EXPECTED_OUTPUTS,
     HAS_OWN_METRICS,
@@ -166,16 +166,7 @@ def validate_criteria(sets: Sequence[EvalSet], judge: JudgeConfig | None = None)
         # set's other cases are not read back.
         for case in cases_with(eval_set.cases, HAS_OWN_METRICS | HAS_REFERENCE_MESSAGES):
             for message in check_specs(case.metrics):
-                loc = case.source
-                problems.append(
-                    FileProblem(
-                        path=loc.path if loc else where,
-                        line=loc.line if loc else None,
-                        json_path=loc.json_path if loc else None,
-                        case_id=case.case_id,
-                        message=message,
-                    )
-                )
+                problems.append(_problem_at(case.source, where, case.case_id, message))
             problems.extend(_reference_problems(case, where))
     if problems:
         raise EvalFileError(problems)
@@ -201,17 +192,19 @@ def _reference_problems(case: EvalCase, where: str) -> list[FileProblem]:
         try:
             parse_reference(turn.reference_messages)
         except ReferenceError as exc:
-            loc = turn.source or case.source
-            problems.append(
-                FileProblem(
-                    path=loc.path if loc else where,
-                    line=loc.line if loc else None,
-                    json_path=loc.json_path if loc else None,
-                    case_id=case.case_id,
-                    message=str(exc),
-                )
-            )
+            problems.append(_problem_at(turn.source or case.source, where, case.case_id, str(exc)))
     return problems
+
+
+def _problem_at(loc: SourceLocation | None, where: str, case_id: str, message: str) -> FileProblem:
+    """A problem of case `case_id` at `loc`, or in the file `where` when the case's position is unknown."""
+    return FileProblem(
+        path=loc.path if loc else where,
+        line=loc.line if loc else None,
+        json_path=loc.json_path if loc else None,
+        case_id=case_id,
+        message=message,
+    )
 
 
 def _specs_per_case(sets: Sequence[EvalSet]) -> list[list[MetricSpec]]:
