@@ -15,10 +15,14 @@ builds one. What a run takes above the floor is evalward's own start-up (its mod
 The machine's speed drifts between seconds, so the floor and the runs are measured in turns, round by round,
 and each median is of the same rounds.
 
+With `--instructions`, the floor and the two runs are counted in instructions instead (valgrind's callgrind,
+hash seed fixed): the count is the same run after run whatever the machine's load, so a change to start-up can be
+judged on a machine whose speed drifts by half within minutes (each count takes ~40 s under valgrind).
+
 Bytecode: `pip install` compiles every module, but an editable install under PYTHONDONTWRITEBYTECODE=1
 (common in containers) would recompile evalward's ~80 modules on every start; the benchmark compiles them
 first, as an installed evalward has them.
-Run: `python benchmarks/startup.py [--runs N]`.
+Run: `python benchmarks/startup.py [--runs N] [--instructions]`.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import argparse
 import compileall
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -58,6 +63,33 @@ def measure(command: list[str], env: dict[str, str] | None = None) -> tuple[floa
     return wall, usage.ru_maxrss / 1024  # Linux reports kilobytes
 
 
+def instructions(command: list[str], env: dict[str, str]) -> int:
+    """The instructions `command` executes, counted by valgrind's callgrind with Python's hash seed fixed."""
+    completed = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *command],
+        cwd=ROOT,
+        env={**env, "PYTHONHASHSEED": "0"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    found = re.search(r"Collected : (\d+)", completed.stderr)
+    if found is None:
+        sys.exit(f"valgrind could not count {' '.join(command)}:\n{completed.stderr[-2000:]}")
+    return int(found[1])
+
+
+def count_instructions(commands: dict[str, list[str]], env: dict[str, str]) -> None:
+    """Print the instructions of the floor and of each run (each run's database made by a run before it)."""
+    if shutil.which("valgrind") is None:
+        sys.exit("--instructions needs valgrind (Debian: apt-get install valgrind)")
+    counts = {label: instructions(command, env) for label, command in commands.items()}
+    floor = counts.pop("floor")
+    print(f"floor (the libraries):     {floor / 1e6:,.0f} M instructions (import {FLOOR_LIBRARIES}; one model)")
+    for label, count in counts.items():
+        print(f"{label + ':':<26} {count / 1e6:,.0f} M instructions ({count / floor:.2f}x the floor)")
+
+
 def median_of(command: list[str], runs: int, env: dict[str, str] | None = None) -> tuple[float, float]:
     samples = [measure(command, env) for _ in range(runs)]
     return statistics.median(s[0] for s in samples), statistics.median(s[1] for s in samples)
@@ -81,6 +113,7 @@ def one_case_sets(folder: Path) -> dict[str, list[str]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=9)
+    parser.add_argument("--instructions", action="store_true", help="count instructions (callgrind), not time")
     args = parser.parse_args()
     evalward = [sys.executable, "-m", "evalward"]
     compileall.compile_dir(ROOT / "src" / "evalward", quiet=1)
@@ -98,6 +131,9 @@ def main() -> None:
         for label, run_args in one_case_sets(folder).items():
             commands[label] = [*evalward, "run", *run_args]
             firsts[label] = measure(commands[label], env)
+        if args.instructions:
+            count_instructions(commands, env)
+            return
         samples: dict[str, list[tuple[float, float]]] = {label: [] for label in commands}
         for round_ in range(args.runs):
             order = list(commands)[round_ % len(commands) :] + list(commands)[: round_ % len(commands)]
