@@ -16,7 +16,9 @@ Used by `evalward gate`, `evalward ci` and the daemon, so a verdict is reached t
 5. **No baseline** only when neither exists: `no_base` (no merge-base, or a first-ever run whose base
    cannot run: the thresholds alone judge) or `unavailable` (the policy's `on_missing_baseline`).
 6. `gate.decide`, the baseline described in the verdict (how chosen, re-scored, run on demand, what changed
-   in the agent), and the verdict recorded with `record`.
+   in the agent).
+7. **Top-up** (`_gating.top_up`, where the agent can run): an inconclusive verdict reruns its uncertain cases on
+   both sides, within the policy's budget, and is decided again; the final verdict is recorded with `record`.
 """
 
 from __future__ import annotations
@@ -228,16 +230,19 @@ def run_and_gate(
         can_run_base_side=True,
     )
     with ExitStack() as stack:
-        base = _start_base_side(stack, prepared, plan, base_branch=base_branch, repo_dir=repo_dir)
+        base = start_base_side(stack, prepared, plan, base_branch=base_branch, repo_dir=repo_dir)
         runs = run_pair(prepared, base, store=store, progress=progress)
     if runs.base_error is not None:
         plan.problem = f"the base side failed: {runs.base_error}"
     if after_run is not None:
         after_run(runs.current)
-    return finish_gate(store, runs.current, policy, plan, runs.base, instrument=prepared, record=record)
+    outcome = finish_gate(store, runs.current, policy, plan, runs.base, instrument=prepared)
+    return _top_up_and_record(
+        store, outcome, policy, plan, prepared=prepared, base_branch=base_branch, repo_dir=repo_dir, record=record
+    )
 
 
-def _start_base_side(
+def start_base_side(
     stack: ExitStack, prepared: PreparedRun, plan: BaselinePlan, *, base_branch: str | None, repo_dir: Path
 ) -> tuple[PreparedRun, Agent] | None:
     """Check out the merge-base and prepare its agent for `plan.base_side_cases`; None (and `plan.problem`) when
@@ -311,12 +316,37 @@ def gate_run(
     base_run = None
     if instrument is not None and plan.base_side_cases and repo_dir is not None:
         with ExitStack() as stack:
-            base = _start_base_side(stack, instrument, plan, base_branch=base_branch, repo_dir=repo_dir)
+            base = start_base_side(stack, instrument, plan, base_branch=base_branch, repo_dir=repo_dir)
             if base is not None:
                 base_run, error = _run_base_alone(base, store)
                 if error is not None:
                     plan.problem = f"the base side failed: {error}"
-    return finish_gate(store, current, policy, plan, base_run, instrument=instrument, record=record)
+    outcome = finish_gate(store, current, policy, plan, base_run, instrument=instrument)
+    return _top_up_and_record(
+        store, outcome, policy, plan, prepared=instrument, base_branch=base_branch, repo_dir=repo_dir, record=record
+    )
+
+
+def _top_up_and_record(
+    store: Store,
+    outcome: GateOutcome,
+    policy: GatePolicy,
+    plan: BaselinePlan,
+    *,
+    prepared: PreparedRun | None,
+    base_branch: str | None,
+    repo_dir: Path | None,
+    record: str | None,
+) -> GateOutcome:
+    """Step 7: an inconclusive verdict topped up with more repetitions of its uncertain cases, when the agent can
+    run here (`prepared`: the run's eval sets and agent); then the final verdict recorded."""
+    if prepared is not None:
+        from evalward._gating.top_up import top_up
+
+        outcome = top_up(outcome, prepared, policy, plan, base_branch=base_branch, repo_dir=repo_dir)
+    if record is not None and store.has_run(outcome.current.run_id):
+        store.record_verdict(outcome.verdict, source=record)
+    return outcome
 
 
 def _run_base_alone(base: tuple[PreparedRun, Agent], store: Store) -> tuple[RunResult | None, str | None]:
@@ -338,9 +368,8 @@ def finish_gate(
     base_run: RunResult | None,
     *,
     instrument: PreparedRun | None,
-    record: str | None,
 ) -> GateOutcome:
-    """Steps 3, 5 and 6: re-score the stored baseline, combine it with the base side's run, decide, record."""
+    """Steps 3, 5 and 6: re-score the stored baseline, combine it with the base side's run, decide."""
     from evalward._gating.rescore import rescore_baseline
     from evalward.gate import decide
     from evalward.store.comparability import agent_changes
@@ -403,8 +432,6 @@ def finish_gate(
                 )
             }
         )
-    if record is not None and store.has_run(current.run_id):
-        store.record_verdict(verdict, source=record)
     return GateOutcome(current=current, baseline=baseline, verdict=verdict, search=plan.search)
 
 

@@ -45,6 +45,9 @@ class RunOptions:
     metrics_mode: MetricsMode = "add"
     config_path: str | None = None
     repeat: int = 1
+    first_repetition: int = 0
+    """Repetitions are numbered from here: the gate's top-up continues a run's numbering, so an agent seeded by the
+    repetition (`AgentRequest.repetition`) draws new samples instead of replaying the run's."""
     concurrency: int = 4
     timeout_s: float | None = 120.0
     rate_limit_per_s: float | None = None

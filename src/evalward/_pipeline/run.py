@@ -130,7 +130,7 @@ async def run_prepared(
     infos = with_judge_identities(prepared.set_infos(), prepared.judges)
     target = agent.target
     fingerprint = fingerprint_for(prepared, agent)
-    items = plan_work(prepared.sets, options.repeat, options.shard)
+    items = plan_work(prepared.sets, options.repeat, options.shard, first_repetition=options.first_repetition)
 
     existing: Sequence[CaseResult] = []  # a resumed run's stored results (a view: read once, when recorded)
     if resume_run_id is not None:

@@ -54,6 +54,30 @@ class RatioGate(BaseModel):
     tau: float = Field(default=0.10, ge=0, description="Tolerated increase: regressed when exp(L) > 1 + τ.")
 
 
+class TopUpPolicy(BaseModel):
+    """More repetitions for an inconclusive verdict (docs/gate.md §6, "INCONCLUSIVE actions"): the discordant and
+    flaky cases are run again, on both sides where the base side can run, and the gate decides once more.
+
+    A second look at the same comparison with no α-spending rule: it may narrow the interval (inconclusive →
+    pass) but never turn the verdict into a regression (`_gating.top_up`)."""
+
+    model_config = ConfigDict(defer_build=True, extra="forbid")
+
+    max_repetitions: int = Field(
+        default=5,
+        ge=0,
+        le=100,
+        description="k_max: a topped-up case is raised to this many repetitions on each side (the run's own "
+        "repetitions count); at or below the run's repetitions, no top-up. 0 turns it off.",
+    )
+    max_runs: int = Field(
+        default=100,
+        ge=0,
+        description="The cost budget: agent runs the top-up may spend in all, both sides counted; cases that do not "
+        "fit are left as they are, most uncertain first in. 0 turns it off.",
+    )
+
+
 class GatePolicy(BaseModel):
     """How `gate.decide` judges a run against its baseline."""
 
@@ -129,6 +153,10 @@ class GatePolicy(BaseModel):
         default=None, description="Resampling seed; None derives it from the two run ids (re-renders agree)."
     )
     strict: bool = Field(default=False, description="An inconclusive verdict fails.")
+    top_up: TopUpPolicy = Field(
+        default_factory=TopUpPolicy,
+        description="An inconclusive verdict reruns its uncertain cases, within a budget, before it is final.",
+    )
 
     @model_validator(mode="after")
     def _one_primary(self) -> GatePolicy:

@@ -269,6 +269,30 @@ class VerdictCounts(BaseModel):
     quarantined: int = Field(default=0, description="Cases excluded from gating by an active quarantine.")
 
 
+class TopUp(BaseModel):
+    """What the top-up of an inconclusive verdict ran and what it changed (docs/gate.md §6, `_gating.top_up`)."""
+
+    model_config = ConfigDict(defer_build=True, extra="ignore")
+
+    cases: list[str] = Field(default_factory=list, description="The cases run again, as `eval_set/case_id`.")
+    extra_repetitions: int = Field(default=0, description="Repetitions added to each of those cases, on each side run.")
+    current_runs: int = Field(default=0, description="Agent runs added to the current side.")
+    baseline_runs: int = Field(
+        default=0, description="Agent runs added to the base side (0: the base side was not run)."
+    )
+    first_outcome: Outcome = Field(description="The outcome before the top-up (`inconclusive`).")
+    second_outcome: Outcome | None = Field(
+        default=None, description="What the gate decided with the added repetitions; None when nothing ran."
+    )
+    kept: Literal["second", "first"] = Field(
+        default="first",
+        description="`second`: the verdict after the top-up stands (it passed or stayed inconclusive); `first`: the "
+        "verdict before it stands (nothing ran, or the second look would have blocked: a second look with no "
+        "α-spending may narrow the interval, never make a regression).",
+    )
+    message: str = Field(default="", description="What happened, in one or two plain sentences.")
+
+
 class Verdict(BaseModel):
     """The gate's decision with its findings, per-metric comparisons and per-case diagnostics."""
 
@@ -297,6 +321,9 @@ class Verdict(BaseModel):
     alpha: float = Field(default=0.05, description="Significance level used.")
     seed: int = Field(default=0, description="Seed of the resampling, so the numbers can be reproduced.")
     policy_digest: str = Field(default="", description="sha256 of the policy's canonical JSON.")
+    top_up: TopUp | None = Field(
+        default=None, description="The top-up of an inconclusive verdict, when one was considered (the caller's)."
+    )
 
     @property
     def passed(self) -> bool:

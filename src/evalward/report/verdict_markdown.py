@@ -51,6 +51,7 @@ from evalward.report.verdict_view import (
 )
 
 MAX_EXPLANATION_CHARS = 2_000
+MAX_TOP_UP_CHARS = 1_500
 MAX_PER_CASE_LISTED = 10
 """Per-case-test regressions named in the head; all of them get a flagged-case section."""
 
@@ -152,6 +153,8 @@ def _baseline(view: VerdictView) -> str:
     notes = view.baseline_notes
     if notes:
         text += "\n" + "\n".join(f"- {md_inline(note, max_len=300)}" for note in notes[:10])
+    if view.top_up:
+        text += f"\n\n**Top-up**: {md_inline(view.top_up, max_len=MAX_TOP_UP_CHARS)}"
     return text
 
 

@@ -124,6 +124,8 @@ def _baseline(view: VerdictView) -> Text:
         line.append(", how it was chosen is not recorded")
     for note in view.baseline_notes[:10]:
         line.append("\n  - ").append_text(safe_label(note, 300))
+    if view.top_up:
+        line.append("\nTop-up: ").append_text(safe_label(view.top_up, 1_500))
     return line
 
 

@@ -338,6 +338,24 @@ class BaselineFacts:
     chosen_by: str
 
 
+MAX_TOP_UP_CASES = 10
+"""Cases the top-up line names before `and N more`."""
+
+
+def top_up_text(verdict: Verdict) -> str | None:
+    """The top-up of an inconclusive verdict in plain words, with the cases it ran again; None when none was
+    considered (docs/gate.md §6)."""
+    top_up = verdict.top_up
+    if top_up is None:
+        return None
+    text = top_up.message
+    if top_up.cases:
+        names = ", ".join(top_up.cases[:MAX_TOP_UP_CASES])
+        more = len(top_up.cases) - MAX_TOP_UP_CASES
+        text += f" Cases run again: {names}" + (f" and {more} more." if more > 0 else ".")
+    return text
+
+
 def baseline_facts(verdict: Verdict, baseline: RunResult | None) -> BaselineFacts | None:
     """The baseline as recorded in the verdict, else as read from the baseline run; None when there is none."""
     info = verdict.baseline
@@ -430,6 +448,8 @@ class VerdictView:
     """For the fields shown as they are: outcome, headline, reason, counts, seed, α, policy digest."""
     baseline: BaselineFacts | None
     baseline_notes: list[str]
+    top_up: str | None
+    """`top_up_text`: what the top-up of an inconclusive verdict ran and changed."""
     interval_label: str
     metrics: list[MetricRow]
     clustered: list[tuple[str, str]]
@@ -465,6 +485,7 @@ class VerdictView:
             verdict=verdict,
             baseline=baseline_facts(verdict, baseline),
             baseline_notes=verdict.baseline.notes if verdict.baseline is not None else [],
+            top_up=top_up_text(verdict),
             interval_label=interval_label(verdict.alpha),
             metrics=[
                 MetricRow(

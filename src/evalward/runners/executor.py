@@ -259,8 +259,11 @@ class WorkPlan(Sequence[WorkItem]):
         return WorkPlan(self.sets, kept)
 
 
-def plan_work(sets: Sequence[EvalSet], repeat: int, shard: tuple[int, int] | None = None) -> WorkPlan:
-    """Every case of every set × `repeat` repetitions (set, case, repetition order), narrowed to `shard`."""
+def plan_work(
+    sets: Sequence[EvalSet], repeat: int, shard: tuple[int, int] | None = None, *, first_repetition: int = 0
+) -> WorkPlan:
+    """Every case of every set × `repeat` repetitions (set, case, repetition order), narrowed to `shard`;
+    repetitions numbered from `first_repetition`."""
     if repeat < 1:
         raise UsageError(f"--repeat must be at least 1; found {repeat}")
     ids = [s.case_ids() for s in sets]
@@ -272,7 +275,7 @@ def plan_work(sets: Sequence[EvalSet], repeat: int, shard: tuple[int, int] | Non
         for set_index, eval_set in enumerate(sets)
         for case_index, case_id in enumerate(ids[set_index])
         if mine is None or (eval_set.eval_set_id, case_id) in mine
-        for repetition in range(repeat)
+        for repetition in range(first_repetition, first_repetition + repeat)
     )
     return WorkPlan(sets, slots)
 
