@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from evalward._cli.main import cli
-from evalward._gating.top_up import plan_top_up, uncertain_cases, undecided, with_more_repetitions
+from evalward._gating.top_up import plan_top_up, undecided, with_more_repetitions
 from evalward.gate import GatePolicy
 from evalward.model import CaseResult, RunResult
 from evalward.model.verdict import CaseDiagnostic, Finding, MetricComparison, Verdict
@@ -35,7 +35,7 @@ def metric(verdict: str = "inconclusive", *, gated: bool = True, guard: bool = F
         baseline_mean=0.8,
         current_mean=0.75,
         delta=-0.05,
-        n_cases=4,
+        n_cases=40,
         k_baseline=1,
         k_current=1,
         delta_block=0.02,
@@ -64,59 +64,66 @@ def inconclusive(*cases: CaseDiagnostic, outcome: str = "inconclusive", **extra:
     return Verdict(outcome=outcome, reason="", metrics=[metric()], cases=list(cases), **extra)  # type: ignore[arg-type]
 
 
-def test_discordant_cases_come_first_by_their_difference_then_flaky_ones() -> None:
+def test_every_compared_case_gets_the_same_extra_repetitions_when_the_budget_allows() -> None:
     verdict = inconclusive(
-        case("stable", 1.0, 1.0),
-        case("flaky", 2 / 3, 2 / 3, label="flaky", k=3),
-        case("small", 1.0, 2 / 3, k=3),
-        case("large", 1.0, 0.0, label="regressed"),
-        case("new", 0.0, 0.0, label="new"),
-        case("gained", 0.0, 1.0, label="improved"),
+        *(case(f"c{i}", 1.0, 1.0 if i % 2 else 0.0) for i in range(6)), case("new", 0, 0, label="new")
     )
-    # both directions carry the difference; a stable case and one not compared never run again
-    assert uncertain_cases(verdict) == [("s", "gained"), ("s", "large"), ("s", "small"), ("s", "flaky")]
+    policy = GatePolicy.model_validate({"top_up": {"max_repetitions": 5, "max_runs": 30}})
+    both, _ = plan_top_up(verdict, policy, repetitions=1, base_side=True)
+    # 6 compared cases × 2 sides: 30 runs buy two more repetitions each (k_max 5 would allow four)
+    assert both is not None and (len(both.cases), both.extra_repetitions, both.agent_runs) == (6, 2, 24)
+    one_side, _ = plan_top_up(verdict, policy, repetitions=1, base_side=False)
+    assert one_side is not None and (one_side.extra_repetitions, one_side.agent_runs) == (4, 24)  # capped by k_max
+    assert ("s", "new") not in both.cases
+
+
+def test_a_small_budget_gives_one_repetition_to_cases_chosen_without_looking_at_their_results() -> None:
+    """Topping up the discordant cases only would shrink Δ̂ toward zero (benchmarks/top_up_power.py --design
+    targeted): the cases that get the budget are drawn from the verdict's seed, known flippers first."""
+    cases = [case(f"c{i:02d}", 1.0, 0.0 if i < 10 else 1.0) for i in range(40)]
+    cases[30] = cases[30].model_copy(update={"flip_rate": 0.4})
+    cases[31] = cases[31].model_copy(update={"flip_rate": 0.6})
+    cases[32] = cases[32].model_copy(update={"flip_rate": 0.1})  # below flaky_flip_rate (0.2): not known to flip
+    policy = GatePolicy.model_validate({"top_up": {"max_runs": 20}})
+    chosen, _ = plan_top_up(inconclusive(*cases, seed=1), policy, repetitions=1, base_side=True)
+    assert chosen is not None and chosen.extra_repetitions == 1 and len(chosen.cases) == 10
+    assert chosen.cases[:2] == (("s", "c31"), ("s", "c30"))
+    # the draw is the seed's, not the results': the ten discordant cases are not the ones chosen
+    assert set(chosen.cases) != {("s", f"c{i:02d}") for i in range(10)}
+    again, _ = plan_top_up(inconclusive(*cases, seed=1), policy, repetitions=1, base_side=True)
+    other, _ = plan_top_up(inconclusive(*cases, seed=2), policy, repetitions=1, base_side=True)
+    assert again == chosen and other is not None and other.cases[2:] != chosen.cases[2:]
 
 
 def test_a_quarantined_case_is_not_run_again() -> None:
     quiet = case("q", 1.0, 0.0).model_copy(update={"quarantined": True})
-    assert uncertain_cases(inconclusive(quiet, case("x", 0.0, 1.0))) == [("s", "x")]
-
-
-def test_the_budget_counts_both_sides_and_cuts_the_least_uncertain() -> None:
-    verdict = inconclusive(case("a", 1.0, 0.0), case("b", 0.0, 1.0), case("c", 1.0, 0.5, k=2), case("d", 1, 1))
-    policy = GatePolicy.model_validate({"top_up": {"max_repetitions": 5, "max_runs": 20}})
-    both, _ = plan_top_up(verdict, policy, repetitions=1, base_side=True)
-    assert both is not None
-    # k = 2 is the run's largest: each case goes to 5, three more repetitions a side, 6 runs a case
-    assert (both.extra_repetitions, both.cases, both.agent_runs) == (3, (("s", "a"), ("s", "b"), ("s", "c")), 18)
-    one_side, _ = plan_top_up(verdict.model_copy(), policy.model_copy(update={}), repetitions=1, base_side=False)
-    assert one_side is not None and len(one_side.cases) == 3 and one_side.agent_runs == 9
+    chosen, _ = plan_top_up(
+        inconclusive(quiet, *(case(f"x{i}", 0, 1) for i in range(5))), GatePolicy(), repetitions=1, base_side=True
+    )
+    assert chosen is not None and ("s", "q") not in chosen.cases and len(chosen.cases) == 5
 
 
 @pytest.mark.parametrize(
-    ("settings", "reason"),
+    ("settings", "repetitions", "reason"),
     [
-        ({"max_runs": 0}, "turned off"),
-        ({"max_repetitions": 0}, "turned off"),
-        ({"max_repetitions": 3}, "already ran 3 times"),
-        ({"max_runs": 7}, "more than the budget"),
+        ({"max_runs": 0}, 1, "turned off"),
+        ({"max_repetitions": 0}, 1, "turned off"),
+        ({"max_repetitions": 3}, 3, "already ran 3 times"),
+        ({"max_runs": 1}, 1, "more than the budget"),
     ],
 )
-def test_no_top_up_says_why(settings: dict[str, int], reason: str) -> None:
-    verdict = inconclusive(case("a", 1.0, 0.0))
-    chosen, why = plan_top_up(
-        verdict,
-        GatePolicy.model_validate({"top_up": settings}),
-        repetitions=3 if "already" in reason else 1,
-        base_side=True,
-    )
+def test_no_top_up_says_why(settings: dict[str, int], repetitions: int, reason: str) -> None:
+    verdict = inconclusive(*(case(f"c{i}", 1.0, 0.0) for i in range(6)))
+    policy = GatePolicy.model_validate({"top_up": settings})
+    chosen, why = plan_top_up(verdict, policy, repetitions=repetitions, base_side=True)
     assert chosen is None and reason in why
 
 
-def test_stable_cases_only_need_more_cases_not_more_repetitions() -> None:
-    chosen, why = plan_top_up(
-        inconclusive(case("a", 1, 1), case("b", 0, 0)), GatePolicy(), repetitions=1, base_side=True
+def test_too_few_cases_need_more_cases_not_more_repetitions() -> None:
+    verdict = inconclusive(case("a", 1, 0), case("b", 0, 1)).model_copy(
+        update={"metrics": [metric().model_copy(update={"n_cases": 2})]}
     )
+    chosen, why = plan_top_up(verdict, GatePolicy(), repetitions=1, base_side=True)
     assert chosen is None and "only more cases can" in why
 
 
@@ -183,21 +190,19 @@ def test_an_unchanged_agent_left_undecided_by_one_repetition_is_settled_by_the_t
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     repo = Repo(tmp_path / "repo", flaky(20))
-    repo.change({"README.md": "docs only\n"})
-    verdict, db = gate_once(repo, monkeypatch, seed=0)
+    # a budget for every case to reach k_max = 5 on both sides: 60 cases × 4 more × 2 sides
+    repo.change({"README.md": "docs only\n", "evalward.toml": SETTINGS + "[gate.top_up]\nmax_runs = 480\n"})
+    verdict, db = gate_once(repo, monkeypatch, seed=3)
     top_up = verdict["top_up"]
+    # seed 3 of this repository: one repetition cannot tell; five can
     assert (top_up["first_outcome"], top_up["second_outcome"], top_up["kept"]) == ("inconclusive", "pass", "second")
     assert verdict["outcome"] == "pass" and verdict["exit_code"] == 0
-    # each chosen case went from 1 to k_max = 5 on both sides: the base side ran on demand at the merge-base
-    chosen = len(top_up["cases"])
-    assert chosen > 0 and top_up["extra_repetitions"] == 4
-    assert top_up["current_runs"] == top_up["baseline_runs"] == 4 * chosen
-    k = {c["case_id"]: (c["baseline_k"], c["current_k"]) for c in verdict["cases"]}
-    assert all(k[name.split("/")[1]] == (5, 5) for name in top_up["cases"])
-    assert sum(v == (1, 1) for v in k.values()) == CASES - chosen
-    # the agent is seeded by the repetition: draws numbered after the run's own differ from it, so a topped-up flaky
-    # case shows mixed results on some side rather than five copies of its first draw
-    assert any(c["label"] == "flaky" for c in verdict["cases"] if f"solver/{c['case_id']}" in top_up["cases"])
+    assert (len(top_up["cases"]), top_up["extra_repetitions"]) == (CASES, 4)
+    assert top_up["current_runs"] == top_up["baseline_runs"] == 4 * CASES  # the base side ran at the merge-base
+    assert {(c["baseline_k"], c["current_k"]) for c in verdict["cases"]} == {(5, 5)}
+    # the agent is seeded by the repetition: the added repetitions are numbered after the run's own and draw anew,
+    # so flaky cases show mixed results instead of five copies of their first draw
+    assert sum(c["label"] == "flaky" for c in verdict["cases"]) >= 15
     assert "Decided after a top-up" in verdict["headline"]
     assert "**Top-up**: Inconclusive at first" in verdict["markdown"]
     # the stored runs are as they ran: the PR's run and the base side's, one repetition a case each
@@ -224,11 +229,14 @@ def test_a_drop_seen_only_by_the_top_up_never_becomes_a_regression(
     assert (gated["verdict"], gated["k_current"]) == ("inconclusive", 1)  # the first verdict's numbers stand
 
 
+SETTINGS = 'paths = ["evals/"]\nagent = "agent.py:run"\n[gate]\nseed = 7\n'
+"""`test_scenarios`' evalward.toml."""
+
+
 @pytest.mark.slow
 def test_the_top_up_can_be_turned_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     repo = Repo(tmp_path / "repo", flaky(20))
-    settings = 'paths = ["evals/"]\nagent = "agent.py:run"\n[gate]\nseed = 7\n[gate.top_up]\nmax_runs = 0\n'
-    repo.change({"evalward.toml": settings})
+    repo.change({"evalward.toml": SETTINGS + "[gate.top_up]\nmax_runs = 0\n"})
     verdict, _ = gate_once(repo, monkeypatch, seed=0)
     assert verdict["outcome"] == "inconclusive"
     assert verdict["top_up"]["message"] == "No top-up: the top-up is turned off (gate.top_up)."
@@ -250,12 +258,13 @@ def test_the_action_path_tops_up_while_the_base_side_runs_on_demand(
     repo.change({"README.md": "docs only\n"})
     head = git(repo.root, "rev-parse", "HEAD")
     monkeypatch.chdir(repo.root)
-    monkeypatch.setenv("SIM_SEED", "0")
+    monkeypatch.setenv("SIM_SEED", "3")
     store = open_store(f"sqlite:///{tmp_path / 'history.db'}")
     try:
         context = RunContext(commit=head, branch="pr", base_branch="main")
         prepared = prepare(RunOptions(paths=["evals/"], agent="agent.py:run", context=context))
-        outcome = run_and_gate(prepared, store, GatePolicy(seed=7), base_branch="main", repo_dir=repo.root, record="ci")
+        policy = GatePolicy.model_validate({"seed": 7, "top_up": {"max_runs": 480}})
+        outcome = run_and_gate(prepared, store, policy, base_branch="main", repo_dir=repo.root, record="ci")
         top_up = outcome.verdict.top_up
         assert top_up is not None and top_up.kept == "second" and top_up.baseline_runs > 0
         assert outcome.verdict.outcome == "pass"
