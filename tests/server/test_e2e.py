@@ -212,3 +212,62 @@ def test_a_first_pr_webhook_gets_its_baseline_from_the_base_side(tmp_path: Path,
         base_run = store.load_run(baseline.run_id)
         assert base_run.context.base_side_for == feature_sha and base_run.context.branch == "main"
         assert recorded.verdict.newly_broken is not None and recorded.verdict.newly_broken.significant
+
+
+def merge_group_payload(head: str, base: str) -> dict[str, Any]:
+    """A merge queue's `checks_requested` (GitHub's documented shape): the queue built `head` on `base`."""
+    return {
+        "action": "checks_requested",
+        "merge_group": {
+            "head_sha": head,
+            "head_ref": f"refs/heads/gh-readonly-queue/main/pr-2-{base}",
+            "base_sha": base,
+            "base_ref": "refs/heads/main",
+            "head_commit": {"id": head, "tree_id": head, "message": "Merge queue", "timestamp": "2026-01-01T00:00:00Z"},
+        },
+        "repository": {"full_name": REPO, "name": "dice", "owner": {"login": "acme"}},
+        "installation": {"id": INSTALLATION},
+        "sender": {"login": "Codertocat"},
+    }
+
+
+@pytest.mark.slow
+def test_a_merge_queue_commit_is_gated_against_the_queue_base(tmp_path: Path, app_key: tuple[str, str]) -> None:
+    """The daemon gates a merge queue as the Action does (docs/github.md §4): the queue's commit against the stored
+    run at the queue's base, the check run on the commit the queue waits for, no comment (no PR conversation)."""
+    private, public = app_key
+    main_sha, feature_sha = make_bare_repo(tmp_path)
+    db = f"sqlite:///{tmp_path / 'server.db'}"
+    with FakeGitHub(app_public_key=public) as github, open_store(db) as store:
+        settings = daemon_settings(tmp_path, db, github, private)
+        app = create_app(settings, store, pool_factory=lambda state: build_pool(settings, store, metrics=state.metrics))
+        queue = JobQueue(store.engine)
+        with LiveServer(app) as server, httpx.Client(base_url=server.url, timeout=30) as http:
+            jobs = []
+            for event, payload, delivery in (
+                ("push", push_payload(main_sha), "d-push"),
+                ("merge_group", merge_group_payload(feature_sha, main_sha), "d-queue"),
+            ):
+                body = json.dumps(payload).encode()
+                response = http.post(
+                    "/webhooks/github", content=body, headers=delivery_headers(event, body, delivery=delivery)
+                )
+                assert response.status_code == 202, response.text
+                job = wait_done(queue, response.json()["jobs"][0]["id"])
+                assert job.status == "done", job.last_error
+                jobs.append(job)
+
+        checks = sorted(github.check_runs.values(), key=lambda c: int(c["id"]))
+        assert [(c["head_sha"], c["conclusion"]) for c in checks] == [(main_sha, "success"), (feature_sha, "failure")]
+        assert github.comments == {}
+        # queued merges need write access on GitHub's side: nobody's permission was asked for
+        assert not github.requests_to("GET", "/collaborators/")
+        stored = store.load_run(str(jobs[1].run_id))
+        assert (stored.context.commit, stored.context.branch) == (
+            feature_sha,
+            f"gh-readonly-queue/main/pr-2-{main_sha}",
+        )
+        [recorded] = store.recorded_verdicts(stored.run_id)
+        assert recorded.verdict.outcome == "fail"
+        assert recorded.verdict.baseline is not None and recorded.verdict.baseline.commit == main_sha
+        assert check_requests(github.requests) == []

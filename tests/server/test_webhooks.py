@@ -137,6 +137,39 @@ def test_push_to_the_default_branch_is_a_baseline_run_and_tags_are_ignored() -> 
     assert plan_delivery("push", "d", example("push.event.1")).jobs == []
 
 
+def test_a_merge_queue_commit_is_evaluated_against_the_queue_base() -> None:
+    head, base = "a" * 40, "b" * 40
+    payload = {
+        "action": "checks_requested",
+        "merge_group": {
+            "head_sha": head,
+            "head_ref": f"refs/heads/gh-readonly-queue/main/pr-7-{base}",
+            "base_sha": base,
+            "base_ref": "refs/heads/main",
+        },
+        "repository": {"full_name": "acme/dice"},
+        "installation": {"id": 42},
+    }
+    plan = plan_delivery("merge_group", "d", payload)
+    [job] = plan.jobs
+    assert (job.kind, job.dedupe_key, job.head_sha, job.status) == (
+        "evaluate", f"merge_group:acme/dice:{head}:default", head, "queued"
+    )  # fmt: skip
+    assert {k: job.payload[k] for k in ("mode", "head_ref", "base_ref", "base_sha", "installation_id")} == {
+        "mode": "merge_group",
+        "head_ref": f"gh-readonly-queue/main/pr-7-{base}",
+        "base_ref": "main",
+        "base_sha": base,
+        "installation_id": 42,
+    }
+    # only users with write access can queue a merge: nobody's permission is to be confirmed
+    assert job.payload["verify_write_access"] is None and job.payload.get("pr_number") is None
+    destroyed = {**payload, "action": "destroyed"}
+    assert plan_delivery("merge_group", "d", destroyed).jobs == []
+    with pytest.raises(EventPayloadError):
+        plan_delivery("merge_group", "d", {**payload, "merge_group": {**payload["merge_group"], "head_sha": "x"}})
+
+
 def test_rerequested_checks_release_or_rerun_and_other_apps_checks_are_ignored() -> None:
     suite = plan_delivery("check_suite", "d-9", example("check_suite.rerequested.1"))
     assert suite.release == ("Codertocat/Hello-World", example("check_suite.rerequested.1")["check_suite"]["head_sha"])

@@ -76,7 +76,9 @@ def gate_command(
     """Gate a stored run against its baseline: pass, fail or inconclusive, with every finding explained.
 
     The baseline is a stored run at the merge-base (re-scored under this run's criteria when they differ),
-    completed by running the base side on demand for the cases no stored run covers (--baseline-run).
+    completed by running the base side on demand for the cases no stored run covers (--baseline-run). An
+    inconclusive verdict is topped up with more repetitions on both sides, within the `[gate.top_up]` budget,
+    and decided again; it can pass that way, never regress.
 
     Exit codes: 0 pass or inconclusive, 1 fail, 2 inconclusive with --strict, or bad input (unknown run,
     mismatched baseline), 3 no verdict (no baseline could be made, or no case was comparable with it), or the

@@ -14,6 +14,7 @@ What each event becomes (dispatch on `X-GitHub-Event` + `action`; anything else 
 | … synchronize / reopened while the run label is on the PR | the label approved an older head: not an approval. A fork PR is held again (the `notice` job removes the label and says so); another PR runs once the author's write access is confirmed, else the label is removed the same way |
 | `pull_request` closed | the PR's open jobs are cancelled |
 | `push` to the default branch (or a configured base branch) | `evaluate` job in baseline mode keyed `baseline:{repo}:{sha}:{suite}` |
+| `merge_group` checks_requested | `evaluate` job keyed `merge_group:{repo}:{head_sha}:{suite}`: the queue's temporary commit gated against the queue's base (`base_sha`), its check run on `head_sha`; approved (only users with write access can queue a merge) |
 | `check_run` / `check_suite` rerequested | held jobs at the head are released; if none, a `rerun` job keyed by the body's SHA-256 |
 | `installation`, `installation_repositories` | an `installation` record (a job born `done`) keyed by the body's SHA-256 |
 | `ping` | nothing (200) |
@@ -43,6 +44,7 @@ from typing import Any
 from evalward.github.events import (
     CheckRerequestEvent,
     InstallationEvent,
+    MergeGroupEvent,
     PullRequestEvent,
     PushEvent,
     parse_event,
@@ -209,6 +211,43 @@ def _push(push: PushEvent, payload: Mapping[str, Any], delivery: str, *, base_br
     )
 
 
+def _merge_group(group: MergeGroupEvent, delivery: str) -> WebhookPlan:
+    """A merge queue asks for the checks of its temporary commit: evaluate it as a pull request's head against the
+    queue's base, as the Action does (docs/github.md §4). No write-access check: GitHub only lets users with write
+    access add a pull request to the queue, and the delivery is signed."""
+    repo = group.repository
+    if not repo:
+        return WebhookPlan(note="ignored: merge_group without a repository")
+    if group.action != "checks_requested":
+        return WebhookPlan(note=f"ignored: merge_group action {group.action!r}")
+    return WebhookPlan(
+        note=f"evaluate the merge queue's {group.head_sha[:12]} against {group.base_branch} at {group.base_sha[:12]}",
+        jobs=[
+            JobSpec(
+                kind="evaluate",
+                dedupe_key=_job_key("merge_group", repo, group.head_sha),
+                payload={
+                    "event": "merge_group",
+                    "action": group.action,
+                    "delivery": delivery,
+                    "mode": "merge_group",
+                    "installation_id": group.installation_id,
+                    "repo": repo,
+                    "head_sha": group.head_sha,
+                    "head_ref": group.head_branch,
+                    "base_ref": group.base_branch,
+                    "base_sha": group.base_sha,
+                    "suite": DEFAULT_SUITE,
+                    "approval": "merge_queue",
+                    "verify_write_access": None,
+                },
+                repo=repo,
+                head_sha=group.head_sha,
+            )
+        ],
+    )
+
+
 def _rerequest(
     check: CheckRerequestEvent, payload: Mapping[str, Any], delivery: str, *, check_name: str, body_digest: str
 ) -> WebhookPlan:
@@ -295,6 +334,8 @@ def plan_delivery(
         return _pull_request(parsed, payload, delivery, run_label=run_label)
     if isinstance(parsed, PushEvent):
         return _push(parsed, payload, delivery, base_branches=base_branches)
+    if isinstance(parsed, MergeGroupEvent):
+        return _merge_group(parsed, delivery)
     if isinstance(parsed, CheckRerequestEvent):
         return _rerequest(parsed, payload, delivery, check_name=check_name, body_digest=digest)
     if isinstance(parsed, InstallationEvent):

@@ -92,6 +92,7 @@ class MergeGroupEvent(_Frozen):
     base_sha: str
     base_ref: str
     repository: str | None = None
+    installation_id: int | None = None
 
     @property
     def head_branch(self) -> str:
@@ -130,7 +131,7 @@ class InstallationEvent(_Frozen):
     repositories_removed: tuple[str, ...] = ()
 
 
-Event = PullRequestEvent | PushEvent | CheckRerequestEvent | InstallationEvent
+Event = PullRequestEvent | PushEvent | MergeGroupEvent | CheckRerequestEvent | InstallationEvent
 
 
 # -- field access ----------------------------------------------------------------------------------
@@ -295,6 +296,7 @@ def parse_merge_group(payload: Mapping[str, Any]) -> MergeGroupEvent:
         base_sha=_need_sha(event, payload, "merge_group.base_sha"),
         base_ref=_need_ref(event, payload, "merge_group.base_ref"),
         repository=_repo(event, payload, "repository.full_name"),
+        installation_id=_int(payload, "installation.id"),
     )
 
 
@@ -337,6 +339,7 @@ HANDLED_EVENTS = frozenset(
         "pull_request",
         "pull_request_target",
         "push",
+        "merge_group",
         "check_run",
         "check_suite",
         "installation",
@@ -354,6 +357,8 @@ def parse_event(event: str, payload: Mapping[str, Any]) -> Event | None:
         return parse_pull_request(payload, event)
     if event == "push":
         return parse_push(payload)
+    if event == "merge_group":
+        return parse_merge_group(payload)
     if event == "check_run":
         return parse_check_event(payload, "check_run")
     if event == "check_suite":
