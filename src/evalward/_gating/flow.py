@@ -17,7 +17,7 @@ Used by `evalward gate`, `evalward ci` and the daemon, so a verdict is reached t
    cannot run: the thresholds alone judge) or `unavailable` (the policy's `on_missing_baseline`).
 6. `gate.decide`, the baseline described in the verdict (how chosen, re-scored, run on demand, what changed
    in the agent).
-7. **Top-up** (`_gating.top_up`, where the agent can run): an inconclusive verdict reruns its uncertain cases on
+7. **Top-up** (`_gating.top_up`, where the agent can run): an inconclusive verdict gets more repetitions on
    both sides, within the policy's budget, and is decided again; the final verdict is recorded with `record`.
 """
 
@@ -338,7 +338,7 @@ def _top_up_and_record(
     repo_dir: Path | None,
     record: str | None,
 ) -> GateOutcome:
-    """Step 7: an inconclusive verdict topped up with more repetitions of its uncertain cases, when the agent can
+    """Step 7: an inconclusive verdict topped up with more repetitions of its compared cases, when the agent can
     run here (`prepared`: the run's eval sets and agent); then the final verdict recorded."""
     if prepared is not None:
         from evalward._gating.top_up import top_up

@@ -48,7 +48,7 @@ _NOT_COMPARED = frozenset({"new", "removed", "changed"})
 
 @dataclass(frozen=True)
 class TopUpPlan:
-    """The cases to run again, most uncertain first, and how many more repetitions each gets on each side."""
+    """The cases to run again, in `top_up_order`, and how many more repetitions each gets on each side."""
 
     cases: tuple[CaseKey, ...]
     extra_repetitions: int
@@ -172,7 +172,7 @@ def top_up(
     base_branch: str | None,
     repo_dir: Path | None,
 ) -> GateOutcome:
-    """`outcome` decided again with more repetitions of its uncertain cases (module docstring); `outcome`
+    """`outcome` decided again with more repetitions of its compared cases (module docstring); `outcome`
     itself when nothing should or could run. The stored runs are not changed."""
     from evalward._gating.flow import start_base_side
     from evalward._pipeline import run_pair

@@ -55,11 +55,10 @@ class RatioGate(BaseModel):
 
 
 class TopUpPolicy(BaseModel):
-    """More repetitions for an inconclusive verdict (docs/gate.md §6, "INCONCLUSIVE actions"): the discordant and
-    flaky cases are run again, on both sides where the base side can run, and the gate decides once more.
-
-    A second look at the same comparison with no α-spending rule: it may narrow the interval (inconclusive →
-    pass) but never turn the verdict into a regression (`_gating.top_up`)."""
+    """More repetitions for an inconclusive verdict (docs/gate.md §6, "INCONCLUSIVE actions"): the compared cases
+    get extra repetitions, on both sides where the base side can run, spread evenly within the budget, and the
+    gate decides once more. A second look at the same comparison with no α-spending rule: it may narrow the
+    interval (inconclusive → pass) but never turn the verdict into a regression (`_gating.top_up`)."""
 
     model_config = ConfigDict(defer_build=True, extra="forbid")
 
@@ -74,7 +73,7 @@ class TopUpPolicy(BaseModel):
         default=100,
         ge=0,
         description="The cost budget: agent runs the top-up may spend in all, both sides counted; cases that do not "
-        "fit are left as they are, most uncertain first in. 0 turns it off.",
+        "fit are left as they are (`_gating.top_up.plan_top_up`). 0 turns it off.",
     )
 
 
@@ -155,7 +154,7 @@ class GatePolicy(BaseModel):
     strict: bool = Field(default=False, description="An inconclusive verdict fails.")
     top_up: TopUpPolicy = Field(
         default_factory=TopUpPolicy,
-        description="An inconclusive verdict reruns its uncertain cases, within a budget, before it is final.",
+        description="An inconclusive verdict gets more repetitions, within a budget, before it is final.",
     )
 
     @model_validator(mode="after")
