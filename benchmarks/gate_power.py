@@ -201,7 +201,7 @@ def history_trial(kind: str) -> Callable[[random.Random, int], Verdict]:
                 baseline_run="never",
                 can_run_base_side=False,
             )
-            return finish_gate(store, head, GatePolicy(), plan, None, instrument=None, record=None).verdict
+            return finish_gate(store, head, GatePolicy(), plan, None, instrument=None).verdict
 
     return trial
 

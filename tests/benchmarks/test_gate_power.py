@@ -3,25 +3,17 @@ issue #11 cannot silently drift. (The full table: `python benchmarks/gate_power.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
+from collections.abc import Callable
 from types import ModuleType
 
 import pytest
 
-BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "gate_power.py"
 TRIALS = 40
 
 
 @pytest.fixture(scope="module")
-def power() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gate_power_benchmark", BENCHMARK)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+def power(load_benchmark: Callable[[str], ModuleType]) -> ModuleType:
+    return load_benchmark("gate_power")
 
 
 def rates(power: ModuleType, name: str) -> dict[str, float]:

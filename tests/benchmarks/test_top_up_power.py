@@ -4,28 +4,19 @@ it, the bias of topping up the discordant cases). The full table: `python benchm
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
+from collections.abc import Callable
 from types import ModuleType
 
 import pytest
 
 from evalward.gate import GatePolicy
 
-BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "top_up_power.py"
 TRIALS = 80
 
 
 @pytest.fixture(scope="module")
-def bench() -> ModuleType:
-    sys.path.insert(0, str(BENCHMARK.parent))  # it imports gate_power beside it
-    spec = importlib.util.spec_from_file_location("top_up_power_benchmark", BENCHMARK)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+def bench(load_benchmark: Callable[[str], ModuleType]) -> ModuleType:
+    return load_benchmark("top_up_power")
 
 
 def situation(bench: ModuleType, name: str) -> object:

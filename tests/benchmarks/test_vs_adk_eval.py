@@ -4,24 +4,16 @@ the same way, and it refuses a run that did not score every case. (The timing: `
 from __future__ import annotations
 
 import asyncio
-import importlib.util
-import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "vs_adk_eval.py"
-
 
 @pytest.fixture(scope="module")
-def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("vs_adk_eval_benchmark", BENCHMARK)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+def bench(load_benchmark: Callable[[str], ModuleType]) -> ModuleType:
+    return load_benchmark("vs_adk_eval")
 
 
 def test_both_agents_answer_every_generated_case_as_expected(bench: ModuleType, tmp_path: Path) -> None:

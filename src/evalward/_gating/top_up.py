@@ -199,23 +199,12 @@ def top_up(
         try:
             runs = run_pair(subset, base, store=None)
         except Exception as exc:  # the first verdict stands; the failure is reported, never a crash of the gate
-            record = TopUp(
-                cases=_names(chosen.cases),
-                extra_repetitions=chosen.extra_repetitions,
-                first_outcome=first.outcome,
-                message=f"The top-up could not run ({type(exc).__name__}: {str(exc)[:300]}); the first verdict stands.",
-            )
-            return _replace_verdict(outcome, first.model_copy(update={"top_up": record}))
+            why = f"The top-up could not run ({type(exc).__name__}: {str(exc)[:300]})"
+            return _replace_verdict(outcome, _first_stands(first, chosen, why))
     if runs.current.status == "cancelled":
         raise KeyboardInterrupt  # the job was cancelled while topping up: as for the run itself
     if runs.current.status != "complete":
-        record = TopUp(
-            cases=_names(chosen.cases),
-            extra_repetitions=chosen.extra_repetitions,
-            first_outcome=first.outcome,
-            message=f"The top-up run ended {runs.current.status}; the first verdict stands.",
-        )
-        return _replace_verdict(outcome, first.model_copy(update={"top_up": record}))
+        return _replace_verdict(outcome, _first_stands(first, chosen, f"The top-up run ended {runs.current.status}"))
     base_results = list(runs.base.cases) if runs.base is not None and runs.base.status == "complete" else []
     current_results = list(runs.current.cases)
     second = _decide_again(outcome, policy, plan, current_results, base_results)
@@ -271,6 +260,17 @@ def settle(first: Verdict, second: Verdict, chosen: TopUpPlan, current_runs: int
             "headline": f"{first.headline} {after}",
         }
     )
+
+
+def _first_stands(first: Verdict, chosen: TopUpPlan, why: str) -> Verdict:
+    """`first` with a record of the top-up that was planned but did not finish (`why`)."""
+    record = TopUp(
+        cases=_names(chosen.cases),
+        extra_repetitions=chosen.extra_repetitions,
+        first_outcome=first.outcome,
+        message=f"{why}; the first verdict stands.",
+    )
+    return first.model_copy(update={"top_up": record})
 
 
 def _decide_again(
