@@ -157,8 +157,9 @@ def test_more_repetitions_join_the_run_in_key_order_and_never_overwrite() -> Non
 # ------------------------------------------------------------------------------------------------ end to end
 
 
-def gate_once(repo: Repo, monkeypatch: pytest.MonkeyPatch, seed: int) -> tuple[dict[str, Any], Path]:
-    """`evalward run` (one repetition) on the PR head, then `evalward gate`: the verdict JSON and the database."""
+def gate_once(repo: Repo, monkeypatch: pytest.MonkeyPatch, seed: int, *gate_args: str) -> tuple[dict[str, Any], Path]:
+    """`evalward run` (one repetition) on the PR head, then `evalward gate [gate_args]`: the verdict JSON and the
+    database."""
     db = repo.root.parent / f"history-{seed}.db"
     monkeypatch.chdir(repo.root)
     monkeypatch.setenv("SIM_SEED", str(seed))
@@ -168,7 +169,8 @@ def gate_once(repo: Repo, monkeypatch: pytest.MonkeyPatch, seed: int) -> tuple[d
     run = runner.invoke(cli, ["run", "--commit", head, "--branch", "pr", "--base-branch", "main", "-q"], env=env)
     assert run.exit_code in (0, 1), run.output
     out = repo.root.parent / f"verdict-{seed}.json"
-    gate = runner.invoke(cli, ["gate", "--json", str(out), "--markdown", str(out.with_suffix(".md"))], env=env)
+    outputs = ["--json", str(out), "--markdown", str(out.with_suffix(".md"))]
+    gate = runner.invoke(cli, ["gate", *outputs, *gate_args], env=env)
     verdict: dict[str, Any] = json.loads(out.read_text())
     verdict["exit_code"] = gate.exit_code
     verdict["markdown"] = out.with_suffix(".md").read_text()
@@ -208,6 +210,21 @@ def test_an_unchanged_agent_left_undecided_by_one_repetition_is_settled_by_the_t
     # the stored runs are as they ran: the PR's run and the base side's, one repetition a case each
     assert sorted(n for _, n in stored_results(db)) == [CASES, CASES]
     assert git(repo.root, "worktree", "list").count("\n") == 0  # the top-up's worktree was removed too
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("seed", "outcome", "exit_code"), [(3, "pass", 0), (1, "fail", 2)])
+def test_under_strict_the_top_up_settles_what_it_can_and_the_rest_stays_undecided(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int, outcome: str, exit_code: int
+) -> None:
+    """`--strict` (the Action's `fail-on: inconclusive`) fails an undecided verdict: the top-up runs first, and what
+    it settles passes; what stays undecided fails as undecided (exit 2), never as a regression."""
+    repo = Repo(tmp_path / "repo", flaky(20))
+    repo.change({"README.md": "docs only\n", "evalward.toml": SETTINGS + "[gate.top_up]\nmax_runs = 480\n"})
+    verdict, _ = gate_once(repo, monkeypatch, seed, "--strict")
+    assert verdict["top_up"]["first_outcome"] == "fail" and verdict["top_up"]["kept"] == "second"
+    assert (verdict["outcome"], verdict["exit_code"]) == (outcome, exit_code)
+    assert {f["kind"] for f in verdict["findings"] if f["severity"] == "blocking"} <= {"inconclusive"}
 
 
 @pytest.mark.slow
