@@ -291,3 +291,21 @@ def test_the_action_path_tops_up_while_the_base_side_runs_on_demand(
         assert len(outcome.current.cases) == CASES  # the run as it ran; the top-up is the verdict's evidence
     finally:
         store.close()
+
+
+def test_a_replayed_agent_is_not_topped_up() -> None:
+    """Recordings cannot draw anew: more repetitions of a `replay:` agent would repeat (or miss) what was recorded."""
+    from evalward._gating.flow import BaselinePlan, GateOutcome
+    from evalward._gating.top_up import top_up
+    from evalward._pipeline import PreparedRun, RunOptions
+    from evalward.store import BaselineSearch
+
+    cases = [case(f"c{i}", 1.0, 0.0 if i < 3 else 1.0) for i in range(10)]
+    run = RunResult(run_id="r", status="complete", passed=False, cases=[result("c0", 0)])
+    outcome = GateOutcome(current=run, baseline=run, verdict=inconclusive(*cases), search=BaselineSearch(choice=None))
+    prepared = PreparedRun(options=RunOptions(paths=[], agent="replay:runs.json"), sets=[], warnings=[])
+    plan = BaselinePlan(merge_base=None, search=outcome.search, flip_rates=None, base_side_possible=False)
+    after = top_up(outcome, prepared, GatePolicy(), plan, base_branch=None, repo_dir=None)
+    assert after.verdict.outcome == "inconclusive" and after.verdict.top_up is not None
+    assert after.verdict.top_up.message.startswith("No top-up: a replay: agent")
+    assert after.verdict.top_up.current_runs == 0

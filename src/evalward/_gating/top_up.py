@@ -184,6 +184,11 @@ def top_up(
         plan.base_side_possible and plan.problem is None and plan.merge_base is not None and repo_dir is not None
     )
     chosen, why_not = plan_top_up(first, policy, repetitions=prepared.options.repeat, base_side=base_side)
+    if chosen is not None and prepared.options.agent.startswith("replay:"):
+        chosen, why_not = (
+            None,
+            "a replay: agent answers from its recordings, so more repetitions would draw nothing new",
+        )
     if chosen is None:
         record = TopUp(first_outcome=first.outcome, message=f"No top-up: {why_not}.")
         return _replace_verdict(outcome, first.model_copy(update={"top_up": record}))
