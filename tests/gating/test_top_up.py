@@ -156,6 +156,9 @@ def test_more_repetitions_join_the_run_in_key_order_and_never_overwrite() -> Non
 
 # ------------------------------------------------------------------------------------------------ end to end
 
+SETTINGS = 'paths = ["evals/"]\nagent = "agent.py:run"\n[gate]\nseed = 7\n'
+"""`test_scenarios`' evalward.toml."""
+
 
 def gate_once(repo: Repo, monkeypatch: pytest.MonkeyPatch, seed: int, *gate_args: str) -> tuple[dict[str, Any], Path]:
     """`evalward run` (one repetition) on the PR head, then `evalward gate [gate_args]`: the verdict JSON and the
@@ -246,15 +249,21 @@ def test_a_drop_seen_only_by_the_top_up_never_becomes_a_regression(
     assert (gated["verdict"], gated["k_current"]) == ("inconclusive", 1)  # the first verdict's numbers stand
 
 
-SETTINGS = 'paths = ["evals/"]\nagent = "agent.py:run"\n[gate]\nseed = 7\n'
-"""`test_scenarios`' evalward.toml."""
-
-
 @pytest.mark.slow
-def test_the_top_up_can_be_turned_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("settings", "flags"),
+    [
+        (SETTINGS + "[gate.top_up]\nmax_runs = 0\n", ()),
+        (SETTINGS + "[gate.top_up]\nmax_runs = 480\n", ("--top-up-runs", "0")),
+    ],
+)
+def test_the_top_up_can_be_turned_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, settings: str, flags: tuple[str, ...]
+) -> None:
+    """In the policy, or for one `evalward gate` (re-rendering a verdict on a laptop without running the agent)."""
     repo = Repo(tmp_path / "repo", flaky(20))
-    repo.change({"evalward.toml": SETTINGS + "[gate.top_up]\nmax_runs = 0\n"})
-    verdict, _ = gate_once(repo, monkeypatch, seed=0)
+    repo.change({"evalward.toml": settings})
+    verdict, _ = gate_once(repo, monkeypatch, 3, *flags)
     assert verdict["outcome"] == "inconclusive"
     assert verdict["top_up"]["message"] == "No top-up: the top-up is turned off (gate.top_up)."
     assert verdict["top_up"]["current_runs"] == 0

@@ -55,6 +55,13 @@ def _outputs(func: Any) -> Any:
     help="A base side exists but no baseline could be stored or run: error (exit 3), absolute (thresholds "
     "alone), neutral (inconclusive) or fail [default: from the policy, error] [env: EVALWARD_ON_MISSING_BASELINE]",
 )
+@click.option(
+    "--top-up-runs",
+    type=click.IntRange(min=0),
+    envvar="EVALWARD_TOP_UP_RUNS",
+    help="Agent runs an inconclusive verdict's top-up may spend, both sides (0: decide without one) [default: "
+    "from the policy's gate.top_up.max_runs, 100] [env: EVALWARD_TOP_UP_RUNS]",
+)
 @click.option("--allow-mismatch", is_flag=True, help="Compare with an explicit baseline that shares no case")
 @_outputs
 @db_option
@@ -67,6 +74,7 @@ def gate_command(
     base_branch: str | None,
     strict: bool,
     on_missing_baseline: str | None,
+    top_up_runs: int | None,
     allow_mismatch: bool,
     json_path: str | None,
     markdown_path: str | None,
@@ -91,10 +99,12 @@ def gate_command(
 
     loaded = ctx.obj
     settings = loaded.settings if loaded is not None else None
+    gate_settings = settings.gate if settings else {}
+    top_up = {**gate_settings.get("top_up", {}), "max_runs": top_up_runs} if top_up_runs is not None else None
     policy = load_policy(
-        settings.gate if settings else {},
+        gate_settings,
         config_path=loaded.path if loaded is not None else None,
-        overrides={"strict": True if strict else None, "on_missing_baseline": on_missing_baseline},
+        overrides={"strict": True if strict else None, "on_missing_baseline": on_missing_baseline, "top_up": top_up},
     )
     store = open_history(db_url or (settings.db if settings else None))
     current = load_current_run(store, run_ref)
