@@ -187,28 +187,24 @@ def _push(push: PushEvent, payload: Mapping[str, Any], delivery: str, *, base_br
         return WebhookPlan(
             note=f"ignored: push to {branch!r}, not a base branch ({', '.join(sorted(bases)) or 'none'})"
         )
-    return WebhookPlan(
-        note=f"baseline run of {branch} at {push.after[:12]}",
-        jobs=[
-            JobSpec(
-                kind="evaluate",
-                dedupe_key=_job_key("baseline", repo, push.after),
-                payload={
-                    "event": "push",
-                    "delivery": delivery,
-                    "mode": "baseline",
-                    "installation_id": push.installation_id,
-                    "repo": repo,
-                    "head_sha": push.after,
-                    "head_ref": branch,
-                    "base_ref": branch,
-                    "suite": DEFAULT_SUITE,
-                },
-                repo=repo,
-                head_sha=push.after,
-            )
-        ],
-    )
+    job_payload: dict[str, Any] = {
+        "event": "push",
+        "delivery": delivery,
+        "mode": "baseline",
+        "installation_id": push.installation_id,
+        "repo": repo,
+        "head_sha": push.after,
+        "head_ref": branch,
+        "base_ref": branch,
+        "suite": DEFAULT_SUITE,
+    }
+    return _one_evaluation(f"baseline run of {branch} at {push.after[:12]}", "baseline", repo, push.after, job_payload)
+
+
+def _one_evaluation(note: str, prefix: str, repo: str, sha: str, payload: dict[str, Any]) -> WebhookPlan:
+    """A plan of one `evaluate` job at `sha`, keyed `{prefix}:{repo}:{sha}:{suite}`."""
+    job = JobSpec(kind="evaluate", dedupe_key=_job_key(prefix, repo, sha), payload=payload, repo=repo, head_sha=sha)
+    return WebhookPlan(note=note, jobs=[job])
 
 
 def _merge_group(group: MergeGroupEvent, delivery: str) -> WebhookPlan:
@@ -220,32 +216,23 @@ def _merge_group(group: MergeGroupEvent, delivery: str) -> WebhookPlan:
         return WebhookPlan(note="ignored: merge_group without a repository")
     if group.action != "checks_requested":
         return WebhookPlan(note=f"ignored: merge_group action {group.action!r}")
-    return WebhookPlan(
-        note=f"evaluate the merge queue's {group.head_sha[:12]} against {group.base_branch} at {group.base_sha[:12]}",
-        jobs=[
-            JobSpec(
-                kind="evaluate",
-                dedupe_key=_job_key("merge_group", repo, group.head_sha),
-                payload={
-                    "event": "merge_group",
-                    "action": group.action,
-                    "delivery": delivery,
-                    "mode": "merge_group",
-                    "installation_id": group.installation_id,
-                    "repo": repo,
-                    "head_sha": group.head_sha,
-                    "head_ref": group.head_branch,
-                    "base_ref": group.base_branch,
-                    "base_sha": group.base_sha,
-                    "suite": DEFAULT_SUITE,
-                    "approval": "merge_queue",
-                    "verify_write_access": None,
-                },
-                repo=repo,
-                head_sha=group.head_sha,
-            )
-        ],
-    )
+    payload: dict[str, Any] = {
+        "event": "merge_group",
+        "action": group.action,
+        "delivery": delivery,
+        "mode": "merge_group",
+        "installation_id": group.installation_id,
+        "repo": repo,
+        "head_sha": group.head_sha,
+        "head_ref": group.head_branch,
+        "base_ref": group.base_branch,
+        "base_sha": group.base_sha,
+        "suite": DEFAULT_SUITE,
+        "approval": "merge_queue",
+        "verify_write_access": None,
+    }
+    note = f"evaluate the merge queue's {group.head_sha[:12]} against {group.base_branch} at {group.base_sha[:12]}"
+    return _one_evaluation(note, "merge_group", repo, group.head_sha, payload)
 
 
 def _rerequest(
