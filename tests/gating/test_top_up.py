@@ -318,3 +318,39 @@ def test_a_replayed_agent_is_not_topped_up() -> None:
     assert after.verdict.outcome == "inconclusive" and after.verdict.top_up is not None
     assert after.verdict.top_up.message.startswith("No top-up: a replay: agent")
     assert after.verdict.top_up.current_runs == 0
+
+
+def test_a_cost_budget_turns_into_runs_at_the_runs_own_cost() -> None:
+    verdict = inconclusive(*(case(f"c{i}", 1.0, 0.0 if i < 4 else 1.0) for i in range(40)))
+    policy = GatePolicy.model_validate({"top_up": {"max_runs": 100, "max_cost_usd": 0.5}})
+    # $0.02 a run: $0.50 buys 25 runs, fewer than max_runs: 12 cases get one more repetition on each side
+    chosen, _ = plan_top_up(verdict, policy, repetitions=1, base_side=True, cost_per_run=0.02)
+    assert chosen is not None and (len(chosen.cases), chosen.extra_repetitions) == (12, 1)
+    # a cheap agent: max_runs limits (50 cases' worth, here all 40 once each side)
+    cheap, _ = plan_top_up(verdict, policy, repetitions=1, base_side=True, cost_per_run=0.0001)
+    assert cheap is not None and (len(cheap.cases), cheap.extra_repetitions) == (40, 1)
+    # no recorded cost: max_runs alone
+    unknown, _ = plan_top_up(verdict, policy, repetitions=1, base_side=True, cost_per_run=None)
+    assert unknown == cheap
+    pricey, why = plan_top_up(verdict, policy, repetitions=1, base_side=True, cost_per_run=0.3)
+    assert pricey is None and "gate.top_up.max_cost_usd = 0.5 at $0.3 a run" in why
+
+
+def test_the_cost_of_a_run_is_the_mean_of_the_recorded_costs() -> None:
+    from evalward._gating.flow import GateOutcome
+    from evalward._gating.top_up import _cost_per_run
+    from evalward.model import Usage
+    from evalward.store import BaselineSearch
+
+    def costing(case_id: str, cost: float | None) -> CaseResult:
+        return result(case_id, 0).model_copy(update={"usage": Usage(cost_usd=cost) if cost is not None else None})
+
+    run = RunResult(
+        run_id="r", status="complete", passed=True, cases=[costing("a", 0.01), costing("b", 0.03), costing("c", None)]
+    )
+    outcome = GateOutcome(current=run, baseline=run, verdict=inconclusive(), search=BaselineSearch(choice=None))
+    assert _cost_per_run(outcome) == pytest.approx(0.02)
+    free = outcome.current.model_copy(update={"cases": [costing("a", None)]})
+    assert (
+        _cost_per_run(GateOutcome(current=free, baseline=run, verdict=outcome.verdict, search=outcome.search)) is None
+    )

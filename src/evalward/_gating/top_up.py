@@ -24,6 +24,7 @@ stored runs stay as the run and the base side made them.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
@@ -100,10 +101,16 @@ def top_up_order(verdict: Verdict, flaky_flip_rate: float) -> list[CaseKey]:
 
 
 def plan_top_up(
-    verdict: Verdict, policy: GatePolicy, *, repetitions: int, base_side: bool
+    verdict: Verdict,
+    policy: GatePolicy,
+    *,
+    repetitions: int,
+    base_side: bool,
+    cost_per_run: float | None = None,
 ) -> tuple[TopUpPlan | None, str]:
     """What to run again for `verdict` under `policy.top_up` (None, and why not, when nothing should run).
-    `repetitions`: the current run's repetitions per case.
+    `repetitions`: the current run's repetitions per case; `cost_per_run`: the mean recorded cost of one agent run
+    (US dollars; None when the run recorded none), which turns `max_cost_usd` into runs.
 
     The budget goes where it narrows the interval most: one more repetition of a case at k repetitions cuts its
     variance by 1/(k(k+1)) of one run's, most at small k, so every compared case gets the same number of extra
@@ -131,16 +138,19 @@ def plan_top_up(
     order = top_up_order(verdict, policy.flaky_flip_rate)
     if not order:
         return None, "no case was compared"
+    budget, budget_text = settings.max_runs, f"gate.top_up.max_runs = {settings.max_runs}"
+    if settings.max_cost_usd is not None and cost_per_run:
+        affordable = math.floor(settings.max_cost_usd / cost_per_run + 1e-9)
+        if affordable < budget:
+            budget = affordable
+            budget_text = f"gate.top_up.max_cost_usd = {settings.max_cost_usd:g} at ${cost_per_run:.4g} a run"
     sides = 2 if base_side else 1
-    rounds = min(room, settings.max_runs // (sides * len(order)))
+    rounds = min(room, budget // (sides * len(order)))
     if rounds >= 1:
         return TopUpPlan(cases=tuple(order), extra_repetitions=rounds, base_side=base_side), ""
-    fit = settings.max_runs // sides
+    fit = budget // sides
     if fit == 0:
-        return None, (
-            f"one more repetition of one case on each side is more than the budget (gate.top_up.max_runs = "
-            f"{settings.max_runs})"
-        )
+        return None, f"one more repetition of one case on each side is more than the budget ({budget_text})"
     return TopUpPlan(cases=tuple(order[:fit]), extra_repetitions=1, base_side=base_side), ""
 
 
@@ -183,7 +193,9 @@ def top_up(
     base_side = (
         plan.base_side_possible and plan.problem is None and plan.merge_base is not None and repo_dir is not None
     )
-    chosen, why_not = plan_top_up(first, policy, repetitions=prepared.options.repeat, base_side=base_side)
+    chosen, why_not = plan_top_up(
+        first, policy, repetitions=prepared.options.repeat, base_side=base_side, cost_per_run=_cost_per_run(outcome)
+    )
     if chosen is not None and prepared.options.agent.startswith("replay:"):
         chosen, why_not = (
             None,
@@ -265,6 +277,16 @@ def settle(first: Verdict, second: Verdict, chosen: TopUpPlan, current_runs: int
             "headline": f"{first.headline} {after}",
         }
     )
+
+
+def _cost_per_run(outcome: GateOutcome) -> float | None:
+    """The mean recorded cost (US dollars) of one agent run of the current run; None when none was recorded."""
+    costs = [
+        result.usage.cost_usd
+        for result in outcome.current.cases  # one record at a time: a large run's records stay in their file
+        if result.usage is not None and result.usage.cost_usd is not None
+    ]
+    return sum(costs) / len(costs) if costs else None
 
 
 def _first_stands(first: Verdict, chosen: TopUpPlan, why: str) -> Verdict:

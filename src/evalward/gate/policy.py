@@ -75,6 +75,12 @@ class TopUpPolicy(BaseModel):
         description="The cost budget: agent runs the top-up may spend in all, both sides counted; cases that do not "
         "fit are left as they are (`_gating.top_up.plan_top_up`). 0 turns it off.",
     )
+    max_cost_usd: float | None = Field(
+        default=None,
+        ge=0,
+        description="A budget in US dollars as well: at most this much, at the mean recorded cost of one agent run "
+        "of this run (`usage.cost_usd`); None, or a run that recorded no cost, leaves `max_runs` alone to limit it.",
+    )
 
 
 class GatePolicy(BaseModel):
