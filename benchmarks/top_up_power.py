@@ -37,7 +37,7 @@ from gate_power import Side, beta, dropped, run_of, same, wilson
 from evalward._gating import top_up as top_up_module
 from evalward._gating.top_up import TopUpPlan, plan_top_up, settle, undecided, with_more_repetitions
 from evalward.gate import GatePolicy, decide
-from evalward.model import CaseResult, RunResult, Verdict
+from evalward.model import CaseResult, Verdict
 
 
 @dataclass(frozen=True)
@@ -116,13 +116,9 @@ def trial(
     extra_rng = random.Random(f"{seed}:{situation.name}:{index}:top-up")
     extra_head = more_of(f"h{index}+", head_side, chosen, situation.repeat, extra_rng)
     extra_base = more_of(f"b{index}+", base_side, chosen, situation.repeat, extra_rng)
-    second = decide(_grown(head, extra_head), _grown(base, extra_base), policy)
+    second = decide(with_more_repetitions(head, extra_head), with_more_repetitions(base, extra_base), policy)
     final: Verdict = settle(first, second, chosen, len(extra_head), len(extra_base))
     return first.outcome, final.outcome, len(extra_head) + len(extra_base)
-
-
-def _grown(run: RunResult, extra: list[CaseResult]) -> RunResult:
-    return with_more_repetitions(run, extra)
 
 
 @dataclass

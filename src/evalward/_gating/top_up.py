@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evalward.gate.context import sub_seed
+from evalward.gate.findings import case_name, plural
 from evalward.gate.metric_verdicts import MIN_UNITS
 from evalward.model import CaseResult, RunResult
 from evalward.model.records import in_key_order, iter_record_keys, joined
@@ -122,7 +123,7 @@ def plan_top_up(
     if settings.max_repetitions == 0 or settings.max_runs == 0:
         return None, "the top-up is turned off (gate.top_up)"
     open_metrics = inconclusive_metrics(verdict)
-    units = [m.n_clusters or m.n_cases for m in verdict.metrics if m.gated and m.metric in open_metrics]
+    units = [m.n_clusters or m.n_cases for m in verdict.metrics if m.metric in open_metrics]
     if units and max(units) < MIN_UNITS:
         return None, (
             f"only {max(units)} independent case(s) were compared, too few for any number of repetitions to show "
@@ -193,8 +194,10 @@ def top_up(
     base_side = (
         plan.base_side_possible and plan.problem is None and plan.merge_base is not None and repo_dir is not None
     )
+    # Reading every result for their cost only when there is a cost budget to turn into runs.
+    cost_per_run = _cost_per_run(outcome) if policy.top_up.max_cost_usd is not None else None
     chosen, why_not = plan_top_up(
-        first, policy, repetitions=prepared.options.repeat, base_side=base_side, cost_per_run=_cost_per_run(outcome)
+        first, policy, repetitions=prepared.options.repeat, base_side=base_side, cost_per_run=cost_per_run
     )
     if chosen is not None and prepared.options.agent.startswith("replay:"):
         chosen, why_not = (
@@ -233,10 +236,10 @@ def settle(first: Verdict, second: Verdict, chosen: TopUpPlan, current_runs: int
     repetitions) when nothing but `strict` blocks it, else `first` with a warning; either with its `top_up` record.
     `current_runs`, `baseline_runs`: the agent runs added on each side (0 on a side that could not run)."""
     what = (
-        f"{_count(len(chosen.cases), 'case')} ran {chosen.extra_repetitions} more "
+        f"{plural(len(chosen.cases), 'case')} ran {chosen.extra_repetitions} more "
         f"{'time' if chosen.extra_repetitions == 1 else 'times'} "
         + ("on each side" if baseline_runs else "on this side (the base side could not run here)")
-        + f" ({_count(current_runs + baseline_runs, 'agent run')})"
+        + f" ({plural(current_runs + baseline_runs, 'agent run')})"
     )
     record = TopUp(
         cases=_names(chosen.cases),
@@ -336,9 +339,7 @@ def _subset(prepared: PreparedRun, chosen: TopUpPlan, *, first_repetition: int) 
 
 
 def _replace_verdict(outcome: GateOutcome, verdict: Verdict) -> GateOutcome:
-    from evalward._gating.flow import GateOutcome
-
-    return GateOutcome(current=outcome.current, baseline=outcome.baseline, verdict=verdict, search=outcome.search)
+    return replace(outcome, verdict=verdict)
 
 
 def _after_blocking(findings: Sequence[Finding], warning: Finding) -> list[Finding]:
@@ -348,8 +349,4 @@ def _after_blocking(findings: Sequence[Finding], warning: Finding) -> list[Findi
 
 
 def _names(cases: Sequence[CaseKey]) -> list[str]:
-    return [f"{eval_set_id}/{case_id}" for eval_set_id, case_id in cases]
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+    return [case_name(key) for key in cases]

@@ -41,6 +41,7 @@ from evalward.report.verdict_view import (
     MAX_LISTED_CASES,
     MAX_MESSAGE_CHARS,
     MAX_REASON_CHARS,
+    MAX_TOP_UP_CHARS,
     NO_BASELINE_TEXT,
     OUTCOME_MARKS,
     OUTCOME_WORDS,
@@ -51,7 +52,6 @@ from evalward.report.verdict_view import (
 )
 
 MAX_EXPLANATION_CHARS = 2_000
-MAX_TOP_UP_CHARS = 1_500
 MAX_PER_CASE_LISTED = 10
 """Per-case-test regressions named in the head; all of them get a flagged-case section."""
 

@@ -24,6 +24,7 @@ from evalward.report.verdict_view import (
     MAX_LISTED_CASES,
     MAX_MESSAGE_CHARS,
     MAX_REASON_CHARS,
+    MAX_TOP_UP_CHARS,
     NO_BASELINE_TEXT,
     CaseSection,
     VerdictView,
@@ -125,7 +126,7 @@ def _baseline(view: VerdictView) -> Text:
     for note in view.baseline_notes[:10]:
         line.append("\n  - ").append_text(safe_label(note, 300))
     if view.top_up:
-        line.append("\nTop-up: ").append_text(safe_label(view.top_up, 1_500))
+        line.append("\nTop-up: ").append_text(safe_label(view.top_up, MAX_TOP_UP_CHARS))
     return line
 
 

@@ -340,6 +340,8 @@ class BaselineFacts:
 
 MAX_TOP_UP_CASES = 10
 """Cases the top-up line names before `and N more`."""
+MAX_TOP_UP_CHARS = 1_500
+"""The top-up line, case names included, before it is cut."""
 
 
 def top_up_text(verdict: Verdict) -> str | None:
