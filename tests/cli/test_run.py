@@ -51,7 +51,7 @@ def test_dice_example_passes_and_writes_reports(tmp_path: Path) -> None:
     # 2 eval sets: the legacy test file (1 case) and the current eval set (2 cases).
     assert sorted(c["case_id"] for c in run["cases"]) == sorted(
         [
-            str(DICE / "dice.test.json"),
+            "examples/dice_agent/dice.test.json",  # its path in the repository, however it was typed
             "roll_16_sided_dice_and_then_check_if_6151953_is_prime",
             "roll_17_sided_dice_twice",
         ]

@@ -1,5 +1,6 @@
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -11,13 +12,13 @@ from evalward.model import IntermediateResponse, SessionInput, ToolCall
 from .conftest import LoadText, ProblemsOf
 
 
-def test_format_a_is_one_case_named_by_the_path_as_given(fixtures: Path) -> None:
-    path = fixtures / "adk/trip_planner_agent/trip_inquiry.test.json"
+def test_format_a_is_one_case_named_by_its_path_in_the_repository(fixtures: Path) -> None:
+    path = fixtures / "adk/trip_planner_agent/trip_inquiry.test.json"  # absolute: the id is not
     loaded = load_paths([path])
     [eval_set] = loaded.sets
     assert (eval_set.format, eval_set.eval_set_id) == ("adk_legacy_test", "trip_inquiry")
     [case] = eval_set.cases
-    assert case.case_id == str(path)
+    assert case.case_id == "tests/loaders/fixtures/adk/trip_planner_agent/trip_inquiry.test.json"
     greet, plan, thanks = case.turns
     assert greet.query == "Hi, who are you? What can you do?"
     assert greet.expected_response == "I am trip_planner, I can help you plan a trip."
@@ -75,6 +76,51 @@ def test_query_must_be_text(load_text: LoadText, problems_of: ProblemsOf) -> Non
     [problem] = problems_of("x.test.json", json.dumps([{"query": 3}]))
     assert (problem.message, problem.found) == ("Input should be a valid string", "number 3")
     assert load_text("y.test.json", json.dumps([{"query": "ok"}])).cases[0].turns[0].query == "ok"
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=repo, capture_output=True, check=True)
+
+
+def _legacy_case_id(given: str | Path) -> str:
+    [eval_set] = load_paths([given]).sets
+    [case] = eval_set.cases
+    return case.case_id
+
+
+def test_a_legacy_case_id_does_not_depend_on_how_the_path_was_typed(
+    tmp_path: Path, fixtures: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `evalward run` stores the id of the path as typed; `evalward gate` loads the same file again by its absolute
+    # path, and CI on another machine from another folder: all must name the case alike, and as a run typed
+    # from the repository's top-level folder always did (stored ids stay comparable).
+    repo = tmp_path / "checkout"
+    (repo / "evals").mkdir(parents=True)
+    shutil.copy(fixtures / "adk/trip_planner_agent/trip_inquiry.test.json", repo / "evals" / "trip.test.json")
+    _git(repo, "init", "-q")
+    linked = tmp_path / "linked"
+    linked.symlink_to(repo, target_is_directory=True)
+    monkeypatch.chdir(repo)
+    typed: list[str | Path] = ["evals/trip.test.json", "./evals/trip.test.json", "evals"]
+    typed += [repo / "evals/trip.test.json", linked / "evals" / "trip.test.json"]  # absolute, through a link
+    assert {_legacy_case_id(given) for given in typed} == {"evals/trip.test.json"}
+    monkeypatch.chdir(repo / "evals")  # from a subfolder
+    assert _legacy_case_id("trip.test.json") == "evals/trip.test.json"
+    monkeypatch.chdir(linked)  # a working directory reached through a symbolic link
+    assert _legacy_case_id("./evals/trip.test.json") == "evals/trip.test.json"
+
+
+def test_a_legacy_case_id_outside_a_repository_is_relative_never_absolute(
+    tmp_path: Path, fixtures: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "plain" / "evals"
+    folder.mkdir(parents=True)
+    shutil.copy(fixtures / "adk/trip_planner_agent/trip_inquiry.test.json", folder / "trip.test.json")
+    monkeypatch.chdir(tmp_path / "plain")
+    assert _legacy_case_id(folder / "trip.test.json") == "evals/trip.test.json"
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")  # the file is outside the working directory too
+    assert _legacy_case_id(folder / "trip.test.json") == "../plain/evals/trip.test.json"
 
 
 # --- initial.session.json beside a legacy test file (ADK's initial_session_file) --------------------------
@@ -162,8 +208,9 @@ def test_initial_session_unknown_keys_are_ignored_with_a_warning(tmp_path: Path,
 
 
 def test_an_explicit_initial_session_applies_to_every_format_where_cases_set_none(
-    tmp_path: Path, fixtures: Path
+    tmp_path: Path, fixtures: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.chdir(tmp_path)  # the legacy case is named from here (outside any repository)
     folder = _legacy_folder(tmp_path, fixtures, '{"state": {"origin": "beside"}}')
     shutil.copy(fixtures / "adk/diner_legacy/diner.evalset.json", folder / "diner.evalset.json")
     explicit = tmp_path / "session.json"
@@ -171,7 +218,7 @@ def test_an_explicit_initial_session_applies_to_every_format_where_cases_set_non
     loaded = load_paths([folder], initial_session_path=explicit)
     sessions = {c.case_id: c.session_input for s in loaded.sets for c in s.cases}
     # the legacy test file takes the explicit file instead of the one beside it (and no warning about that one)
-    assert sessions[str(folder / "trip_inquiry.test.json")] == SessionInput(
+    assert sessions["trip/trip_inquiry.test.json"] == SessionInput(
         app_name="trips", user_id="u9", state={"origin": "SFO", "tz": "PST"}
     )
     # a case with its own session keeps it; the keys it leaves unset come from the file

@@ -2,7 +2,10 @@
 
 Format A (`adk_legacy_test`): a JSON list of turns `{query, expected_tool_use: [{tool_name, tool_input}],
 expected_intermediate_agent_responses: [{author, text}], reference}`. The whole file is ONE case whose
-`case_id` is the file path as given (as in ADK).
+`case_id` is the file's path. ADK takes the path as given; here it is the path inside the repository
+(`repository_paths`), so the id is the same however the path was typed (`x`, `./x`, absolute, through a linked
+folder) and on every machine: `evalward gate` reads a run's files back by their absolute paths, and CI runs
+compare ids recorded elsewhere. Typed from the repository's top-level folder, the path is the id ADK gives.
 
 Format B (`adk_legacy_evalset`): a list of `{name, data, initial_session}`; each element is a case
 (`case_id = name`), `data` holds format-A turns, a non-empty `initial_session` → `session_input`.
@@ -30,6 +33,7 @@ from evalward.loaders.discovery import INITIAL_SESSION_FILE_NAME as INITIAL_SESS
 from evalward.loaders.positions import PathKey
 from evalward.loaders.problems import Problems, describe_value
 from evalward.model import EvalCase, EvalSet, IntermediateResponse, Invocation, SessionInput, ToolCall
+from evalward.repository_paths import repository_path
 
 _LEGACY = ConfigDict(extra="ignore", loc_by_alias=False)
 
@@ -102,8 +106,8 @@ class _LegacyCase(BaseModel):
 
 
 def load_legacy_test(problems: Problems, default_id: str) -> EvalSet | None:
-    """Format A: the file is one case named by its path."""
-    case_id = problems.path
+    """Format A: the file is one case named by its path inside its repository (module docstring)."""
+    case_id = repository_path(problems.path)
     turns = _turns(problems, problems.document.data, (), case_id)
     if turns is None:
         return None

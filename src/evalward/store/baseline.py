@@ -364,8 +364,10 @@ def _auto(
     commits = ([merge_base] if merge_base else []) + chain
     searched: list[str] = []
     refused: list[Refusal] = []
-    if not merge_base:
-        searched.append("no merge-base known (shallow clone or no base branch?)")
+    if not merge_base and base_branch:
+        searched.append(f"no merge-base with {base_branch} known (shallow clone, or the branch not fetched?)")
+    elif not merge_base:
+        searched.append("no merge-base known (no base branch or base commit)")
     if not commits:
         return BaselineSearch(choice=None, refused=refused, searched=searched)
     by_commit: dict[str, list[_Candidate]] = {}

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from evalward.errors import InfrastructureError
 from evalward.model import RunContext, RunResult
+from evalward.repository_paths import repository_root as repository_root  # callers find it beside `git`
 
 GIT_TIMEOUT_S = 30
 FETCH_DEPTH_FIX = (
@@ -32,15 +33,6 @@ FETCH_DEPTH_FIX = (
 
 class MergeBaseError(InfrastructureError):
     """The merge-base a pull request must be gated at cannot be computed (exit 3)."""
-
-
-def repository_root(start: str | Path) -> Path | None:
-    """The nearest folder at or above `start` holding `.git` (a folder, or a file for worktrees), or None."""
-    folder = Path(start).resolve()
-    for candidate in (folder, *folder.parents):
-        if (candidate / ".git").exists():
-            return candidate
-    return None
 
 
 def safe_directory_env(top: Path, env: Mapping[str, str]) -> dict[str, str]:
