@@ -91,7 +91,7 @@ def test_markdown_explains_why_no_per_case_test_ran() -> None:
     # k = 1: the best a case can do is 1/1 → 0/1, p = 1/C(2,1) = 0.5
     assert (
         "**Per-case tests**: not run: a case needs k ≥ 5 runs on both sides to be tested on its own (here "
-        "k = 1/1, baseline/this PR; even 1/1 → 0/1 passes only reaches one-sided Fisher p = 1/C(2,1) = 0.5)."
+        "k = 1/1, baseline/this run; even 1/1 → 0/1 passes only reaches one-sided Fisher p = 1/C(2,1) = 0.5)."
     ) in text
 
 
@@ -101,7 +101,7 @@ def test_markdown_k3_note_matches_gate_md() -> None:
     text = render_verdict_markdown(head, decide(head, base, POLICY), baseline=base)
     # docs/gate.md §8: with k = 3 even 3/3 → 0/3 only reaches p = 1/C(6,3) = 0.05
     assert (
-        "(here k = 3/3, baseline/this PR; even 3/3 → 0/3 passes only reaches one-sided Fisher p = 1/C(6,3) = 0.05)"
+        "(here k = 3/3, baseline/this run; even 3/3 → 0/3 passes only reaches one-sided Fisher p = 1/C(6,3) = 0.05)"
         in text
     )
 
@@ -118,7 +118,7 @@ def test_markdown_lists_per_case_regressions_and_details_them() -> None:
     assert "regressed (per-case test, q = 0.0119) · passes 5/5 → 0/5</summary>" in text
     assert (
         "**Per-case test**: one-sided Fisher exact p = 0.003968, Benjamini–Hochberg q = 0.0119 → regressed "
-        "(per-case test) (diagnostic, not gating)"
+        "(per-case test) (diagnostic: this test alone never fails the gate)"
     ) in text
     assert "Clustered analysis" not in text  # no labels, no clustered wording
     assert "G=" not in text

@@ -8,6 +8,11 @@ gate passed or failed only on what `fail-on` does not name; 1 it failed on a nam
 bad input does; 3 infrastructure, and the verdict `error`: no baseline could be stored or run
 (`on_missing_baseline = "error"`), or a baseline but no comparable case — which no `fail-on` turns into a pass.
 
+`passed` is "true" exactly when the step exits 0 because the gate did not block it: the verdict passed, was
+inconclusive (without `strict`), or failed only on what `fail-on` does not name. It is "false" whenever the step
+fails for the verdict (exit 1 or 2), when no verdict was reached (exit 2 or 3), and empty for a shard, which is
+not gated (its `verdict` is empty too). `passed_output` is the one place that says so.
+
 `regressions` counts the blocking findings that say the change made things worse: kinds `regression` (a
 gated metric, or a case the gate blocks on), `cost`, `latency`, `threshold` and `must_pass` — whatever
 `fail-on: regression,threshold` can fail on. Errors, missing cases, mismatches and "no baseline" block too
@@ -39,6 +44,14 @@ class Decision(GateStates):
     exit_code: int = EXIT_OK
     regressions: int = 0
     failed_on: tuple[str, ...] = ()
+
+
+def passed_output(decision: Decision | None, *, gated: bool = True) -> str:
+    """The `passed` output (module docstring): "true" exactly when the gate did not block the step, "false" when it
+    did or no verdict was reached (`decision` None), "" for a shard (`gated` False)."""
+    if not gated:
+        return ""
+    return "true" if decision is not None and not decision.failing else "false"
 
 
 def count_regressions(verdict: Verdict) -> int:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TextIO
 
 from evalward._ci.event import ClientFactory, event_mode
+from evalward._ci.exit_code import passed_output
 from evalward._ci.inputs import CiOptions
 from evalward._ci.render import log_safe, md
 from evalward._ci.result import CiResult, write_step_outputs
@@ -39,7 +40,7 @@ def announce_error(
             f"### 💥 evalward: {md(name)} could not run\n\n{md(message)}\n\n"
             f"Exit code {exit_code} ({kind}); no verdict was reached.\n",
         )
-    write_step_outputs(output_path, {"verdict": "error", "passed": "false", "regressions": "0"})
+    write_step_outputs(output_path, {"verdict": "error", "passed": passed_output(None), "regressions": "0"})
 
 
 def report_startup_error(

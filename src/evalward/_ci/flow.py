@@ -47,7 +47,7 @@ from evalward._ci.event import (
     pull_request_merge_base,
     refuse_pull_request_target,
 )
-from evalward._ci.exit_code import decide_exit
+from evalward._ci.exit_code import decide_exit, passed_output
 from evalward._ci.failure import as_reportable, report_error, report_startup_error
 from evalward._ci.inputs import CiOptions
 from evalward._ci.render import (
@@ -421,7 +421,7 @@ def _run_ci(
             actions.output_path,
             {
                 "verdict": verdict.outcome,
-                "passed": "true" if verdict.outcome == "pass" else "false",
+                "passed": passed_output(decision),
                 "run-id": run.run_id,
                 "regressions": str(decision.regressions),
                 "results-json": str(paths["run"]) if paths["run"] else "",
@@ -461,7 +461,7 @@ def _finish_shard(
         actions.output_path,
         {
             "verdict": "",
-            "passed": "true" if run.passed else "false",
+            "passed": passed_output(None, gated=False),
             "run-id": run.run_id,
             "regressions": "0",
             "results-json": str(run_path) if run_path else "",

@@ -9,7 +9,7 @@ from typing import TextIO
 
 from evalward._ci.artifact import read_artifact
 from evalward._ci.event import ClientFactory, default_client
-from evalward._ci.exit_code import decide_exit
+from evalward._ci.exit_code import decide_exit, passed_output
 from evalward._ci.render import render_outcome
 from evalward._ci.result import CiResult, finish_log, write_step_outputs
 from evalward.errors import EXIT_INFRASTRUCTURE, EXIT_OK, UsageError
@@ -137,7 +137,7 @@ def report_from_artifact(
         actions.output_path,
         {
             "verdict": artifact.verdict.outcome,
-            "passed": "true" if artifact.verdict.outcome == "pass" else "false",
+            "passed": passed_output(decision),
             "run-id": artifact.run.run_id,
             "regressions": str(decision.regressions),
             "results-json": str(directory / "run.json"),

@@ -131,43 +131,124 @@ def threshold_mode(ctx: GateContext) -> ThresholdMode:
 
 
 def threshold_findings(ctx: GateContext, mode: ThresholdMode) -> list[Finding]:
-    """Step 1 under `block` and `warn` (ADK's absolute rule); `change` is judged after pairing."""
+    """Step 1 under `block` and `warn` (ADK's absolute rule); `change` is judged after pairing.
+
+    Any check that fails a case is a threshold (docs/gate.md §2): a metric with a threshold; a pass/fail check
+    without one (a boolean evaluator: each failed repetition counts); and, when no metric could pass the case at
+    all (its expectations scored only informationally, or none applied), the case itself. A case whose status
+    is `failed` is therefore never judged to have met its thresholds."""
     if mode in ("off", "change"):
         return []
     findings: list[Finding] = []
     severity: Severity = "blocking" if mode == "block" else "warning"
-    rule = ctx.current.pass_rule
     for key, results in ctx.cur.items():
         if key in ctx.quarantined:
             continue
-        names = sorted({m.name for r in results for m in r.metric_results if m.threshold is not None})
-        for name in names:
-            metric_results = [m for r in results if (m := r.metric(name)) is not None]
-            scores = [m.score for m in metric_results if m.score is not None]
-            mean = statistics.fmean(scores) if scores else None
-            threshold = next(m.threshold for m in metric_results if m.threshold is not None)
-            lower = not metric_results[0].higher_is_better
-            if rule == "per_run":
-                failed = sum(m.status == "failed" for m in metric_results)
-                if failed == 0:
-                    continue
-                why = f"failed in {failed} of {len(results)} repetitions (pass_rule=per_run: every one must pass)"
-            else:
-                if mean is None or (mean <= threshold if lower else mean >= threshold):
-                    continue
-                why = f"mean over {len(scores)} repetitions {fmt_num(mean)} misses it (pass_rule=mean_over_runs)"
-            direction = "<=" if lower else ">="
+        findings += _case_threshold_findings(ctx, key, results, severity)
+    return findings
+
+
+def _case_threshold_findings(
+    ctx: GateContext, key: CaseKey, results: Sequence[ScoredResult], severity: Severity
+) -> list[Finding]:
+    """The case's misses: one finding per thresholded metric or pass/fail check that failed it, else one for
+    the repetitions no metric could pass."""
+    findings: list[Finding] = []
+    rule = ctx.current.pass_rule
+    for name in _thresholded_names(results):
+        metric_results = [m for r in results if (m := r.metric(name)) is not None]
+        scores = [m.score for m in metric_results if m.score is not None]
+        mean = statistics.fmean(scores) if scores else None
+        threshold = next(m.threshold for m in metric_results if m.threshold is not None)
+        lower = not metric_results[0].higher_is_better
+        if rule == "per_run":
+            failed = sum(m.status == "failed" for m in metric_results)
+            if failed == 0:
+                continue
+            why = f"failed in {failed} of {len(results)} repetitions (pass_rule=per_run: every one must pass)"
+        else:
+            if mean is None or (mean <= threshold if lower else mean >= threshold):
+                continue
+            why = f"mean over {len(scores)} repetitions {fmt_num(mean)} misses it (pass_rule=mean_over_runs)"
+        direction = "<=" if lower else ">="
+        findings.append(
+            finding(
+                "threshold",
+                severity,
+                f"Case {case_name(key)}: {name} must be {direction} {threshold:g}; {why}.",
+                key=key,
+                metric=name,
+                current_value=mean,
+            )
+        )
+    for name in _verdict_only_names(results):
+        failed = sum(m.status == "failed" for r in results if (m := r.metric(name)) is not None)
+        if failed:
             findings.append(
                 finding(
                     "threshold",
                     severity,
-                    f"Case {case_name(key)}: {name} must be {direction} {threshold:g}; {why}.",
+                    f"Case {case_name(key)}: the pass/fail check {name} failed in {failed} of {len(results)} "
+                    "repetitions (a check without a threshold fails the case as one that misses its threshold).",
                     key=key,
                     metric=name,
-                    current_value=mean,
+                    current_value=float(len(results) - failed),
                 )
             )
+    unpassable = [r for r in results if _nothing_could_pass(r)]
+    if unpassable and not findings:
+        findings.append(
+            finding(
+                "threshold",
+                severity,
+                f"Case {case_name(key)} failed in {len(unpassable)} of {len(results)} repetitions: no metric could "
+                f"pass it ({_why_nothing_passed(unpassable)}); a case passes only when a metric with a threshold, "
+                "or a pass/fail check, passes it.",
+                key=key,
+                current_value=float(len(results) - len(unpassable)),
+            )
+        )
     return findings
+
+
+def _thresholded_names(results: Sequence[ScoredResult]) -> list[str]:
+    """The case's metrics that carry a threshold."""
+    return sorted({m.name for r in results for m in r.metric_results if m.threshold is not None})
+
+
+def _verdict_only_names(results: Sequence[ScoredResult]) -> list[str]:
+    """The case's pass/fail checks without a threshold: metrics that passed or failed a repetition on their own
+    (a boolean evaluator, a custom metric's PASSED/FAILED)."""
+    thresholded = set(_thresholded_names(results))
+    return sorted(
+        {
+            m.name
+            for r in results
+            for m in r.metric_results
+            if m.status in ("passed", "failed") and m.name not in thresholded
+        }
+    )
+
+
+def _nothing_could_pass(result: ScoredResult) -> bool:
+    """A repetition that failed although no metric failed it: nothing passed it either (`metrics.evaluation`,
+    rule 3: never a silent pass)."""
+    return result.status == "failed" and not any(m.status == "failed" for m in result.metric_results)
+
+
+def _why_nothing_passed(results: Sequence[ScoredResult]) -> str:
+    """`response_rouge1 is informational, without a threshold; tool_trajectory_avg_score did not apply`."""
+    statuses: dict[str, set[str]] = {}
+    for result in results:
+        for metric in result.metric_results:
+            statuses.setdefault(metric.name, set()).add(metric.status)
+    if not statuses:
+        return "no metric scored it"
+    words = {"informational": "is informational, without a threshold", "not_applicable": "did not apply"}
+    parts = [
+        f"{name} {' and '.join(words.get(s, s) for s in sorted(found))}" for name, found in sorted(statuses.items())
+    ]
+    return "; ".join(parts)
 
 
 def must_pass_findings(ctx: GateContext) -> list[Finding]:
@@ -264,14 +345,19 @@ def still_failing(ctx: GateContext, compared: Sequence[CaseKey]) -> tuple[list[C
 def case_passes(results: Sequence[ScoredResult], pass_rule: str) -> bool:
     """Whether a case passes over its repetitions under the run's pass rule (errors never pass).
 
-    `per_run`: every repetition has status `passed`. `mean_over_runs`: no repetition errored and, for every
+    `per_run`: every repetition has status `passed`. `mean_over_runs`: no repetition errored, none failed with
+    nothing able to pass it, every pass/fail check without a threshold passed every repetition, and, for every
     thresholded metric, the mean over the scored repetitions meets the threshold."""
     if not results or any(r.status == "error" for r in results):
         return False
     if pass_rule != "mean_over_runs":
         return all(r.status == "passed" for r in results)
-    names = sorted({m.name for r in results for m in r.metric_results if m.threshold is not None})
-    for name in names:
+    if any(_nothing_could_pass(r) for r in results):
+        return False
+    for name in _verdict_only_names(results):
+        if any((m := r.metric(name)) is not None and m.status == "failed" for r in results):
+            return False
+    for name in _thresholded_names(results):
         metric_results = [m for r in results if (m := r.metric(name)) is not None]
         scores = [m.score for m in metric_results if m.score is not None]
         threshold = next(m.threshold for m in metric_results if m.threshold is not None)

@@ -1,5 +1,7 @@
 """Step 7 of `gate.decide`: each case labelled, tested on its own when it has the repetitions, and flagged for
-review (docs/gate.md §8). Diagnostic only: nothing here blocks.
+review (docs/gate.md §8). Diagnostic only: nothing here blocks. The flags' words say so without claiming the
+case is not gated — another step may block on the same case (a threshold, a must-pass case, the newly-broken
+test) — so a report that shows a blocked case's flag never contradicts the block.
 
 Labels come from the pass rates (regressed/improved when they moved by ≥ 0.5, flaky when mixed on a side or
 known to flip on the base branch, stable_pass, stable_fail, new, removed, changed). Per-case tests: a one-sided
@@ -209,7 +211,8 @@ def _case_findings(
             "regression",
             "info",
             f"Case {case_name(key)} likely regressed: {values} (drop ≥ {LIKELY_REGRESSED_DROP}); shown for "
-            "review, not gated (a single case needs k ≥ 5 repetitions to be tested on its own).",
+            f"review: a single case needs k ≥ {PER_CASE_MIN_RUNS} repetitions to be tested on its own, and this "
+            "flag alone never fails the gate.",
             key=key,
             metric=metric,
             baseline_value=b,
@@ -249,7 +252,7 @@ def _tested_case_finding(
     return finding(
         "regression",
         "info",
-        head + "; shown for review, not gated.",
+        head + "; shown for review: a per-case test alone never fails the gate.",
         key=key,
         metric=metric,
         baseline_value=b,

@@ -29,7 +29,7 @@ def case_results(run: RunResult, eval_set_id: str, case_id: str) -> list[CaseRes
 def pick_repetitions(
     current: RunResult, baseline: RunResult | None, eval_set_id: str, case_id: str
 ) -> tuple[CaseResult | None, CaseResult | None]:
-    """(this PR's first repetition that did not pass — else its first —, the baseline's first passing
+    """(the judged run's first repetition that did not pass — else its first —, the baseline's first passing
     repetition — else the same repetition index, else its first): the pair the evidence compares."""
     now = case_results(current, eval_set_id, case_id)
     before = case_results(baseline, eval_set_id, case_id) if baseline is not None else []
@@ -82,7 +82,7 @@ class TurnEvidence:
     steps_vs_baseline: TrajectoryDiff | None
     expected_response: str | None
     baseline_response: str | None
-    """Only when it differs from this PR's response."""
+    """Only when it differs from the judged run's response."""
     current_response: str | None
     agent_error: str | None
     baseline_as_expected: bool = False

@@ -5,8 +5,11 @@
 - `check_summary` / `check_text`: the verdict markdown and the run markdown, each cut by whole sections
   to `OUTPUT_MAX_CHARS` by their renderers (GitHub's limit is 65,535 per field).
 - `case_annotations`: one annotation per flagged case, on its eval file at the line the case starts —
-  `failure` when a blocking finding names the case, `warning` for warnings or a case that did not pass,
-  `notice` for a case the gate only noted (e.g. likely regressed). Most severe first.
+  `failure` when the gate failed on the case (a blocking finding names it, or it is the evidence of one: a
+  newly broken case, a case behind a blocking pass-rate regression), `warning` for warnings or a case that did
+  not pass, `notice` for a case the gate only noted (e.g. likely regressed). Most severe first. The words follow
+  the level: a failure says why the gate failed on the case and leaves out the review-only flags (so it never
+  reads "not gated"); a notice's title says it is for review and not gated.
 
 Annotation text is plain text in GitHub's UI; untrusted parts (case ids, finding messages quoting them)
 go through `escape.workflow_command_safe` and `escape.neutralise_references` (they are also written to the
@@ -20,7 +23,7 @@ from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from evalward.model import RunResult
-from evalward.model.verdict import Finding, Verdict
+from evalward.model.verdict import CaseDiagnostic, Finding, Verdict
 from evalward.report import formatting as fmt
 from evalward.report.escape import neutralise_references, truncate, workflow_command_safe
 
@@ -154,17 +157,41 @@ def _case_level(findings: list[Finding], not_passed: bool, evidence: bool = Fals
     return "notice"
 
 
-def _blocking_evidence(verdict: Verdict) -> set[tuple[str, str]]:
-    """The cases behind a blocking pass-rate regression: the newly broken ones when that test blocked, and the
-    cases whose pass rate fell by half or more when a gated metric regressed. Their annotations are failures:
-    they are why the check failed, though no finding names them one by one."""
-    cases: set[tuple[str, str]] = set()
+def _passes(d: CaseDiagnostic) -> str:
+    """`passed 3 of 3 at the baseline, 0 of 3 now`."""
+
+    def shown(count: int | None) -> str:
+        return fmt.MISSING if count is None else str(count)
+
+    return (
+        f"passed {shown(d.baseline_passes)} of {shown(d.baseline_k)} at the baseline, "
+        f"{shown(d.current_passes)} of {shown(d.current_k)} now"
+    )
+
+
+def _blocking_evidence(verdict: Verdict) -> dict[tuple[str, str], tuple[str, str]]:
+    """The cases behind a blocking finding that names no case, each with (its kind, why the gate failed on it): the
+    newly broken ones when that test blocked, and the cases whose pass rate fell by half or more when a gated
+    metric regressed. Their annotations are failures: they are why the check failed, though no finding names them
+    one by one."""
+    cases: dict[tuple[str, str], tuple[str, str]] = {}
     broken = verdict.newly_broken
     if broken is not None and broken.significant:
         named = set(broken.cases)
-        cases.update((d.eval_set_id, d.case_id) for d in verdict.cases if f"{d.eval_set_id}/{d.case_id}" in named)
-    if any(f.kind == "regression" and f.severity == "blocking" and f.case_id is None for f in verdict.findings):
-        cases.update((d.eval_set_id, d.case_id) for d in verdict.cases if d.label == "regressed")
+        for d in verdict.cases:
+            if f"{d.eval_set_id}/{d.case_id}" in named:
+                why = f"The gate failed on this case: it is newly broken ({_passes(d)})."
+                cases[(d.eval_set_id, d.case_id)] = ("newly broken", why)
+    regression = next(
+        (f for f in verdict.findings if f.kind == "regression" and f.severity == "blocking" and f.case_id is None),
+        None,
+    )
+    if regression is not None:
+        metric = regression.metric or "a gated metric"
+        for d in verdict.cases:
+            if d.label == "regressed":
+                why = f"The gate failed on this case: it is behind the blocking regression of {metric} ({_passes(d)})."
+                cases.setdefault((d.eval_set_id, d.case_id), ("regression", why))
     return cases
 
 
@@ -209,24 +236,31 @@ def case_annotations(
             continue
         line = source.get("line")
         findings = by_case.get(key, [])
-        lines = [f"- {f.message}" for f in findings[:MAX_FINDINGS_PER_CASE]]
+        failed = not_passed.get(key, [])
+        level = _case_level(findings, bool(failed), key in evidence)
+        if level == "failure":
+            # The gate failed on the case: its review-only flags would only say what does not gate.
+            findings = [f for f in findings if f.severity != "info"]
+        lines = [evidence[key][1]] if key in evidence else []
+        lines += [f"- {f.message}" for f in findings[:MAX_FINDINGS_PER_CASE]]
         if len(findings) > MAX_FINDINGS_PER_CASE:
             lines.append(f"- … and {len(findings) - MAX_FINDINGS_PER_CASE} more")
-        failed = not_passed.get(key, [])
         if failed:
             failing_metrics = sorted(
                 {name for c in run.cases if (c.eval_set_id, c.case_id) == key for name in fmt.failing_metric_names(c)}
             )
             why = f" ({', '.join(failing_metrics)})" if failing_metrics else ""
             lines.append(f"{len(failed)} of {repetitions.get(key, len(failed))} repetitions did not pass{why}.")
-        label = "failure" if any(f.severity == "blocking" for f in findings) else "did not pass"
-        if findings:
-            label = _kinds(findings)
+        kinds = [f.kind.replace("_", " ") for f in findings]
+        kinds += [evidence[key][0]] if key in evidence else []
+        label = ", ".join(dict.fromkeys(kinds)) or "did not pass"
+        if level == "notice":
+            label += " (for review, not gated)"
         items.append(
             CaseAnnotation(
                 path=path,
                 line=line if isinstance(line, int) and line >= 1 else 1,
-                level=_case_level(findings, bool(failed), key in evidence),
+                level=level,
                 title=plain_text(f"evalward: case {key[1]}: {label}", TITLE_MAX),
                 message=plain_text("\n".join(lines), MESSAGE_MAX_CHARS),
             )
