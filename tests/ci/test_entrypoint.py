@@ -75,12 +75,14 @@ def test_the_image_entrypoint_runs_a_pull_request_outside_docker(workspace: Work
         argv, cwd=workspace.root, env={**keep, **env}, capture_output=True, text=True, timeout=120, check=False
     )
     assert completed.returncode == 0, completed.stdout + completed.stderr
-    # The default policy on ten unchanged cases at one repetition: nothing got worse, but ten cases cannot show
-    # that nothing did within 5 points (3/0.05 = 60 would) — inconclusive, which does not fail the step.
+    # The default policy on ten unchanged cases at one repetition: nothing got worse, but ten passing repetitions
+    # cannot show that nothing did within 5 points, so the first look cannot pass. The top-up runs the PR side five
+    # more times (60 repetitions, none failing: ZF(60, 0.05) = 0.0487 ≤ 0.05) and the second look passes.
     [comment] = workspace.fake.comments_on(REPO, PR_NUMBER)
-    assert "gate inconclusive" in comment["body"]
+    assert "gate passed" in comment["body"]
+    assert "Decided at the second look: 10 cases 5 more times on this side only (50 agent runs)" in comment["body"]
     assert [s["sha"] for s in workspace.fake.statuses][-1] == PR_HEAD
     out = outputs(env)
-    assert out["verdict"] == "inconclusive" and out["comment-url"] == comment["html_url"]
-    assert "gate inconclusive" in summary(env)
+    assert out["verdict"] == "pass" and out["comment-url"] == comment["html_url"]
+    assert "gate passed" in summary(env)
     assert (workspace.root / "evalward-results" / "meta.json").is_file()

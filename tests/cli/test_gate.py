@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from gating.test_scenarios import git
 
 ROOT = Path(__file__).resolve().parents[2]
 DICE = ROOT / "examples" / "dice_agent"
@@ -100,13 +103,18 @@ def test_gate_fails_a_regression_and_shows_the_diff(tmp_path: Path) -> None:
     assert gate.returncode == 1, gate.stdout + gate.stderr
     verdict = json.loads((tmp_path / "v.json").read_text())
     # Same agent target, changed code: the baseline is the merge-base run. The prime-check case passed all five
-    # repetitions there and fails all five now: by chance that split has probability 1/C(10, 5) = 1/252 —
-    # newly broken (its share of α is 0.1 · 0.05 = 0.005 > 1/252).
+    # repetitions there and fails all five now: by chance that split has probability 1/C(10, 5) = 1/252. The
+    # second look could not run (this folder is no git checkout, so no base side), so the first look is the only
+    # one, at the whole α = 0.005: the pass-rate test (p = 1/252 < 0.005) blocks; the newly-broken test alone
+    # could not reach its share (0.1 · 0.005), and the case is named first.
     assert verdict["baseline"]["chosen_by"].startswith("merge-base")
-    assert "newly_broken" in {f["kind"] for f in verdict["findings"] if f["severity"] == "blocking"}
+    assert {f["kind"] for f in verdict["findings"] if f["severity"] == "blocking"} == {"regression"}
     assert verdict["newly_broken"]["p_value"] == pytest.approx(1 / 252)
+    assert verdict["look"]["planned"] == 1 and "one look decided" in verdict["headline"]
     comment = (tmp_path / "c.md").read_text()
-    assert comment.startswith("### ❌ 1 case that always passed now always fails: dice\\_basic/roll\\_16\\_sided")
+    # Counted, not "always": one run on main is no history to say the case always passed.
+    assert comment.startswith("### ❌ 1 case passed 5 of 5, now 0 of 5: dice\\_basic/roll\\_16\\_sided")
+    assert "always" not in verdict["headline"]
     assert "- check_prime(" in comment  # the expected call the PR dropped, in the diff block
     assert len(comment) < 65_536
     assert "<html" in (tmp_path / "r.html").read_text()
@@ -203,3 +211,90 @@ def test_shards_merge_and_fail_closed(tmp_path: Path) -> None:
     missing = cli(["merge", ids[0]], tmp_path)
     assert missing.returncode == 2
     assert "shard" in missing.stderr
+
+
+# --- the local flow works like CI: a laptop checkout, the commands the README gives ----------------------------
+
+QUICK_START_RUN = ["run", "examples/dice_agent", "--agent", "examples/dice_agent/agent.py:root_agent"]
+"""README "Quick start", word for word: relative paths from the repository's top-level folder."""
+
+
+def local_checkout(tmp_path: Path) -> Path:
+    """A clone-like checkout with no remote: the dice example committed on `main`, the history untracked."""
+    repo = tmp_path / "repo"
+    (repo / "examples").mkdir(parents=True)
+    shutil.copytree(DICE, repo / "examples" / "dice_agent", ignore=shutil.ignore_patterns("__pycache__"))
+    (repo / ".gitignore").write_text(".evalward/\n")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "dice example")
+    return repo
+
+
+def start_feature(repo: Path) -> None:
+    git(repo, "checkout", "-q", "-b", "feature")
+    (repo / "NOTES.md").write_text("a change that is not the agent's\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "feature work")
+
+
+def on_laptop(args: list[str], repo: Path) -> subprocess.CompletedProcess[str]:
+    """`evalward ARGS` in `repo` as typed in a local shell: no Actions variables, no EVALWARD_* settings, and no
+    git configuration of the user's (its init.defaultBranch would take part in finding the base branch)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "EVALWARD_"))}
+    env.update({"GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"})
+    return subprocess.run(
+        [sys.executable, "-m", "evalward", *args], cwd=repo, env=env, capture_output=True, text=True, timeout=180
+    )
+
+
+def test_a_local_feature_branch_is_gated_at_its_merge_base_with_the_local_main(tmp_path: Path) -> None:
+    repo = local_checkout(tmp_path)
+    on_main = on_laptop(QUICK_START_RUN, repo)
+    assert on_main.returncode == 0, on_main.stdout + on_main.stderr
+    main_run = run_id_of(on_main)
+    # on main itself nothing is guessed: a commit that is its own merge-base has no base side (as before)
+    main_gate = on_laptop(["gate", "--json", "main.json"], repo)
+    assert main_gate.returncode == 0, main_gate.stdout + main_gate.stderr
+    assert "base branch main" not in main_gate.stderr
+    main_verdict = json.loads((repo / "main.json").read_text())
+    assert main_verdict["baseline"] is None
+    [no_base] = [f for f in main_verdict["findings"] if f["kind"] == "no_baseline"]
+    assert "no base branch or base commit is known for this run" in no_base["message"]
+
+    start_feature(repo)
+    pr = on_laptop(QUICK_START_RUN, repo)  # records no base branch: none was given, there is no event
+    assert pr.returncode == 0, pr.stdout + pr.stderr
+    gate = on_laptop(["gate", "--json", "v.json"], repo)
+    assert gate.returncode == 0, gate.stdout + gate.stderr
+    assert "note: base branch main (the local default branch: no remote)" in gate.stderr
+    verdict = json.loads((repo / "v.json").read_text())
+    merge_base = git(repo, "merge-base", "main", "HEAD")
+    assert verdict["baseline"]["run_id"] == main_run
+    assert verdict["baseline"]["chosen_by"] == (
+        f"merge-base {merge_base[:7]} on main; base branch main (the local default branch: no remote)"
+    )
+    assert not [f for f in verdict["findings"] if f["kind"] == "no_baseline"]
+
+
+def test_the_quick_start_run_then_gate_compares_with_the_base_side_run_on_demand(tmp_path: Path) -> None:
+    # The README's quick start on a feature branch with a fresh history: `evalward gate` reads the run's eval
+    # files back (by their absolute paths) to run the base side; the legacy `dice.test.json`, whose case id is its
+    # path, must be the case the run stored, not an eval set that "changed since the run" (which left the gate
+    # without a baseline: GATE ERROR, exit 3).
+    repo = local_checkout(tmp_path)
+    start_feature(repo)
+    run = on_laptop(QUICK_START_RUN, repo)
+    assert run.returncode == 0, run.stdout + run.stderr
+    gate = on_laptop(["gate", "--json", "v.json"], repo)
+    assert gate.returncode == 0, gate.stdout + gate.stderr
+    assert "changed since the run" not in gate.stderr
+    assert "GATE ERROR" not in gate.stdout
+    verdict = json.loads((repo / "v.json").read_text())
+    assert verdict["outcome"] != "error"
+    assert verdict["baseline"]["on_demand_cases"] == 3  # every case, the legacy file's too, ran at the merge-base
+    assert verdict["baseline"]["chosen_by"].endswith("; base branch main (the local default branch: no remote)")
+    exported = on_laptop(["export", run_id_of(run)], repo)
+    assert exported.returncode == 0, exported.stderr
+    stored = {case["case_id"] for case in json.loads(exported.stdout)["cases"]}
+    assert "examples/dice_agent/dice.test.json" in stored  # the id of the path as typed from the top-level folder

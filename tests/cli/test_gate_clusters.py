@@ -55,6 +55,9 @@ def run_id_of(completed: subprocess.CompletedProcess[str]) -> str:
 def test_clustered_gate_with_per_case_tests(tmp_path: Path) -> None:
     (tmp_path / "agent.py").write_text(AGENT)
     (tmp_path / "docs.eval.yaml").write_text(EVALS)
+    # The clustered arithmetic below (SE_cl, one unit of evidence per cluster for a pass) is the population frame's,
+    # worked at α = 0.05 (docs/gate.md §3, §6a).
+    (tmp_path / "evalward.toml").write_text('[gate]\ninference = "population"\nalpha = 0.05\n')
     common = ["run", "docs.eval.yaml", "--agent", "agent.py:root_agent", "--repeat", "5"]
     base = cli([*common, "--commit", "a" * 40, "--branch", "main"], tmp_path)
     assert base.returncode == 0, base.stdout + base.stderr

@@ -57,8 +57,7 @@ def test_five_cases_always_to_never_fail_the_gate() -> None:
     finding = next(f for f in verdict.findings if f.kind == "newly_broken")
     assert finding.severity == "blocking"
     assert verdict.headline == (
-        "5 cases that always passed now always fail: s/c000, s/c001, s/c002, s/c003, s/c004. "
-        "Repetitions passing: 100% → 95%."
+        "5 cases passed 3 of 3, now 0 of 3: s/c000, s/c001, s/c002, s/c003, s/c004. Repetitions passing: 100% → 95%."
     )
 
 
@@ -157,12 +156,17 @@ def test_few_clusters_warn_instead_of_claiming() -> None:
         cases = [result(f"c{i}", {"m": value}).model_copy(update={"cluster": f"g{i % 3}"}) for i in range(30)]
         return run(run_id, cases)
 
-    verdict = decide(clustered("h", 0.9), clustered("b", 0.9), GatePolicy(metrics=["m"]))
+    population = GatePolicy(metrics=["m"], alpha=0.05, inference="population")
+    verdict = decide(clustered("h", 0.9), clustered("b", 0.9), population)
     (metric,) = verdict.metrics
     assert (metric.n_clusters, metric.verdict) == (3, "inconclusive")
     assert verdict.outcome == "inconclusive"
     warning = next(f for f in verdict.findings if f.kind == "inconclusive" and "G=3" in f.message)
     assert "p = 2^-3 = 0.125 ≥ α = 0.05: this analysis can neither block nor show non-inferiority" in warning.message
+    # The suite frame's bound is about these 30 cases whatever their clusters; only the test counts clusters.
+    suite = decide(clustered("h", 0.9), clustered("b", 0.9), GatePolicy(metrics=["m"]))
+    warning = next(f for f in suite.findings if f.kind == "inconclusive" and "G=3" in f.message)
+    assert "can block no drop (the suite bound, which does not count clusters, may still pass it)" in warning.message
 
 
 def test_nan_is_refused_at_the_model_boundary() -> None:

@@ -15,7 +15,8 @@ from gate_builders import result, run
 from evalward.gate import GatePolicy, compare, decide, stats
 from evalward.model import CaseResult, RunResult
 
-POLICY_M = GatePolicy(metrics=["m"])
+POLICY_M = GatePolicy(metrics=["m"], alpha=0.05, inference="population")
+"""The clustered arithmetic of docs/gate.md §3 and §5 (SE_cl, whole-cluster bootstrap) is the population frame's."""
 
 
 def labelled(run_id: str, scores: Mapping[str, Sequence[float]], clusters: Mapping[str, str | None]) -> RunResult:
@@ -103,7 +104,7 @@ class TestDecideClustered:
             "clustered sign-flip (one sign per cluster sum D_g, G=3 clusters of n=6 cases): exact over the "
             "2^2 = 4 sign vectors of the 2 non-zero D_g: 1 with Σσ_gD_g ≤ ΣD_g → p = 1/4 = 0.25"
         ) in metric.explanation
-        assert "paired bootstrap (S=10000, whole clusters, percentile)" in metric.explanation
+        assert "paired bootstrap (S=10000, whole clusters, percentile; population frame)" in metric.explanation
         assert "SE_cl = (1/n)·√(G/(G−1)·Σ_g(D_g − n_g·Δ̂)²) = 0.289" in metric.explanation
 
     def test_without_labels_nothing_changes(self) -> None:

@@ -11,7 +11,8 @@ from evalward._ci.exit_code import decide_exit
 from evalward.gate import GatePolicy, QuarantineEntry, compare, decide
 from evalward.model import CaseResult, Finding, MetricSpec, NoBaseline, Verdict
 
-POLICY_M = GatePolicy(metrics=["m"])
+POLICY_M = GatePolicy(metrics=["m"], alpha=0.05)
+"""The hand examples of docs/gate.md §4 are worked at α = 0.05 (one look: `decide` without a look plan)."""
 
 
 def kinds(verdict: Verdict, severity: str | None = None) -> list[str]:
@@ -42,33 +43,67 @@ class TestPairedComparison:
         assert {d.label for d in verdict.cases} == {"stable_pass"}
 
     def test_identical_runs_of_too_few_cases_are_not_evidence(self) -> None:
-        # 30 identical cases: the bootstrap interval has zero width, but a drop affecting up to 3/30 = 10% of
-        # cases would go unseen 95% of the time, which is more than δ_ni = 0.05 → inconclusive, not pass.
+        # Suite frame: 30 identical cases that passed once on each side. No repetition varied, so the bound on the
+        # drop is the zero-failure bound over the 30 current repetitions: ZF(30, 0.05) = 1 − 0.05^(1/30) = 0.0950
+        # > δ_ni = 0.05 → inconclusive; with 2 repetitions ZF(60, 0.05) = 0.0487 would show it.
         base, head = binary_pair(30, down=0, up=0)
         verdict = decide(head, base, POLICY_M)
         assert verdict.outcome == "inconclusive"
         (metric,) = verdict.metrics
         assert metric.verdict == "inconclusive"
+        assert metric.frame == "suite" and metric.bound is not None
+        assert (metric.bound.top_cases, metric.bound.top_runs) == (30, 30)
+        assert metric.bound.upper == pytest.approx(1 - 0.05 ** (1 / 30))
+        assert metric.ci_low == pytest.approx(-0.0950, abs=1e-4)
+        assert "30 case(s) at the top every time: 30/30·ZF(30 current repetitions, 0.05) = 0.0950" in (
+            metric.explanation
+        )
+        assert metric.repetitions_needed == 2
+        assert "≈2 repetitions per case on each side would show non-inferiority within 0.05" in metric.explanation
+        finding = only(verdict, "inconclusive")
+        assert "≈2 repetitions per case on each side (`repeat`)" in finding.message
+        assert "discordant" not in finding.message and "cases would" not in finding.message
+
+    def test_identical_runs_of_too_few_cases_in_the_population_frame(self) -> None:
+        # Population frame (opt-in): a drop affecting up to 3/30 = 10% of cases would go unseen 95% of the time,
+        # more than δ_ni = 0.05 → inconclusive until 3/δ_ni = 60 cases.
+        base, head = binary_pair(30, down=0, up=0)
+        verdict = decide(head, base, GatePolicy(metrics=["m"], alpha=0.05, inference="population"))
+        (metric,) = verdict.metrics
+        assert (metric.verdict, metric.frame) == ("inconclusive", "population")
         assert "no case got worse, but with 30 cases a drop affecting up to 10% of them would go unseen" in (
             metric.explanation
         )
         assert "≈60 cases would show non-inferiority → INCONCLUSIVE" in metric.explanation
-        assert "detectable effect cannot be estimated" in metric.explanation
         assert (
             verdict.headline
             == "Not enough evidence either way: m 1.000 → 1.000 over 30 cases; too few cases differ to tell."
         )
 
-    def test_four_cases_can_never_pass(self) -> None:
+    def test_four_cases_can_never_pass_in_the_population_frame(self) -> None:
         base = run("base", [result(f"c{i}", {"m": 0.5}) for i in range(4)])
         head = run("head", [result(f"c{i}", {"m": 0.9}) for i in range(4)])
-        (metric,) = decide(head, base, POLICY_M).metrics
+        (metric,) = decide(head, base, GatePolicy(metrics=["m"], inference="population")).metrics
         assert metric.verdict == "inconclusive"
         assert "only 4 independent cases: too few to show that nothing got worse" in metric.explanation
 
+    def test_four_deterministic_cases_pass_in_the_suite_frame(self) -> None:
+        # Suite frame: the question is these four cases. Each scored 0.5 once before and 0.9 once now: every case
+        # varied, s²_i = (0.5 − 0.7)² + (0.9 − 0.7)² = 0.08, Σ s²_i(1/1 + 1/1) = 4·0.16 = 0.64;
+        # D̂ = −0.4, upper = −0.4 + 1.645·√0.64/4 = −0.4 + 0.329 = −0.071 ≤ 0.05 → PASS (an improvement).
+        base = run("base", [result(f"c{i}", {"m": 0.5}) for i in range(4)])
+        head = run("head", [result(f"c{i}", {"m": 0.9}) for i in range(4)])
+        (metric,) = decide(head, base, POLICY_M).metrics
+        assert metric.bound is not None
+        assert metric.bound.variance_sum == pytest.approx(0.64)
+        assert metric.bound.upper == pytest.approx(-0.4 + 1.6449 * 0.8 / 4, abs=1e-4)
+        assert metric.verdict == "pass"
+
     def test_six_drops_against_one_gain_is_not_significant(self) -> None:
-        # n10 = 6, n01 = 1: p = 8/128 = 0.0625 ≥ 0.05; Δ̂ = (1 − 6)/30 = −0.167 and the bootstrap L is far
-        # below −δ_ni = −0.05, so neither REGRESSED nor PASS.
+        # n10 = 6, n01 = 1: p = 8/128 = 0.0625 ≥ 0.05; Δ̂ = (1 − 6)/30 = −0.167, so neither REGRESSED nor PASS.
+        # Suite bound: 7 varied cases, each s² = 0.5 (a pass and a fail), Σ s²(1/1 + 1/1) = 7;
+        # spread = 1.645·√7/30 = 0.1451; 23 cases passed every time: 23/30·ZF(23, 0.05) = 0.7667·0.1221 = 0.0936;
+        # upper = 0.1667 + √(0.1451² + 0.0936²) = 0.1667 + 0.1727 = 0.3393 → L = −0.339.
         base, head = binary_pair(30, down=6, up=1)
         verdict = decide(head, base, POLICY_M)
         assert verdict.outcome == "inconclusive"
@@ -76,23 +111,26 @@ class TestPairedComparison:
         assert metric.p_value == 0.0625
         assert metric.delta == pytest.approx(-5 / 30)
         assert metric.verdict == "inconclusive"
-        assert metric.ci_low is not None and metric.ci_low < -0.05
-        # the whole arithmetic, so a reader can recompute it (L, U from the seeded bootstrap;
-        # s_d of 24 zeros, six −1s and one +1: mean −1/6, Σ(d − mean)² = 6.1667, s_d = √(6.1667/29) = 0.461;
-        # MDE = 2.4865 · 0.461/√30 = 0.209; n = (2.4865 · 0.461/0.02)² = 3286.3 → 3287)
-        assert metric.explanation == (
+        assert metric.bound is not None
+        assert (metric.bound.varied_cases, metric.bound.variance_sum) == (7, pytest.approx(7.0))
+        assert metric.bound.spread == pytest.approx(1.6449 * 7**0.5 / 30, abs=1e-4)
+        assert metric.bound.top == pytest.approx(23 / 30 * (1 - 0.05 ** (1 / 23)))
+        assert metric.ci_low == pytest.approx(-0.3393, abs=1e-3)
+        # the whole arithmetic, so a reader can recompute it
+        assert metric.explanation.startswith(
             "m (gated): n=30 paired cases, k=1/1 (baseline/current); mean 0.967 → 0.800, Δ̂ = -0.167; "
             "exact McNemar: n10=6 worse, n01=1 better; p = P[Bin(7, ½) ≥ 6] = 8/128 = 0.0625; "
             "weighted Holm over 1 gate test(s): p_adj = 0.0625 ≥ α = 0.05; "
-            "paired bootstrap (S=10000, percentile): L = -0.300, U = -0.033 (one-sided 95% bounds); "
-            "not a significant drop of ≥ δ_block and L < −δ_ni = -0.050, so non-inferiority is not shown "
-            "→ INCONCLUSIVE; s_d = 0.461; minimum detectable effect 0.209; ≈3287 cases to detect a 0.02 drop "
-            "at 80% power."
+            "suite bound on the drop (repetitions are the noise, docs/gate.md §6a): D̂ = +0.1667 plus √(Σ m²) of "
+            "7 varied case(s): z_(1−0.05)·√(Σ s²_i(1/k_B+1/k_C))/n = 0.1451; "
+            "23 case(s) at the top every time: 23/30·ZF(23 current repetitions, 0.05) = 0.0936 → 0.3393"
         )
-        assert metric.mde is not None and metric.n_needed is not None and metric.n_needed > 30
+        assert "L = -0.339" in metric.explanation
+        assert "not a significant drop of ≥ δ_block and L < −δ_ni = -0.050" in metric.explanation
         finding = only(verdict, "inconclusive")
         assert finding.severity == "warning"
         assert "may be noise" in finding.message
+        assert "the drop seen (-0.167) is itself beyond δ_ni = 0.05" in finding.message
         assert verdict.reason.startswith("Inconclusive: m moved -0.167 over 30 cases")
 
     def test_six_drops_and_no_gain_is_significant(self) -> None:
@@ -115,7 +153,9 @@ class TestPairedComparison:
         assert (finding.kind, finding.metric, finding.test) == ("regression", "m", "mcnemar_exact")
         assert (finding.baseline_value, finding.current_value) == pytest.approx((28 / 30, 18 / 30))
         assert "unlikely to be noise" in finding.message
-        assert verdict.reason.startswith("Failed: m 0.933 → 0.600 (Δ̂ = -0.333, n=30): p = 0.00647 < α = 0.05")
+        assert verdict.reason.startswith(
+            "Failed: m 0.933 → 0.600 (Δ̂ = -0.333, n=30): p = 0.00647 < 0.05 (this look's level)"
+        )
         labels = [d.label for d in verdict.cases]
         assert (labels.count("regressed"), labels.count("improved")) == (12, 2)
         # and each of the 12 is listed at info level as "likely regressed"
@@ -154,7 +194,7 @@ class TestPairedComparison:
         # a lower-is-better rate goes 0.1 → 0.6 in 5 cases: oriented d_i = −0.5, p = 1/32
         base = run("base", [result(f"c{i}", {"rate": 0.1}, higher_is_better=False) for i in range(5)])
         head = run("head", [result(f"c{i}", {"rate": 0.6}, higher_is_better=False) for i in range(5)])
-        verdict = decide(head, base, GatePolicy(metrics=["rate"]))
+        verdict = decide(head, base, GatePolicy(metrics=["rate"], alpha=0.05))
         (metric,) = verdict.metrics
         assert metric.higher_is_better is False
         assert metric.delta == pytest.approx(0.5)
@@ -190,7 +230,7 @@ class TestHolm:
         # stops, so b and c are not REGRESSED although each p < 0.05 alone.
         # adjusted: 3/64 = 0.0469; max(0.0469, 2/32) = 0.0625; max(0.0625, 1/32) = 0.0625
         base, head = self.three_metric_runs()
-        verdict = decide(head, base, GatePolicy(metrics=["a", "b", "c"]))  # type: ignore[arg-type]
+        verdict = decide(head, base, GatePolicy(metrics=["a", "b", "c"], alpha=0.05))  # type: ignore[arg-type]
         by_name = {m.metric: m for m in verdict.metrics}
         assert by_name["a"].p_adjusted == pytest.approx(3 / 64)
         assert by_name["b"].p_adjusted == pytest.approx(0.0625)
@@ -200,13 +240,13 @@ class TestHolm:
 
     def test_without_correction_all_three_regress(self) -> None:
         base, head = self.three_metric_runs()
-        verdict = decide(head, base, GatePolicy(metrics=["a", "b", "c"], correction="none"))  # type: ignore[arg-type]
+        verdict = decide(head, base, GatePolicy(metrics=["a", "b", "c"], correction="none", alpha=0.05))  # type: ignore[arg-type]
         assert [m.verdict for m in verdict.metrics] == ["regressed"] * 3
 
     def test_primary_metric_gates_alone(self) -> None:
         # only b is gated (M = 1): p_adj = 1/32 < 0.05 → REGRESSED; a and c are reported with warnings.
         base, head = self.three_metric_runs()
-        verdict = decide(head, base, GatePolicy(metrics=["a", "b", "c"], primary_metric="b"))  # type: ignore[arg-type]
+        verdict = decide(head, base, GatePolicy(metrics=["a", "b", "c"], primary_metric="b", alpha=0.05))  # type: ignore[arg-type]
         by_name = {m.metric: m for m in verdict.metrics}
         assert by_name["b"].gated and by_name["b"].p_adjusted == 1 / 32
         assert not by_name["a"].gated and by_name["a"].p_adjusted is None
@@ -488,7 +528,7 @@ class TestQuarantineAndFlakiness:
         # with c00 quarantined 4 cases remain: p = 1/16 = 0.0625 → not REGRESSED
         base, head = self.runs()
         entry = QuarantineEntry(case_id="c00", until=date(2025, 6, 30), reason="flaky tool API, issue 12")
-        verdict = decide(head, base, GatePolicy(metrics=["m"], quarantine=[entry]))  # type: ignore[arg-type]
+        verdict = decide(head, base, GatePolicy(metrics=["m"], quarantine=[entry], alpha=0.05))  # type: ignore[arg-type]
         assert verdict.counts.quarantined == 1
         assert verdict.metrics[0].n_cases == 4
         assert verdict.metrics[0].p_value == 1 / 16
@@ -501,7 +541,7 @@ class TestQuarantineAndFlakiness:
     def test_expired_quarantine_warns_and_gates_again(self) -> None:
         base, head = self.runs()
         entry = QuarantineEntry(case_id="c00", until=date(2025, 5, 31), reason="flaky")
-        verdict = decide(head, base, GatePolicy(metrics=["m"], quarantine=[entry]))  # type: ignore[arg-type]
+        verdict = decide(head, base, GatePolicy(metrics=["m"], quarantine=[entry], alpha=0.05))  # type: ignore[arg-type]
         finding = only(verdict, "quarantined")
         assert finding.severity == "warning"
         assert "expired on 2025-05-31" in finding.message
@@ -513,7 +553,7 @@ class TestQuarantineAndFlakiness:
         verdict = decide(
             head,  # type: ignore[arg-type]
             base,  # type: ignore[arg-type]
-            GatePolicy(metrics=["m"], quarantine=[entry]),
+            GatePolicy(metrics=["m"], quarantine=[entry], alpha=0.05),
             today=date(2025, 7, 1),
         )
         assert verdict.counts.quarantined == 0

@@ -122,8 +122,8 @@ class TestDecidePerCase:
         )
         assert finding.message == (
             "Case s/c0 regressed (per-case test): passes 5/5 → 0/5, one-sided Fisher exact p = 0.003968, "
-            "Benjamini–Hochberg q = 0.0119 < 0.1 across 3 tested cases; m 1.000 → 0.000; shown for review, "
-            "not gated."
+            "Benjamini–Hochberg q = 0.0119 < 0.1 across 3 tested cases; m 1.000 → 0.000; shown for review: a "
+            "per-case test alone never fails the gate."
         )
         # diagnostic only: the metric's own test (d = (−1, 0, −0.2), sign-flip p = 1/4) is what decides
         assert not verdict.blocking()
@@ -164,7 +164,7 @@ class TestDecidePerCase:
         assert finding.message == (
             "Case s/c0 likely regressed: m 1.000 → 0.400 (drop ≥ 0.5), but its per-case test is not significant "
             "(passes 5/5 → 2/5, one-sided Fisher exact p = 0.08333, Benjamini–Hochberg q = 0.25 ≥ 0.1 across "
-            "3 tested cases); shown for review, not gated."
+            "3 tested cases); shown for review: a per-case test alone never fails the gate."
         )
         assert verdict.per_case_tests is not None and verdict.per_case_tests.flagged == 0
 
@@ -177,7 +177,10 @@ class TestDecidePerCase:
         assert (tests.tested, tests.untested, tests.flagged, tests.k_baseline, tests.k_current) == (0, 2, 0, 3, 3)
         # the untested case keeps the "needs k ≥ 5" note
         [finding] = [f for f in verdict.findings if f.case_id == "c0" and f.kind == "regression"]
-        assert finding.message.endswith("(a single case needs k ≥ 5 repetitions to be tested on its own).")
+        assert finding.message.endswith(
+            "shown for review: a single case needs k ≥ 5 repetitions to be tested on its own, and this flag alone "
+            "never fails the gate."
+        )
         assert finding.test is None
 
     def test_only_cases_with_enough_runs_on_both_sides_are_tested(self) -> None:

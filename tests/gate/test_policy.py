@@ -13,7 +13,10 @@ from evalward.gate import GatePolicy, MetricOverride, QuarantineEntry
 
 def test_defaults_follow_gate_md() -> None:
     policy = GatePolicy()
-    assert (policy.alpha, policy.delta_block, policy.delta_ni) == (0.05, 0.02, 0.05)
+    # α is the false-alarm rate over both looks (docs/gate.md §6): 0.005 keeps an unchanged PR's false fails
+    # under 1 in 100 as measured (benchmarks/gate_power.py); α_pass is the pass bound's level.
+    assert (policy.alpha, policy.alpha_pass, policy.delta_block, policy.delta_ni) == (0.005, 0.05, 0.02, 0.05)
+    assert (policy.inference, policy.top_up.first_look_share, policy.top_up.max_repetitions) == ("suite", 0.2, 6)
     assert (policy.errors, policy.missing_cases, policy.on_missing_baseline) == ("compare", "fail", "error")
     assert (policy.thresholds, policy.newly_broken_share, policy.error_rate_share) == ("change", 0.1, 0.1)
     assert (policy.resamples, policy.exact_enumeration_max_n, policy.correction) == (10_000, 16, "holm")

@@ -1,9 +1,8 @@
-"""The top-up of an inconclusive verdict (docs/gate.md §6, `_gating.top_up`): which cases run again, how many
-runs the budget allows, and end to end — an unchanged agent with flaky cases that one repetition leaves
-undecided is settled by the top-up; a real drop the top-up sees is never turned into a regression; the stored runs
-stay as they ran.
+"""The top-up and the second look through the real CLI and pipeline (docs/gate.md §6, `_gating.top_up`): an unchanged
+agent that one repetition leaves undecided is settled; a drop the top-up finds blocks, at the second look's level;
+the stored runs stay as they ran. The pure planning and deciding are tested in tests/gate/test_sequential.py.
 
-The end-to-end tests use `test_scenarios`' repository (an ADK eval set, an agent whose per-case behaviour comes from
+The tests use `test_scenarios`' repository (an ADK eval set, an agent whose per-case behaviour comes from
 `behaviour.json`, seeded by case, repetition, trial seed and side) at one repetition: the top-up must number its
 repetitions after the run's own, or a seeded agent would replay the same draws.
 """
@@ -18,140 +17,18 @@ import pytest
 from click.testing import CliRunner
 
 from evalward._cli.main import cli
-from evalward._gating.top_up import plan_top_up, undecided, with_more_repetitions
 from evalward.gate import GatePolicy
 from evalward.model import CaseResult, RunResult
-from evalward.model.verdict import CaseDiagnostic, Finding, MetricComparison, Verdict
+from evalward.model.verdict import Verdict
 from gating.test_scenarios import CASES, Repo, flaky, git
-
-# ------------------------------------------------------------------------------------------------ choosing
-
-
-def metric(verdict: str = "inconclusive", *, gated: bool = True, guard: bool = False) -> MetricComparison:
-    return MetricComparison(
-        metric="case_pass",
-        gated=gated,
-        guard=guard,
-        baseline_mean=0.8,
-        current_mean=0.75,
-        delta=-0.05,
-        n_cases=40,
-        k_baseline=1,
-        k_current=1,
-        delta_block=0.02,
-        delta_ni=0.05,
-        verdict=verdict,  # type: ignore[arg-type]
-    )
-
-
-def case(
-    case_id: str, before: float, after: float, *, label: str = "stable_pass", k: int = 1, passes: int | None = None
-) -> CaseDiagnostic:
-    return CaseDiagnostic(
-        eval_set_id="s",
-        case_id=case_id,
-        label=label,  # type: ignore[arg-type]
-        baseline_passes=round(before * k) if passes is None else passes,
-        baseline_k=k,
-        current_passes=round(after * k),
-        current_k=k,
-        baseline_scores={"case_pass": before},
-        current_scores={"case_pass": after},
-    )
-
-
-def inconclusive(*cases: CaseDiagnostic, outcome: str = "inconclusive", **extra: Any) -> Verdict:
-    return Verdict(outcome=outcome, reason="", metrics=[metric()], cases=list(cases), **extra)  # type: ignore[arg-type]
-
-
-def test_every_compared_case_gets_the_same_extra_repetitions_when_the_budget_allows() -> None:
-    verdict = inconclusive(
-        *(case(f"c{i}", 1.0, 1.0 if i % 2 else 0.0) for i in range(6)), case("new", 0, 0, label="new")
-    )
-    policy = GatePolicy.model_validate({"top_up": {"max_repetitions": 5, "max_runs": 30}})
-    both, _ = plan_top_up(verdict, policy, repetitions=1, base_side=True)
-    # 6 compared cases × 2 sides: 30 runs buy two more repetitions each (k_max 5 would allow four)
-    assert both is not None and (len(both.cases), both.extra_repetitions, both.agent_runs) == (6, 2, 24)
-    one_side, _ = plan_top_up(verdict, policy, repetitions=1, base_side=False)
-    assert one_side is not None and (one_side.extra_repetitions, one_side.agent_runs) == (4, 24)  # capped by k_max
-    assert ("s", "new") not in both.cases
-
-
-def test_a_small_budget_gives_one_repetition_to_cases_chosen_without_looking_at_their_results() -> None:
-    """Topping up the discordant cases only would shrink Δ̂ toward zero (benchmarks/top_up_power.py --design
-    targeted): the cases that get the budget are drawn from the verdict's seed, known flippers first."""
-    cases = [case(f"c{i:02d}", 1.0, 0.0 if i < 10 else 1.0) for i in range(40)]
-    cases[30] = cases[30].model_copy(update={"flip_rate": 0.4})
-    cases[31] = cases[31].model_copy(update={"flip_rate": 0.6})
-    cases[32] = cases[32].model_copy(update={"flip_rate": 0.1})  # below flaky_flip_rate (0.2): not known to flip
-    policy = GatePolicy.model_validate({"top_up": {"max_runs": 20}})
-    chosen, _ = plan_top_up(inconclusive(*cases, seed=1), policy, repetitions=1, base_side=True)
-    assert chosen is not None and chosen.extra_repetitions == 1 and len(chosen.cases) == 10
-    assert chosen.cases[:2] == (("s", "c31"), ("s", "c30"))
-    # the draw is the seed's, not the results': the ten discordant cases are not the ones chosen
-    assert set(chosen.cases) != {("s", f"c{i:02d}") for i in range(10)}
-    again, _ = plan_top_up(inconclusive(*cases, seed=1), policy, repetitions=1, base_side=True)
-    other, _ = plan_top_up(inconclusive(*cases, seed=2), policy, repetitions=1, base_side=True)
-    assert again == chosen and other is not None and other.cases[2:] != chosen.cases[2:]
-
-
-def test_a_quarantined_case_is_not_run_again() -> None:
-    quiet = case("q", 1.0, 0.0).model_copy(update={"quarantined": True})
-    chosen, _ = plan_top_up(
-        inconclusive(quiet, *(case(f"x{i}", 0, 1) for i in range(5))), GatePolicy(), repetitions=1, base_side=True
-    )
-    assert chosen is not None and ("s", "q") not in chosen.cases and len(chosen.cases) == 5
-
-
-@pytest.mark.parametrize(
-    ("settings", "repetitions", "reason"),
-    [
-        ({"max_runs": 0}, 1, "turned off"),
-        ({"max_repetitions": 0}, 1, "turned off"),
-        ({"max_repetitions": 3}, 3, "already ran 3 times"),
-        ({"max_runs": 1}, 1, "more than the budget"),
-    ],
-)
-def test_no_top_up_says_why(settings: dict[str, int], repetitions: int, reason: str) -> None:
-    verdict = inconclusive(*(case(f"c{i}", 1.0, 0.0) for i in range(6)))
-    policy = GatePolicy.model_validate({"top_up": settings})
-    chosen, why = plan_top_up(verdict, policy, repetitions=repetitions, base_side=True)
-    assert chosen is None and reason in why
-
-
-def test_too_few_cases_need_more_cases_not_more_repetitions() -> None:
-    verdict = inconclusive(case("a", 1, 0), case("b", 0, 1)).model_copy(
-        update={"metrics": [metric().model_copy(update={"n_cases": 2})]}
-    )
-    chosen, why = plan_top_up(verdict, GatePolicy(), repetitions=1, base_side=True)
-    assert chosen is None and "only more cases can" in why
-
-
-def test_only_an_undecided_comparison_is_topped_up() -> None:
-    assert undecided(inconclusive(case("a", 1, 0)))
-    strict = Finding(
-        kind="inconclusive", severity="blocking", message="strict: an inconclusive verdict fails the gate."
-    )
-    assert undecided(inconclusive(case("a", 1, 0), outcome="fail", findings=[strict]))  # under strict
-    broken = Finding(kind="must_pass", severity="blocking", message="a must-pass case failed")
-    assert not undecided(inconclusive(case("a", 1, 0), outcome="fail", findings=[strict, broken]))
-    passed = Verdict(outcome="pass", reason="", metrics=[metric("pass")], cases=[case("a", 1, 0)])
-    assert not undecided(passed)
-    guard_only = Verdict(outcome="inconclusive", reason="", metrics=[metric(guard=True)], cases=[case("a", 1, 0)])
-    assert not undecided(guard_only)
 
 
 def result(case_id: str, repetition: int) -> CaseResult:
     return CaseResult(eval_set_id="s", case_id=case_id, repetition=repetition, status="passed")
 
 
-def test_more_repetitions_join_the_run_in_key_order_and_never_overwrite() -> None:
-    run = RunResult(run_id="r", status="complete", passed=True, cases=[result("a", 0), result("b", 0)])
-    grown = with_more_repetitions(run, [result("a", 1), result("a", 2)])
-    assert [c.key for c in grown.cases] == [("s", "a", 0), ("s", "a", 1), ("s", "a", 2), ("s", "b", 0)]
-    assert len(run.cases) == 2  # the run itself is unchanged
-    with pytest.raises(ValueError, match="reused repetition numbers"):
-        with_more_repetitions(run, [result("b", 0)])
+def undecided_verdict() -> Verdict:
+    return Verdict(outcome="inconclusive", reason="")
 
 
 # ------------------------------------------------------------------------------------------------ end to end
@@ -191,62 +68,72 @@ def stored_results(db: Path) -> list[tuple[str, int]]:
 
 
 @pytest.mark.slow
-def test_an_unchanged_agent_left_undecided_by_one_repetition_is_settled_by_the_top_up(
+def test_an_unchanged_agent_left_undecided_by_one_repetition_is_settled_at_the_second_look(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     repo = Repo(tmp_path / "repo", flaky(20))
-    # a budget for every case to reach k_max = 5 on both sides: 60 cases × 4 more × 2 sides
-    repo.change({"README.md": "docs only\n", "evalward.toml": SETTINGS + "[gate.top_up]\nmax_runs = 480\n"})
+    repo.change({"README.md": "docs only\n"})
     verdict, db = gate_once(repo, monkeypatch, seed=3)
     top_up = verdict["top_up"]
-    # seed 3 of this repository: one repetition cannot tell; five can
-    assert (top_up["first_outcome"], top_up["second_outcome"], top_up["kept"]) == ("inconclusive", "pass", "second")
+    # 60 cases × 1 repetition cannot pass (ZF(60, 0.01) > 0.05, so the first look gave its share of α_pass to the
+    # second); seed 3 of this repository: six flaky cases failed at first (suspects, re-run 5 times on each side,
+    # all recovered), and k_max = 6 repetitions of every case show non-inferiority
+    assert (top_up["first_outcome"], top_up["second_outcome"]) == ("inconclusive", "pass")
     assert verdict["outcome"] == "pass" and verdict["exit_code"] == 0
-    assert (len(top_up["cases"]), top_up["extra_repetitions"]) == (CASES, 4)
-    assert top_up["current_runs"] == top_up["baseline_runs"] == 4 * CASES  # the base side ran at the merge-base
-    assert {(c["baseline_k"], c["current_k"]) for c in verdict["cases"]} == {(5, 5)}
+    assert verdict["look"]["index"] == 2 and verdict["look"]["alpha_pass_first"] == 0.0
+    assert (len(top_up["cases"]), top_up["extra_repetitions"], top_up["head_only"]) == (CASES, 5, False)
+    suspects = len(top_up["confirmed_cases"])
+    assert suspects == 6 and top_up["confirm_repetitions"] == 5
+    assert top_up["current_runs"] == top_up["baseline_runs"] == 5 * CASES + 5 * suspects
+    assert verdict["confirmation"]["recovered"] == top_up["confirmed_cases"]
+    # what the pull request cost, in agent runs: the run, the base side on demand, the top-up
+    runs = verdict["agent_runs"]
+    assert (runs["current"], runs["base_side"], runs["top_up_current"]) == (CASES, CASES, 5 * CASES + 5 * suspects)
     # the agent is seeded by the repetition: the added repetitions are numbered after the run's own and draw anew,
-    # so flaky cases show mixed results instead of five copies of their first draw
+    # so flaky cases show mixed results instead of six copies of their first draw
     assert sum(c["label"] == "flaky" for c in verdict["cases"]) >= 15
-    assert "Decided after a top-up" in verdict["headline"]
-    assert "**Top-up**: Inconclusive at first" in verdict["markdown"]
+    assert (
+        "(Decided at the second look: 6 suspect cases re-run 5 times on each side; 60 cases 5 more times"
+        in (verdict["headline"])
+    )
+    assert "**Top-up**: At the first look 6 cases looked newly broken" in verdict["markdown"]
     # the stored runs are as they ran: the PR's run and the base side's, one repetition a case each
     assert sorted(n for _, n in stored_results(db)) == [CASES, CASES]
-    assert git(repo.root, "worktree", "list").count("\n") == 0  # the top-up's worktree was removed too
+    assert git(repo.root, "worktree", "list").count("\n") == 0  # the top-up's worktrees were removed too
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("seed", "outcome", "exit_code"), [(3, "pass", 0), (1, "fail", 2)])
+@pytest.mark.parametrize(("seed", "outcome", "exit_code"), [(3, "pass", 0), (0, "fail", 2)])
 def test_under_strict_the_top_up_settles_what_it_can_and_the_rest_stays_undecided(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int, outcome: str, exit_code: int
 ) -> None:
     """`--strict` (the Action's `fail-on: inconclusive`) fails an undecided verdict: the top-up runs first, and what
     it settles passes; what stays undecided fails as undecided (exit 2), never as a regression."""
     repo = Repo(tmp_path / "repo", flaky(20))
-    repo.change({"README.md": "docs only\n", "evalward.toml": SETTINGS + "[gate.top_up]\nmax_runs = 480\n"})
+    repo.change({"README.md": "docs only\n"})
     verdict, _ = gate_once(repo, monkeypatch, seed, "--strict")
-    assert verdict["top_up"]["first_outcome"] == "fail" and verdict["top_up"]["kept"] == "second"
+    assert verdict["top_up"]["first_outcome"] == "fail" and verdict["look"]["index"] == 2
     assert (verdict["outcome"], verdict["exit_code"]) == (outcome, exit_code)
     assert {f["kind"] for f in verdict["findings"] if f["severity"] == "blocking"} <= {"inconclusive"}
 
 
 @pytest.mark.slow
-def test_a_drop_seen_only_by_the_top_up_never_becomes_a_regression(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_drop_the_top_up_finds_blocks_at_the_second_look(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The second look spends its share of α (Bonferroni split): a drop it finds is a regression, exit 1."""
     behaviour = flaky(10)
     repo = Repo(tmp_path / "repo", behaviour)
     repo.change({"behaviour.json": json.dumps({**behaviour, **{str(i): {"p": 0.5} for i in range(20, 26)}})})
-    verdict, _ = gate_once(repo, monkeypatch, seed=0)
+    verdict, _ = gate_once(repo, monkeypatch, seed=1)
     top_up = verdict["top_up"]
-    # seed 0 of this repository: one repetition cannot tell; the top-up's second look would block
-    assert (top_up["first_outcome"], top_up["second_outcome"], top_up["kept"]) == ("inconclusive", "fail", "first")
-    assert verdict["outcome"] == "inconclusive" and verdict["exit_code"] == 0
-    assert not [f for f in verdict["findings"] if f["severity"] == "blocking"]
-    warning = next(f for f in verdict["findings"] if f["kind"] == "inconclusive" and f["severity"] == "warning")
-    assert "never make a regression" in warning["message"]
-    gated = next(m for m in verdict["metrics"] if m["gated"])
-    assert (gated["verdict"], gated["k_current"]) == ("inconclusive", 1)  # the first verdict's numbers stand
+    # seed 1 of this repository: one repetition cannot tell; six more on each side can
+    assert (top_up["first_outcome"], top_up["second_outcome"]) == ("inconclusive", "fail")
+    assert verdict["outcome"] == "fail" and verdict["exit_code"] == 1
+    gated = next(m for m in verdict["metrics"] if m["gated"] and not m["guard"])
+    assert (gated["verdict"], gated["k_current"], gated["level"]) == ("regressed", 6, 0.004)
+    # the combination of the first look's p and the top-up's own
+    assert gated["p_first"] is not None and gated["p_top_up"] is not None
+    assert verdict["headline"].startswith("Fewer runs pass: ")
+    assert "(Decided at the second look:" in verdict["headline"]
 
 
 @pytest.mark.slow
@@ -254,18 +141,22 @@ def test_a_drop_seen_only_by_the_top_up_never_becomes_a_regression(
     ("settings", "flags"),
     [
         (SETTINGS + "[gate.top_up]\nmax_runs = 0\n", ()),
-        (SETTINGS + "[gate.top_up]\nmax_runs = 480\n", ("--top-up-runs", "0")),
+        (SETTINGS, ("--top-up-runs", "0")),
     ],
 )
 def test_the_top_up_can_be_turned_off(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, settings: str, flags: tuple[str, ...]
 ) -> None:
-    """In the policy, or for one `evalward gate` (re-rendering a verdict on a laptop without running the agent)."""
+    """In the policy, or for one `evalward gate` (re-rendering a verdict on a laptop without running the agent):
+    then there is one look, at the whole α."""
     repo = Repo(tmp_path / "repo", flaky(20))
-    repo.change({"evalward.toml": settings})
+    repo.change({"README.md": "docs only\n", "evalward.toml": settings})
     verdict, _ = gate_once(repo, monkeypatch, 3, *flags)
     assert verdict["outcome"] == "inconclusive"
-    assert verdict["top_up"]["message"] == "No top-up: the top-up is turned off (gate.top_up)."
+    assert verdict["look"] == {**verdict["look"], "index": 1, "planned": 1, "alpha_first": 0.005}
+    assert verdict["top_up"]["message"] == (
+        "No top-up: the top-up is turned off (gate.top_up), so the first look was the only one, at the whole α."
+    )
     assert verdict["top_up"]["current_runs"] == 0
 
 
@@ -289,51 +180,33 @@ def test_the_action_path_tops_up_while_the_base_side_runs_on_demand(
     try:
         context = RunContext(commit=head, branch="pr", base_branch="main")
         prepared = prepare(RunOptions(paths=["evals/"], agent="agent.py:run", context=context))
-        policy = GatePolicy.model_validate({"seed": 7, "top_up": {"max_runs": 480}})
+        policy = GatePolicy.model_validate({"seed": 7})
         outcome = run_and_gate(prepared, store, policy, base_branch="main", repo_dir=repo.root, record="ci")
-        top_up = outcome.verdict.top_up
-        assert top_up is not None and top_up.kept == "second" and top_up.baseline_runs > 0
-        assert outcome.verdict.outcome == "pass"
+        verdict = outcome.verdict
+        assert verdict.top_up is not None and verdict.top_up.baseline_runs > 0
+        assert verdict.look is not None and verdict.look.index == 2
+        assert verdict.outcome == "pass"
+        assert verdict.agent_runs is not None and verdict.agent_runs.base_side == CASES
         recorded = store.recorded_verdicts(outcome.current.run_id)
         assert [(r.source, r.verdict.outcome) for r in recorded] == [("ci", "pass")]
-        assert recorded[0].verdict.top_up is not None and recorded[0].verdict.top_up.kept == "second"
+        assert recorded[0].verdict.look is not None and recorded[0].verdict.look.index == 2
         assert len(outcome.current.cases) == CASES  # the run as it ran; the top-up is the verdict's evidence
     finally:
         store.close()
 
 
-def test_a_replayed_agent_is_not_topped_up() -> None:
-    """Recordings cannot draw anew: more repetitions of a `replay:` agent would repeat (or miss) what was recorded."""
-    from evalward._gating.flow import BaselinePlan, GateOutcome
-    from evalward._gating.top_up import top_up
+def test_a_replayed_agent_gets_one_look() -> None:
+    """Recordings cannot draw anew: more repetitions of a `replay:` agent would repeat (or miss) what was recorded,
+    so no second look is planned and the first gets the whole α."""
+    from evalward._gating.flow import first_look
     from evalward._pipeline import PreparedRun, RunOptions
-    from evalward.store import BaselineSearch
 
-    cases = [case(f"c{i}", 1.0, 0.0 if i < 3 else 1.0) for i in range(10)]
-    run = RunResult(run_id="r", status="complete", passed=False, cases=[result("c0", 0)])
-    outcome = GateOutcome(current=run, baseline=run, verdict=inconclusive(*cases), search=BaselineSearch(choice=None))
-    prepared = PreparedRun(options=RunOptions(paths=[], agent="replay:runs.json"), sets=[], warnings=[])
-    plan = BaselinePlan(merge_base=None, search=outcome.search, flip_rates=None, base_side_possible=False)
-    after = top_up(outcome, prepared, GatePolicy(), plan, base_branch=None, repo_dir=None)
-    assert after.verdict.outcome == "inconclusive" and after.verdict.top_up is not None
-    assert after.verdict.top_up.message.startswith("No top-up: a replay: agent")
-    assert after.verdict.top_up.current_runs == 0
-
-
-def test_a_cost_budget_turns_into_runs_at_the_runs_own_cost() -> None:
-    verdict = inconclusive(*(case(f"c{i}", 1.0, 0.0 if i < 4 else 1.0) for i in range(40)))
-    policy = GatePolicy.model_validate({"top_up": {"max_runs": 100, "max_cost_usd": 0.5}})
-    # $0.02 a run: $0.50 buys 25 runs, fewer than max_runs: 12 cases get one more repetition on each side
-    chosen, _ = plan_top_up(verdict, policy, repetitions=1, base_side=True, cost_per_run=0.02)
-    assert chosen is not None and (len(chosen.cases), chosen.extra_repetitions) == (12, 1)
-    # a cheap agent: max_runs limits (50 cases' worth, here all 40 once each side)
-    cheap, _ = plan_top_up(verdict, policy, repetitions=1, base_side=True, cost_per_run=0.0001)
-    assert cheap is not None and (len(cheap.cases), cheap.extra_repetitions) == (40, 1)
-    # no recorded cost: max_runs alone
-    unknown, _ = plan_top_up(verdict, policy, repetitions=1, base_side=True, cost_per_run=None)
-    assert unknown == cheap
-    pricey, why = plan_top_up(verdict, policy, repetitions=1, base_side=True, cost_per_run=0.3)
-    assert pricey is None and "gate.top_up.max_cost_usd = 0.5 at $0.3 a run" in why
+    run = RunResult(run_id="r", status="complete", passed=False, repetitions=1, cases=[result("c0", 0)])
+    replay = PreparedRun(options=RunOptions(paths=[], agent="replay:runs.json"), sets=[], warnings=[])
+    live = PreparedRun(options=RunOptions(paths=[], agent="agent.py:run"), sets=[], warnings=[])
+    assert first_look(GatePolicy(), replay, run).planned == 1
+    assert first_look(GatePolicy(), None, run).planned == 1
+    assert first_look(GatePolicy(), live, run).planned == 2
 
 
 def test_the_cost_of_a_run_is_the_mean_of_the_recorded_costs() -> None:
@@ -348,7 +221,7 @@ def test_the_cost_of_a_run_is_the_mean_of_the_recorded_costs() -> None:
     run = RunResult(
         run_id="r", status="complete", passed=True, cases=[costing("a", 0.01), costing("b", 0.03), costing("c", None)]
     )
-    outcome = GateOutcome(current=run, baseline=run, verdict=inconclusive(), search=BaselineSearch(choice=None))
+    outcome = GateOutcome(current=run, baseline=run, verdict=undecided_verdict(), search=BaselineSearch(choice=None))
     assert _cost_per_run(outcome) == pytest.approx(0.02)
     free = outcome.current.model_copy(update={"cases": [costing("a", None)]})
     assert (

@@ -41,7 +41,12 @@ def _outputs(func: Any) -> Any:
     help="auto | RUN_ID | commit:SHA | branch:NAME | none [env: EVALWARD_BASELINE]",
 )
 @baseline_run_option
-@click.option("--base-branch", envvar="EVALWARD_BASE_BRANCH", help="The branch PRs merge into (default: from the run)")
+@click.option(
+    "--base-branch",
+    envvar="EVALWARD_BASE_BRANCH",
+    help="The branch PRs merge into (default: from the run, else evalward.toml, else found in the checkout: "
+    "origin/HEAD, git config init.defaultBranch, main, master) [env: EVALWARD_BASE_BRANCH]",
+)
 @click.option(
     "--strict",
     is_flag=True,
@@ -59,8 +64,8 @@ def _outputs(func: Any) -> Any:
     "--top-up-runs",
     type=click.IntRange(min=0),
     envvar="EVALWARD_TOP_UP_RUNS",
-    help="Agent runs an inconclusive verdict's top-up may spend, both sides (0: decide without one) [default: "
-    "from the policy's gate.top_up.max_runs, 100] [env: EVALWARD_TOP_UP_RUNS]",
+    help="Agent runs the second look's top-up may spend, both sides (0: one look, without running the agent) "
+    "[default: from the policy's gate.top_up.max_runs, else what the design needs] [env: EVALWARD_TOP_UP_RUNS]",
 )
 @click.option("--allow-mismatch", is_flag=True, help="Compare with an explicit baseline that shares no case")
 @_outputs
@@ -84,9 +89,12 @@ def gate_command(
     """Gate a stored run against its baseline: pass, fail or inconclusive, with every finding explained.
 
     The baseline is a stored run at the merge-base (re-scored under this run's criteria when they differ),
-    completed by running the base side on demand for the cases no stored run covers (--baseline-run). An
-    inconclusive verdict is topped up with more repetitions on both sides, within the `[gate.top_up]` budget,
-    and decided again; it can pass that way, never regress.
+    completed by running the base side on demand for the cases no stored run covers (--baseline-run). A run
+    that records no base, gated without --base-branch, is compared with the checkout's default branch
+    (origin/HEAD, else git config init.defaultBranch, else a local main or master), named in the output. When
+    the run's eval files are at hand, a verdict the first look leaves open (or a case that looks newly broken)
+    gets more repetitions and a second look; the two looks share α, so the second may pass or block
+    (docs/gate.md §6).
 
     Exit codes: 0 pass or inconclusive, 1 fail, 2 inconclusive with --strict, or bad input (unknown run,
     mismatched baseline), 3 no verdict (no baseline could be made, or no case was comparable with it), or the
@@ -95,6 +103,7 @@ def gate_command(
     from evalward._ci.exit_code import ALL_FAIL_CLASSES, decide_exit
     from evalward._cli.run_cmd import open_history
     from evalward._gating import gate_run, load_current_run, load_policy
+    from evalward._gating.base_branch import find_base_branch
     from evalward._gating.instrument import load_instrument
 
     loaded = ctx.obj
@@ -113,17 +122,25 @@ def gate_command(
         click.echo(
             f"note: the baseline is used as recorded, not re-scored or run on demand: {instrument.problem}", err=True
         )
+    base_branch = base_branch or (settings.base_branch if settings else None)
+    found = None
+    if base_branch is None and baseline_spec.strip() == "auto":
+        found = find_base_branch(current.context, Path.cwd())
+        if found is not None:
+            base_branch = found.name
+            click.echo(f"note: {found.describe()}; --base-branch names another", err=True)
     outcome = gate_run(
         store,
         current,
         policy,
         baseline_spec=baseline_spec,
-        base_branch=base_branch or (settings.base_branch if settings else None),
+        base_branch=base_branch,
         allow_mismatch=allow_mismatch,
         repo_dir=Path.cwd(),
         record="gate",
         instrument=instrument.prepared,
         baseline_run=baseline_run,  # type: ignore[arg-type]
+        base_branch_note=found.describe() if found is not None else None,
     )
     render_outcome(outcome.current, outcome.verdict, outcome.baseline, json_path, markdown_path, html_path)
     sys.exit(decide_exit(outcome.verdict, ALL_FAIL_CLASSES).exit_code)
@@ -153,6 +170,7 @@ def compare_command(
     from evalward._cli.run_cmd import open_history
     from evalward._gating import load_policy
     from evalward.gate import compare
+    from evalward.report.verdict_view import COMPARED_RUN_LABEL
 
     loaded = ctx.obj
     policy = load_policy(
@@ -162,26 +180,35 @@ def compare_command(
     baseline = store.load_run(baseline_run)
     current = store.load_run(current_run)
     verdict = compare(baseline, current, policy)
-    render_outcome(current, verdict, baseline, json_path, markdown_path, html_path)
+    render_outcome(current, verdict, baseline, json_path, markdown_path, html_path, subject=COMPARED_RUN_LABEL)
     sys.exit(decide_exit(verdict, ALL_FAIL_CLASSES).exit_code)
 
 
 def render_outcome(
-    current: Any, verdict: Any, baseline: Any, json_path: str | None, markdown_path: str | None, html_path: str | None
+    current: Any,
+    verdict: Any,
+    baseline: Any,
+    json_path: str | None,
+    markdown_path: str | None,
+    html_path: str | None,
+    *,
+    subject: str | None = None,
 ) -> None:
+    """The verdict on the terminal and in the files asked for; `subject` names the judged run in every one of them
+    (by default from its context: "this PR", "this commit")."""
     from rich.console import Console
 
     from evalward.report.html import render_html
     from evalward.report.verdict_markdown import render_verdict_markdown
     from evalward.report.verdict_terminal import print_verdict
 
-    print_verdict(current, verdict, Console(highlight=False), baseline=baseline)
+    print_verdict(current, verdict, Console(highlight=False), baseline=baseline, subject=subject)
     if json_path:
         _write(json_path, verdict.model_dump_json(indent=2))
     if markdown_path:
-        _write(markdown_path, render_verdict_markdown(current, verdict, baseline=baseline))
+        _write(markdown_path, render_verdict_markdown(current, verdict, baseline=baseline, subject=subject))
     if html_path:
-        _write(html_path, render_html(current, verdict=verdict, baseline=baseline))
+        _write(html_path, render_html(current, verdict=verdict, baseline=baseline, subject=subject))
 
 
 def _write(path: str, text: str) -> None:

@@ -5,7 +5,9 @@ Used by `evalward gate`, `evalward ci` and the daemon, so a verdict is reached t
 
 1. **Merge-base** of the run's commit with its base (recorded, else computed with git in `repo_dir`, the
    checkout; `repo_dir=None` — the daemon's API and dashboard, which have no checkout — uses only what the
-   run recorded, and then no base side can run).
+   run recorded, and then no base side can run). A base branch the caller found in the checkout because the
+   run recorded none (`_gating.base_branch`, for `evalward gate`) is named, with how it was found, in the
+   verdict (`base_branch_note`).
 2. **Stored baseline**: the newest usable run at the merge-base, else at its nearest first-parent ancestor
    (`store.baseline`; never "whatever ran last"); with `remote`, the evalward server's history.
 3. **Re-scored** under the current instrument when its expectations, criteria, grader or scorer differ
@@ -37,7 +39,7 @@ from evalward._gating.base_side import BaselineRunMode, BaseSideUnavailable
 from evalward.errors import EvalFileError, FileProblem, GateInputError
 from evalward.model import RunResult
 from evalward.model.records import in_key_order, iter_record_keys, joined, pick_where, record_statuses, records_where
-from evalward.model.verdict import BaselineInfo, NoBaseline, Verdict
+from evalward.model.verdict import AgentRuns, BaselineInfo, Look, NoBaseline, Verdict
 
 if TYPE_CHECKING:
     from evalward._pipeline import PreparedRun, ProgressCallback
@@ -77,6 +79,8 @@ class BaselinePlan:
     """Why the base side could not run (set while running it)."""
     base_side_possible: bool = True
     """False where no base side can be run (no eval sets loaded, an explicit baseline, `baseline_run=never`)."""
+    base_branch_note: str | None = None
+    """How the base branch was found when the run recorded none and none was given (said in the verdict)."""
 
 
 def load_policy(
@@ -236,7 +240,15 @@ def run_and_gate(
         plan.problem = f"the base side failed: {runs.base_error}"
     if after_run is not None:
         after_run(runs.current)
-    outcome = finish_gate(store, runs.current, policy, plan, runs.base, instrument=prepared)
+    outcome = finish_gate(
+        store,
+        runs.current,
+        policy,
+        plan,
+        runs.base,
+        instrument=prepared,
+        look=first_look(policy, prepared, runs.current),
+    )
     return _top_up_and_record(
         store, outcome, policy, plan, prepared=prepared, base_branch=base_branch, repo_dir=repo_dir, record=record
     )
@@ -286,13 +298,16 @@ def gate_run(
     record: str | None = None,
     instrument: PreparedRun | None = None,
     baseline_run: BaselineRunMode = "missing",
+    base_branch_note: str | None = None,
 ) -> GateOutcome:
     """Gate a finished run (module docstring). `instrument` — the run's eval sets, loaded again — lets the
     baseline be re-scored and the base side be run for the cases no stored run covers (then not interleaved:
     the current run is already done); without it only stored runs, as recorded, can be the baseline.
 
     An explicit baseline whose cases share nothing with this run is refused unless `allow_mismatch`.
-    `repo_dir`: the checkout git looks in; None where there is none (the merge-base must be recorded)."""
+    `repo_dir`: the checkout git looks in; None where there is none (the merge-base must be recorded).
+    `base_branch_note`: how `base_branch` was found when the run recorded none (`_gating.base_branch`), said in
+    the verdict: in how its baseline was chosen, or in why there is none."""
     base_branch = base_branch or current.context.base_branch
     plan = plan_baseline(
         store,
@@ -304,6 +319,7 @@ def gate_run(
         baseline_run=baseline_run,
         can_run_base_side=instrument is not None,
     )
+    plan.base_branch_note = base_branch_note
     choice = plan.search.choice
     if choice is not None and not allow_mismatch:
         blocking_notes = [n for n in choice.notes if n.startswith("not comparable")]
@@ -321,7 +337,9 @@ def gate_run(
                 base_run, error = _run_base_alone(base, store)
                 if error is not None:
                     plan.problem = f"the base side failed: {error}"
-    outcome = finish_gate(store, current, policy, plan, base_run, instrument=instrument)
+    outcome = finish_gate(
+        store, current, policy, plan, base_run, instrument=instrument, look=first_look(policy, instrument, current)
+    )
     return _top_up_and_record(
         store, outcome, policy, plan, prepared=instrument, base_branch=base_branch, repo_dir=repo_dir, record=record
     )
@@ -360,6 +378,18 @@ def _run_base_alone(base: tuple[PreparedRun, Agent], store: Store) -> tuple[RunR
         return None, f"{type(exc).__name__}: {exc}"
 
 
+def first_look(policy: GatePolicy, prepared: PreparedRun | None, current: RunResult) -> Look:
+    """The first look and the levels of both (`gate.sequential.plan_looks`): two where the agent can run again here
+    (a top-up may follow), else one at the whole α. Decided from the design before any result is read."""
+    from evalward._gating.top_up import agent_can_run_again
+    from evalward.gate.sequential import plan_looks
+
+    cases = sum(len(info.case_hashes) for info in current.eval_sets) or len(_case_keys_of(current))
+    return plan_looks(
+        policy, agent_can_run=agent_can_run_again(prepared), cases=cases, repetitions=max(1, current.repetitions)
+    )
+
+
 def finish_gate(
     store: Store,
     current: RunResult,
@@ -368,8 +398,10 @@ def finish_gate(
     base_run: RunResult | None,
     *,
     instrument: PreparedRun | None,
+    look: Look | None = None,
 ) -> GateOutcome:
-    """Steps 3, 5 and 6: re-score the stored baseline, combine it with the base side's run, decide."""
+    """Steps 3, 5 and 6: re-score the stored baseline, combine it with the base side's run, decide (at `look`:
+    default one look at the whole α)."""
     from evalward._gating.rescore import rescore_baseline
     from evalward.gate import decide
     from evalward.store.comparability import agent_changes
@@ -414,7 +446,16 @@ def finish_gate(
     if baseline is not None:
         notes[:0] = agent_changes(baseline, current)
     no_baseline = None if baseline is not None else _why_none(store, current, plan)
-    verdict = decide(current, baseline, policy, flip_rates=plan.flip_rates or None, no_baseline=no_baseline)
+    verdict = decide(current, baseline, policy, flip_rates=plan.flip_rates or None, no_baseline=no_baseline, look=look)
+    verdict = verdict.model_copy(
+        update={
+            "agent_runs": AgentRuns(
+                current=len(current.cases),
+                base_side=len(usable_base.cases) if usable_base is not None else 0,
+                stored_baseline=len(stored.cases) if stored is not None else 0,
+            )
+        }
+    )
     if baseline is not None:
         info = verdict.baseline or BaselineInfo(run_id=baseline.run_id)
         created = baseline.finished_at or baseline.started_at
@@ -443,6 +484,8 @@ def _chosen_by(plan: BaselinePlan, stored: RunResult | None, base_run: RunResult
     if base_run is not None:
         sha = (plan.merge_base or "?")[:7]
         parts.append(f"base side run on demand at the merge-base {sha}, interleaved with this run's cases")
+    if parts and plan.base_branch_note is not None:
+        parts.append(plan.base_branch_note)
     return "; ".join(parts)
 
 
@@ -501,9 +544,14 @@ def _why_none(store: Store, current: RunResult, plan: BaselinePlan) -> NoBaselin
     """The verdict's reason for having no baseline (step 5)."""
     searched = "; ".join(plan.search.searched)
     refused = "; ".join(f"run {r.run_id} ({(r.commit or '?')[:12]}): {r.reason}" for r in plan.search.refused[:5])
+    found = plan.base_branch_note
     looked = " ".join(
         part
-        for part in (f"Looked for: {searched}." if searched else "", f"Passed over {refused}." if refused else "")
+        for part in (
+            f"{found[:1].upper()}{found[1:]}." if found else "",
+            f"Looked for: {searched}." if searched else "",
+            f"Passed over {refused}." if refused else "",
+        )
         if part
     )
     if plan.no_base is not None:

@@ -77,7 +77,7 @@ def conclude(
             reason = (
                 f"Inconclusive: {m.metric} moved {fmt_signed(m.delta)} over {m.n_cases} cases, which is neither a "
                 f"significant regression nor shown to be within {m.delta_ni:g} of the baseline"
-                + (f"; ≈{m.n_needed} cases would settle a {m.delta_block:g} drop." if m.n_needed else ".")
+                + (f"; {m.advice}." if m.advice else ".")
             )
         if ctx.policy.strict and outcome == "inconclusive":
             added.append(finding("inconclusive", "blocking", "strict: an inconclusive verdict fails the gate."))

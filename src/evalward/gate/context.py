@@ -11,11 +11,15 @@ import hashlib
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
+from typing import TYPE_CHECKING
 
 from evalward.gate.policy import GatePolicy
 from evalward.gate.scores import ScoredResult, scored
 from evalward.model import RunResult
-from evalward.model.verdict import NoBaseline
+from evalward.model.verdict import Look, NoBaseline
+
+if TYPE_CHECKING:
+    from evalward.gate.sequential import SecondLookInputs
 
 CaseKey = tuple[str, str]
 """(eval_set_id, case_id): how cases pair across runs."""
@@ -45,6 +49,10 @@ class GateContext:
     """The baseline's results, grouped alike (empty without a baseline)."""
     quarantined: frozenset[CaseKey]
     """Cases of either run with a quarantine entry not expired on `today`."""
+    look: Look
+    """Which look this is and the levels of both (docs/gate.md §6)."""
+    second: SecondLookInputs | None = None
+    """At the second look: the first look's p-values, the top-up's own repetitions and the confirmations."""
 
     @classmethod
     def read(
@@ -57,6 +65,8 @@ class GateContext:
         *,
         absolute_checks: bool,
         absence: NoBaseline | None,
+        look: Look | None = None,
+        second: SecondLookInputs | None = None,
     ) -> GateContext:
         """The context of one evaluation. Each run's results are read once, into what the steps read of them
         (`gate.scores`): a large run's full results may live in a temporary file, and are never all held here."""
@@ -79,7 +89,19 @@ class GateContext:
             cur=cur,
             base=base,
             quarantined=_quarantined_keys(policy, day, [*cur, *base]),
+            look=look or single_look(policy),
+            second=second,
         )
+
+    @property
+    def pass_level(self) -> float:
+        """This look's share of α_pass: the one-sided level of the bound a pass needs."""
+        return self.look.pass_level
+
+    @property
+    def level(self) -> float:
+        """The nominal significance level of this look: what the tests that block are judged against."""
+        return self.look.level
 
     def judged_absolutely(self) -> bool:
         """No baseline, and the thresholds alone decide: no base side at all, or `on_missing_baseline="absolute"`."""
@@ -105,6 +127,21 @@ class GateContext:
         return [
             ("label", label) if label is not None else ("case", *key) for key, label in zip(keys, labels, strict=True)
         ]
+
+
+def single_look(policy: GatePolicy) -> Look:
+    """One look at the whole α: where no second look can follow (`evalward compare`, a finished run judged without
+    its agent)."""
+    return Look(
+        index=1,
+        planned=1,
+        alpha=policy.alpha,
+        alpha_first=policy.alpha,
+        alpha_second=0.0,
+        alpha_pass=policy.alpha_pass,
+        alpha_pass_first=policy.alpha_pass,
+        alpha_pass_second=0.0,
+    )
 
 
 def sub_seed(seed: int, label: str) -> int:

@@ -109,16 +109,30 @@ from evalward.gate.checks import (
 from evalward.gate.conclusion import baseline_info, conclude
 from evalward.gate.context import CaseKey, GateContext
 from evalward.gate.diagnostics import diagnose_cases, per_case_tests
-from evalward.gate.guards import NEWLY_BROKEN_TEST, error_rate, judge_error_rate, newly_broken, report_newly_broken
+from evalward.gate.guards import (
+    NEWLY_BROKEN_TEST,
+    Confirmed,
+    ErrorRates,
+    NewlyBrokenCases,
+    confirm_suspects,
+    error_rate,
+    judge_error_rate,
+    newly_broken,
+    report_confirmation,
+    report_newly_broken,
+)
 from evalward.gate.headline import headline
 from evalward.gate.metric_tests import OneSidedTest, has_thresholds, metric_names, one_sided_test, share_alpha
-from evalward.gate.metric_verdicts import judge_metric
+from evalward.gate.metric_verdicts import JudgedTest, judge_metric
 from evalward.gate.pairing import PairedMetric, direction, pair_cases, pair_metric
 from evalward.gate.policy import ERROR_RATE_METRIC, GatePolicy
 from evalward.gate.resources import resource_findings
+from evalward.gate.sequential import SecondLookInputs, combine_p, suspects_of
 from evalward.model import RunResult
 from evalward.model.verdict import (
+    Confirmation,
     Finding,
+    Look,
     MetricComparison,
     NewlyBroken,
     NoBaseline,
@@ -138,6 +152,8 @@ def decide(
     flip_rates: Mapping[CaseKey, float] | None = None,
     today: date | None = None,
     no_baseline: NoBaseline | None = None,
+    look: Look | None = None,
+    second: SecondLookInputs | None = None,
 ) -> Verdict:
     """Judge `current` against `baseline` under `policy` (steps 0–7 of this module's docstring).
 
@@ -145,11 +161,24 @@ def decide(
     `today` dates the quarantine check; default: the day the current run started or finished (a run
     with neither timestamp treats every quarantine entry as active), never the clock.
     `no_baseline` says why `baseline` is None (default: unavailable, reason unknown).
+    `look`: which look this is and the levels of both (`gate.sequential.plan_looks`); default one look at the
+    whole α. At a second look `current` and `baseline` hold the first look's repetitions and the even top-up's, and
+    `second` the first verdict, the top-up's own repetitions and the suspects' confirmations.
     """
     absence = None
     if baseline is None:
         absence = no_baseline or NoBaseline(kind="unavailable", reason="no baseline run was given")
-    ctx = GateContext.read(current, baseline, policy, flip_rates or {}, today, absolute_checks=True, absence=absence)
+    ctx = GateContext.read(
+        current,
+        baseline,
+        policy,
+        flip_rates or {},
+        today,
+        absolute_checks=True,
+        absence=absence,
+        look=look,
+        second=second,
+    )
     return _evaluate(ctx)
 
 
@@ -213,6 +242,8 @@ def _evaluate(ctx: GateContext) -> Verdict:
         newly_broken=metrics.newly_broken,
         per_case_tests=per_case.summary,
         alpha=ctx.policy.alpha,
+        look=ctx.look,
+        confirmation=metrics.confirmation,
         seed=ctx.seed,
         policy_digest=ctx.policy.digest(),
     )
@@ -228,12 +259,14 @@ class _MetricsStep:
     findings: list[Finding]
     paired: Mapping[str, PairedMetric]
     newly_broken: NewlyBroken | None
+    confirmation: Confirmation | None = None
 
 
 def _compare_metrics(ctx: GateContext, compared: Sequence[CaseKey]) -> _MetricsStep:
-    """Step 5: each metric paired and tested, the tests sharing α, then the verdict per metric, the newly-broken
-    cases and the error rate, in that order."""
+    """Step 5: each metric paired and tested, the tests sharing this look's level, then the verdict per metric, the
+    newly-broken cases (at a second look: the suspects' confirmation) and the error rate, in that order."""
     policy = ctx.policy
+    level = ctx.level
     gated, reported = metric_names(ctx)
     names = [*gated, *(name for name in reported if name not in gated)]
     paired: dict[str, PairedMetric] = {}
@@ -242,38 +275,126 @@ def _compare_metrics(ctx: GateContext, compared: Sequence[CaseKey]) -> _MetricsS
         paired[name] = pair_metric(ctx, compared, name, direction(ctx, name))
         if paired[name].keys:
             tests[name] = one_sided_test(ctx, name, paired[name])
-    # Tarone's rule: a test whose most extreme outcome cannot reach its share of α is left out of the family.
-    nb = newly_broken(ctx, compared) if policy.newly_broken_share > 0 and has_thresholds(ctx) else None
-    nb_in = nb is not None and nb.result.eligible > 0 and nb.result.min_p < policy.alpha * policy.newly_broken_share
     errors = error_rate(ctx, compared) if policy.errors == "compare" else None
-    err_in = errors is not None and errors.result.min_p < policy.alpha * policy.error_rate_share
+    records = _test_records(ctx, compared, gated, tests, errors)
+    # Tarone's rule: a test whose most extreme outcome cannot reach its share of the level is left out of the family.
+    nb: NewlyBrokenCases | None = None
+    confirmation: Confirmed | None = None
+    if ctx.second is not None and ctx.second.confirm is not None:
+        confirmation = confirm_suspects(ctx, ctx.second.confirm, suspects_of(ctx.second.first))
+    elif ctx.look.index == 1 and policy.newly_broken_share > 0 and has_thresholds(ctx):
+        nb = newly_broken(ctx, compared)
+    nb_result = confirmation.result if confirmation is not None else nb.result if nb is not None else None
+    nb_in = nb_result is not None and nb_result.eligible > 0 and nb_result.min_p < level * policy.newly_broken_share
+    err_record = records.get(ERROR_RATE_METRIC)
+    err_in = (
+        errors is not None
+        and err_record is not None
+        and err_record.retested
+        and (err_record.p_first is not None or errors.result.min_p < level * policy.error_rate_share)
+    )
     extra: list[tuple[str, float, float]] = []
-    if nb_in and nb is not None:
-        extra.append((NEWLY_BROKEN_TEST, nb.result.p_value, policy.newly_broken_share))
-    if err_in and errors is not None:
-        extra.append((ERROR_RATE_METRIC, errors.result.p_value, policy.error_rate_share))
-    shares = share_alpha(policy, [(name, tests[name].p_value) for name in gated if name in tests], extra)
+    if nb_in and nb_result is not None:
+        extra.append((NEWLY_BROKEN_TEST, nb_result.p_value, policy.newly_broken_share))
+    if err_in and err_record is not None:
+        extra.append((ERROR_RATE_METRIC, err_record.p_value, policy.error_rate_share))
+    family = [(name, records[name].p_value if records[name].retested else 1.0) for name in gated if name in records]
+    shares = share_alpha(policy, family, extra)
     comparisons: list[MetricComparison] = []
     findings: list[Finding] = []
     for name in names:
+        record = records.get(name) if name in gated else None
+        judged = (
+            JudgedTest(
+                p_value=record.p_value,
+                p_adjusted=shares.p_adjusted.get(name),
+                family_size=shares.size,
+                p_first=record.p_first,
+                p_top_up=record.p_top_up,
+                retested=record.retested,
+            )
+            if record is not None
+            else None
+        )
         comparison, metric_findings = judge_metric(
-            ctx,
-            name,
-            paired[name],
-            tests.get(name),
-            gated=name in gated,
-            gated_names=gated,
-            p_adjusted=shares.p_adjusted.get(name),
-            family_size=shares.size,
+            ctx, name, paired[name], tests.get(name), judged, gated=name in gated, gated_names=gated
         )
         comparisons.append(comparison)
         findings += metric_findings
     summary = None
-    if nb is not None:
+    confirmation_record = None
+    if confirmation is not None:
+        summary, confirmation_record, nb_findings = report_confirmation(
+            ctx, confirmation, shares.p_adjusted.get(NEWLY_BROKEN_TEST), nb_in
+        )
+        findings += nb_findings
+    elif nb is not None:
         summary, nb_findings = report_newly_broken(ctx, nb, shares.p_adjusted.get(NEWLY_BROKEN_TEST), nb_in)
         findings += nb_findings
-    if errors is not None:
-        comparison, error_findings = judge_error_rate(ctx, errors, shares.p_adjusted.get(ERROR_RATE_METRIC))
+    if errors is not None and err_record is not None:
+        comparison, error_findings = judge_error_rate(
+            ctx, errors, err_record.p_value, shares.p_adjusted.get(ERROR_RATE_METRIC) if err_in else None
+        )
         comparisons.append(comparison)
         findings += error_findings
-    return _MetricsStep(comparisons=comparisons, findings=findings, paired=paired, newly_broken=summary)
+    return _MetricsStep(
+        comparisons=comparisons,
+        findings=findings,
+        paired=paired,
+        newly_broken=summary,
+        confirmation=confirmation_record,
+    )
+
+
+@dataclass(frozen=True)
+class _TestRecord:
+    """One α-sharing test's p-value of record at this look."""
+
+    p_value: float
+    p_first: float | None = None
+    p_top_up: float | None = None
+    retested: bool = True
+
+
+def _test_records(
+    ctx: GateContext,
+    compared: Sequence[CaseKey],
+    gated: Sequence[str],
+    tests: Mapping[str, OneSidedTest],
+    errors: ErrorRates | None,
+) -> dict[str, _TestRecord]:
+    """Each gated metric's (and the error rate's) p-value of record: the test's own at a first look; at a second,
+    the inverse-normal combination of the first look's p₁ with the same test on the top-up's own repetitions p₂
+    (`gate.sequential`), or p₁ alone, not tested again, when the top-up did not run on both sides."""
+    records: dict[str, _TestRecord] = {name: _TestRecord(tests[name].p_value) for name in gated if name in tests}
+    if errors is not None:
+        records[ERROR_RATE_METRIC] = _TestRecord(errors.result.p_value)
+    second = ctx.second
+    if second is None:
+        return records
+    first_p = second.first_p()
+    fresh_ctx = (
+        GateContext.read(*second.fresh, ctx.policy, ctx.flip_rates, ctx.today, absolute_checks=False, absence=None)
+        if second.fresh is not None
+        else None
+    )
+    fresh_keys = (
+        [key for key in compared if key in fresh_ctx.cur and key in fresh_ctx.base] if fresh_ctx is not None else []
+    )
+    for name in list(records):
+        p1 = first_p.get(name)
+        p2: float | None = None
+        if fresh_ctx is not None and fresh_keys:
+            if name == ERROR_RATE_METRIC:
+                fresh_errors = error_rate(fresh_ctx, fresh_keys)
+                p2 = fresh_errors.result.p_value if fresh_errors is not None else 1.0
+            else:
+                fresh_paired = pair_metric(fresh_ctx, fresh_keys, name, direction(ctx, name))
+                p2 = one_sided_test(fresh_ctx, name, fresh_paired).p_value if fresh_paired.keys else None
+        if p2 is None:
+            records[name] = _TestRecord(p1 if p1 is not None else records[name].p_value, p_first=p1, retested=False)
+        elif p1 is None:
+            records[name] = _TestRecord(p2, p_top_up=p2)
+        else:
+            records[name] = _TestRecord(combine_p(p1, p2, second.weight_first), p_first=p1, p_top_up=p2)
+    return records

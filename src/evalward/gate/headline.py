@@ -1,10 +1,14 @@
 """The first line of every report: what the gate found, in plain words a newcomer understands.
 
 `headline(verdict)` reads only the verdict (pure). It leads with the one thing that decided the outcome —
-"3 cases that always passed now always fail: a, b, c." — then adds what a reviewer must not miss (cases the
+"3 cases passed 3 of 3, now 0 of 3: a, b, c." — then adds what a reviewer must not miss (cases the
 change removes while they were failing, cases still failing as before). The statistics stay in
 `Verdict.reason`, the metric table and the findings below it. Case names are untrusted text: renderers escape
 the headline like any other.
+
+Newly broken cases are described by their counts, passes over repetitions at the baseline and now; "always" only
+when the base branch's history says so (every such case has a recorded flip rate of 0: it never changed outcome
+between the base branch's runs).
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from evalward.gate.policy import CASE_PASS_METRIC, ERROR_RATE_METRIC
-from evalward.model.verdict import Finding, MetricComparison, Verdict
+from evalward.model.verdict import CaseDiagnostic, Finding, MetricComparison, Verdict
 
 NAMES_SHOWN = 5
 """Case names a headline lists before "and N more"."""
@@ -25,9 +29,8 @@ def headline(verdict: Verdict) -> str:
         broken = [f for f in verdict.findings if f.kind == "newly_broken"]
         if broken and verdict.newly_broken is not None and verdict.newly_broken.cases:
             sentences.append(
-                f"{_count(len(verdict.newly_broken.cases), 'case')} that always passed now always "
-                f"{_verb(len(verdict.newly_broken.cases), 'fail')} ({_names(verdict.newly_broken.cases)}), which "
-                "could still be chance with this many cases and repetitions: worth a look."
+                f"{_newly_broken(verdict, verdict.newly_broken.cases)} That could still be chance with this many "
+                "cases and repetitions: worth a look."
             )
     removed = [f for f in verdict.findings if f.kind == "removed_case" and f.case_id is None]
     if removed:
@@ -83,16 +86,19 @@ def _lead(verdict: Verdict, blocking: Sequence[Finding]) -> tuple[str, str]:
         )
         return lead, "error"
     if "newly_broken" in kinds and verdict.newly_broken is not None:
-        cases = verdict.newly_broken.cases
-        lead = (
-            f"{_count(len(cases), 'case')} that always passed now always {_verb(len(cases), 'fail')}: {_names(cases)}."
-        )
+        lead = _newly_broken(verdict, verdict.newly_broken.cases)
         rate = gated.get(CASE_PASS_METRIC)
         if rate is not None and rate.baseline_mean is not None and rate.current_mean is not None and rate.delta:
             lead += f" Repetitions passing: {_pct(rate.baseline_mean)} → {_pct(rate.current_mean)}."
         return lead, "newly_broken"
     if "regression" in kinds:
-        return _regression(next(f for f in blocking if f.kind == "regression"), gated), "regression"
+        finding = next(f for f in blocking if f.kind == "regression")
+        # At a second look the suspects' own test speaks for them (a blocking newly_broken leads instead).
+        broken = verdict.newly_broken.cases if verdict.newly_broken is not None and verdict.confirmation is None else []
+        if finding.metric == CASE_PASS_METRIC and broken:
+            # The pass rate fell and these cases died: name them first, the rate follows (one piece of evidence).
+            return f"{_newly_broken(verdict, broken)} {_regression(finding, gated)}", "regression"
+        return _regression(finding, gated), "regression"
     if "must_pass" in kinds:
         cases = _keys_of(blocking, "must_pass")
         return f"Must-pass {_plural_word(len(cases), 'case')} failed: {_names(cases)}.", "must_pass"
@@ -125,6 +131,32 @@ def _lead(verdict: Verdict, blocking: Sequence[Finding]) -> tuple[str, str]:
     if blocking:
         return blocking[0].message, blocking[0].kind
     return "The gate failed.", ""
+
+
+def _newly_broken(verdict: Verdict, cases: Sequence[str]) -> str:
+    """`1 case passed 3 of 3, now 0 of 3: a.`, with `It always passed on the base branch before.` only when its
+    recorded flip rate is 0 (module docstring)."""
+    diagnostics = {f"{d.eval_set_id}/{d.case_id}": d for d in verdict.cases}
+    found = [diagnostics[name] for name in cases if name in diagnostics]
+    counts = {(d.baseline_passes, d.baseline_k, d.current_passes, d.current_k) for d in found}
+    if len(found) == len(cases) and len(counts) == 1:
+        passes_before, k_before, passes_now, k_now = counts.pop()
+        moved = f"passed {passes_before} of {k_before}, now {passes_now} of {k_now}"
+    else:
+        moved = "passed every repetition at the baseline, now none"
+    confirmed = verdict.confirmation
+    if confirmed is not None and cases and set(cases) <= set(confirmed.still_broken):
+        r = confirmed.repetitions
+        moved += f", and again 0 of {r} ({r} of {r} at the baseline) when re-run"
+    text = f"{_count(len(cases), 'case')} {moved}: {_names(cases)}."
+    if cases and len(found) == len(cases) and all(_never_flipped(d) for d in found):
+        text += f" {'It' if len(cases) == 1 else 'Each'} always passed on the base branch before."
+    return text
+
+
+def _never_flipped(diagnostic: CaseDiagnostic) -> bool:
+    """The base branch's history has the case and it never changed outcome there (flip rate 0)."""
+    return diagnostic.flip_rate is not None and diagnostic.flip_rate == 0.0
 
 
 def _regression(finding: Finding, gated: dict[str, MetricComparison]) -> str:
@@ -179,7 +211,9 @@ def _inconclusive(verdict: Verdict) -> str:
         )
     else:
         moved = f"{m.metric} {m.baseline_mean:.3f} → {m.current_mean:.3f} over {_count(m.n_cases, 'case')}"
-    if m.mde is not None and m.mde >= 1.0 and m.higher_is_better:
+    if m.frame == "suite" and m.advice:
+        tail = f"; {m.advice}"
+    elif m.mde is not None and m.mde >= 1.0 and m.higher_is_better:
         tail = f"; {_count(m.n_cases, 'case')} are too few to detect any drop"
     elif m.mde is not None and m.metric == CASE_PASS_METRIC:
         tail = f"; this run can only detect drops of {100 * m.mde:.0f} points or more"

@@ -28,7 +28,12 @@ def metric_names(ctx: GateContext) -> tuple[list[str], list[str]]:
     if ctx.policy.metrics is not None:
         gated = list(dict.fromkeys(ctx.policy.metrics))
     else:
-        with_threshold = {m.name for r in ctx.current_results for m in r.metric_results if m.threshold is not None}
+        with_threshold = {
+            m.name
+            for r in ctx.current_results
+            for m in r.metric_results
+            if m.threshold is not None or m.status in ("passed", "failed")
+        }
         for info in ctx.current.eval_sets:
             with_threshold.update(m.name for m in info.criteria if m.threshold is not None)
         if with_threshold:
@@ -44,8 +49,13 @@ def metric_names(ctx: GateContext) -> tuple[list[str], list[str]]:
 
 
 def has_thresholds(ctx: GateContext) -> bool:
-    """Whether the current run's criteria give any metric a threshold (so statuses mean pass/fail)."""
-    if any(m.threshold is not None for r in ctx.current_results for m in r.metric_results):
+    """Whether the current run's statuses mean pass/fail: some metric has a threshold, or gives a pass/fail verdict
+    without one (a boolean evaluator) (docs/gate.md §2)."""
+    if any(
+        m.threshold is not None or m.status in ("passed", "failed")
+        for r in ctx.current_results
+        for m in r.metric_results
+    ):
         return True
     return any(m.threshold is not None for info in ctx.current.eval_sets for m in info.criteria)
 

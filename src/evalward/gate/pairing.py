@@ -170,6 +170,10 @@ class PairedMetric:
     groups: list[Hashable] | None = None
     """The cluster of each case (its label, or the case itself when unlabelled); None when no paired case has
     a label, i.e. the analysis is unclustered."""
+    b_scores: list[list[float]] | None = None
+    """Each case's scored repetitions on the baseline side (the suite bound reads their spread)."""
+    c_scores: list[list[float]] | None = None
+    """Each case's scored repetitions on the current side."""
 
     def oriented(self) -> list[float]:
         """d_i = c_i − b_i, sign reversed for lower-is-better metrics, so d_i < 0 always means worse."""
@@ -201,6 +205,8 @@ def pair_metric(ctx: GateContext, compared: Sequence[CaseKey], metric: str, high
     keys: list[CaseKey] = []
     b: list[float] = []
     c: list[float] = []
+    b_scores: list[list[float]] = []
+    c_scores: list[list[float]] = []
     k_b = k_c = 0
     binary = True
     for key in compared:
@@ -211,6 +217,8 @@ def pair_metric(ctx: GateContext, compared: Sequence[CaseKey], metric: str, high
         keys.append(key)
         b.append(statistics.fmean(before))
         c.append(statistics.fmean(after))
+        b_scores.append(before)
+        c_scores.append(after)
         k_b, k_c = max(k_b, len(before)), max(k_c, len(after))
         binary = binary and len(before) == 1 and len(after) == 1
         binary = binary and all(s in (0.0, 1.0) for s in (*before, *after))
@@ -223,6 +231,8 @@ def pair_metric(ctx: GateContext, compared: Sequence[CaseKey], metric: str, high
         binary=binary and bool(keys),
         higher_is_better=higher_is_better,
         groups=ctx.cluster_groups(keys),
+        b_scores=b_scores,
+        c_scores=c_scores,
     )
 
 

@@ -55,25 +55,40 @@ class RatioGate(BaseModel):
 
 
 class TopUpPolicy(BaseModel):
-    """More repetitions for an inconclusive verdict (docs/gate.md §6, "INCONCLUSIVE actions"): the compared cases
-    get extra repetitions, on both sides where the base side can run, spread evenly within the budget, and the
-    gate decides once more. A second look at the same comparison with no α-spending rule: it may narrow the
-    interval (inconclusive → pass) but never turn the verdict into a regression (`_gating.top_up`)."""
+    """The second look (docs/gate.md §6, `gate.sequential`): when the first look neither blocks nor passes, or a case
+    looks newly broken, the agent runs again and the gate decides once more, the two looks sharing α."""
 
     model_config = ConfigDict(defer_build=True, extra="forbid")
 
     max_repetitions: int = Field(
-        default=5,
+        default=6,
         ge=0,
         le=100,
-        description="k_max: a topped-up case is raised to this many repetitions on each side (the run's own "
-        "repetitions count); at or below the run's repetitions, no top-up. 0 turns it off.",
+        description="k_max: the most repetitions per case on each side after the top-up (the run's own count); the "
+        "top-up adds the fewest that could show non-inferiority, and k_max when none could. At or below the run's "
+        "repetitions, no even top-up. 0 turns the top-up off (one look, at the whole α).",
     )
-    max_runs: int = Field(
-        default=100,
+    first_look_share: float = Field(
+        default=0.2,
+        gt=0,
+        le=1,
+        description="The first look's share of α when a second look is possible (Bonferroni split: the first look "
+        "is judged at share × α, the second at the rest). A strict first look leaves the PRs near a boundary to the "
+        "second, which sees more repetitions.",
+    )
+    confirm_repetitions: int | None = Field(
+        default=None,
+        ge=3,
+        le=20,
+        description="Fresh repetitions on each side for each suspect case (passed every baseline repetition, failed "
+        "every current one). None: the fewest with which one case that stays broken is significant at its share of "
+        "the second look's α.",
+    )
+    max_runs: int | None = Field(
+        default=None,
         ge=0,
-        description="The cost budget: agent runs the top-up may spend in all, both sides counted; cases that do not "
-        "fit are left as they are (`_gating.top_up.plan_top_up`). 0 turns it off.",
+        description="A cap on the agent runs the top-up may spend, both sides counted; None: what the design needs "
+        "(at most k_max repetitions per case and side, plus the confirmations). 0 turns the top-up off.",
     )
     max_cost_usd: float | None = Field(
         default=None,
@@ -82,13 +97,37 @@ class TopUpPolicy(BaseModel):
         "of this run (`usage.cost_usd`); None, or a run that recorded no cost, leaves `max_runs` alone to limit it.",
     )
 
+    @property
+    def enabled(self) -> bool:
+        """Whether a second look can happen at all (known before the first, so the first can be given its share)."""
+        return self.max_repetitions > 0 and self.max_runs != 0
+
 
 class GatePolicy(BaseModel):
     """How `gate.decide` judges a run against its baseline."""
 
     model_config = ConfigDict(defer_build=True, extra="forbid")
 
-    alpha: float = Field(default=0.05, gt=0, lt=0.5, description="Significance level of the one-sided tests.")
+    alpha: float = Field(
+        default=0.005,
+        gt=0,
+        lt=0.5,
+        description="The false-alarm rate: the chance the gate fails a change that made nothing worse, shared by its "
+        "looks (docs/gate.md §6). The one-sided tests that block are judged against it.",
+    )
+    alpha_pass: float = Field(
+        default=0.05,
+        gt=0,
+        lt=0.5,
+        description="The one-sided level of the bounds behind a pass: the chance of passing a change whose true drop "
+        "is δ_ni. The reported interval is a two-sided 1 − 2·alpha_pass interval (90%).",
+    )
+    inference: Literal["suite", "population"] = Field(
+        default="suite",
+        description="`suite`: the question is these cases; the agent's repetitions are the noise, and a case that "
+        "passed every repetition is evidence (docs/gate.md §6a). `population`: the cases are a sample of a task "
+        "distribution; bounds resample cases and a pass needs about 3/δ_ni of them (benchmark-style suites).",
+    )
     power: float = Field(default=0.8, gt=0, lt=1, description="Power used for the MDE and sample-size advice.")
     delta_block: float = Field(default=0.02, gt=0, description="δ_block: smallest drop worth blocking.")
     delta_ni: float = Field(default=0.05, gt=0, description="δ_ni: non-inferiority margin.")
@@ -160,7 +199,8 @@ class GatePolicy(BaseModel):
     strict: bool = Field(default=False, description="An inconclusive verdict fails.")
     top_up: TopUpPolicy = Field(
         default_factory=TopUpPolicy,
-        description="An inconclusive verdict gets more repetitions, within a budget, before it is final.",
+        description="The second look: an undecided verdict, or a case that looks newly broken, gets more "
+        "repetitions where the agent can run, and the looks share α.",
     )
 
     @model_validator(mode="after")

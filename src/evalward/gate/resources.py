@@ -42,7 +42,7 @@ def resource_findings(ctx: GateContext, compared: Sequence[CaseKey]) -> list[Fin
             before,
             after,
             tau=gate.tau,
-            alpha=ctx.policy.alpha,
+            alpha=ctx.level,
             seed=sub_seed(ctx.seed, f"log_ratio:{kind}"),
             resamples=draws,
         )
@@ -64,7 +64,7 @@ def resource_findings(ctx: GateContext, compared: Sequence[CaseKey]) -> list[Fin
         severity: Severity = "info"
         if result.regressed:
             severity = "blocking" if gate.gate else "warning"
-        level = round(100 * (1 - ctx.policy.alpha))
+        level = f"{100 * (1 - ctx.level):.4g}"
         findings.append(
             finding(
                 kind,

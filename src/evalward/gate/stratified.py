@@ -18,7 +18,7 @@ McNemar; it generalises it to repetitions and to graded evidence across cases.
    counts of a type has an exact law (an m_j-fold convolution). With one type the p-value is exact; with
    several, T = Σ_j w_j·X_j is drawn S times from those exact laws (Monte Carlo, p = (1 + #{T* ≤ T_obs}) /
    (1 + S), never 0).
-2. `newly_broken_test`: H1 "cases that always passed now always fail". A case is *newly broken* when
+2. `newly_broken_test`: H1 "cases that passed every repetition at the baseline fail every one now". A case is *newly broken* when
    b_i = k_b,i and c_i = 0, i.e. t_i = k_b,i and every pass fell on the baseline side. Under H0 that split
    has probability q_i = 1 / C(N_i, k_b,i) (1/20 at k = 3 on both sides), for each case with t_i = k_b,i
    (the *eligible* cases) and 0 otherwise. The count of newly broken cases is then a sum of independent

@@ -81,13 +81,47 @@ class Finding(BaseModel):
     )
 
 
+InferenceFrame = Literal["suite", "population"]
+"""`suite` (default): the question is the eval set the team wrote; its cases are fixed and only the agent's
+repetitions are noise (docs/gate.md §6a). `population`: the cases are a sample of a task distribution and the
+bounds resample cases (docs/gate.md §5), for benchmark-style suites."""
+
+
+class SuiteBound(BaseModel):
+    """The suite-level upper bound on a metric's drop D = (1/n) Σ (μ_B,i − μ_C,i) (`gate.suite`, docs/gate.md §6a):
+    D̂ plus √(Σ m²) of a margin for the cases whose repetitions varied (z·√(Σ s²_i(1/k_B + 1/k_C))/n) and zero-failure
+    margins for the cases that scored the same every time, each at α_pass."""
+
+    model_config = ConfigDict(defer_build=True, extra="ignore")
+
+    n_cases: int = Field(description="Compared cases n.")
+    drop: float = Field(description="D̂ = (1/n) Σ (b̂_i − ĉ_i) on the oriented scale (positive: worse now).")
+    upper: float = Field(description="The one-sided (1 − α_pass) upper bound on D: drop + √(spread² + top² + low²).")
+    alpha_pass: float = Field(description="The bound's one-sided level α_pass (each margin's).")
+    parts: int = Field(description="How many margins it combines (varied, constant at the top, constant below it).")
+    varied_cases: int = Field(default=0, description="Cases whose repetitions did not all score the same.")
+    variance_sum: float = Field(default=0.0, description="Σ over varied cases of s²_i·(1/k_B,i + 1/k_C,i).")
+    spread: float = Field(default=0.0, description="z_{1−a}·√(variance_sum)/n: the varied cases' part.")
+    top_cases: int = Field(default=0, description="Cases that scored the best value (1) in every repetition.")
+    top_runs: int = Field(default=0, description="Their current repetitions N⁺_C, none of which fell short.")
+    top: float = Field(default=0.0, description="(n⁺/n)·ZF(N⁺_C, a): what they may have dropped unseen.")
+    low_cases: int = Field(default=0, description="Cases that scored the same value below the top every time.")
+    low_baseline_runs: int = Field(default=0, description="Their baseline repetitions N⁻_B.")
+    low_current_runs: int = Field(default=0, description="Their current repetitions N⁻_C.")
+    low_can_drop: bool = Field(
+        default=False, description="Some of them scored above the bottom (0), so their current side could be worse."
+    )
+    low: float = Field(default=0.0, description="What their baseline may have been better (and current worse) unseen.")
+
+
 class MetricComparison(BaseModel):
     """One metric, baseline vs current, over the paired comparable cases.
 
-    The interval [ci_low, ci_high] is a paired percentile bootstrap over cases: ci_low is the one-sided
-    lower bound L at level 1 − α (the α-quantile of the resampled means) and ci_high the one-sided upper
-    bound U at level 1 − α, so together they form a two-sided 1 − 2α interval (90% for α = 0.05).
-    Values are in the metric's own units; for lower-is-better metrics the rules are applied to −Δ.
+    [ci_low, ci_high] are one-sided bounds of Δ at level 1 − α_pass each (a two-sided 1 − 2α_pass interval, 90%
+    at the default α_pass = 0.05). In the suite frame (default) ci_low = −(the suite bound's upper bound on the
+    drop) (`bound`) and ci_high mirrors it around Δ̂; in the population frame both come from a paired percentile
+    bootstrap over cases. The pass rule is ci_low ≥ −δ_ni. Values are in the metric's own units; for
+    lower-is-better metrics the rules are applied to −Δ.
     """
 
     model_config = ConfigDict(defer_build=True, extra="ignore")
@@ -125,12 +159,41 @@ class MetricComparison(BaseModel):
     delta_block: float = Field(description="δ_block: smallest drop worth blocking.")
     delta_ni: float = Field(description="δ_ni: non-inferiority margin.")
     verdict: MetricVerdict = Field(description="`regressed`, `pass` or `inconclusive` (docs/gate.md §6).")
+    frame: InferenceFrame = Field(
+        default="population", description="How ci_low and ci_high were made (`InferenceFrame`)."
+    )
+    bound: SuiteBound | None = Field(default=None, description="The suite frame's bound on the drop, part by part.")
+    level: float | None = Field(
+        default=None,
+        description="The nominal significance level of the look this metric was judged at (docs/gate.md §6: the "
+        "looks share α); the test's p_adjusted is compared with it.",
+    )
+    p_first: float | None = Field(
+        default=None, description="At the second look: the first look's p-value of this metric's test."
+    )
+    p_top_up: float | None = Field(
+        default=None,
+        description="At the second look: the p-value of the same test on the top-up's own repetitions alone; "
+        "`p_value` is then the inverse-normal combination of p_first and p_top_up.",
+    )
     mde: float | None = Field(
         default=None,
         description="Minimum detectable effect of this run: (z_{1−α} + z_{1−β}) · s_d / √n at the policy's power.",
     )
     n_needed: int | None = Field(
-        default=None, description="Cases needed to detect a drop of δ_block: ⌈((z_{1−α} + z_{1−β}) · s_d / δ_block)²⌉."
+        default=None,
+        description="Population frame: cases needed to detect a drop of δ_block: ⌈((z_{1−α} + z_{1−β}) · s_d / "
+        "δ_block)²⌉.",
+    )
+    repetitions_needed: int | None = Field(
+        default=None,
+        description="Suite frame, inconclusive: the fewest repetitions per case on each side with which this run's "
+        "data (means kept, noise shrunk) would show non-inferiority; None when no number up to 50 would.",
+    )
+    advice: str = Field(
+        default="",
+        description="Inconclusive: what would settle it, in the frame the gate used (repetitions for the suite, cases "
+        "for a population); empty otherwise.",
     )
     explanation: str = Field(default="", description="The arithmetic behind the verdict, step by step.")
 
@@ -270,27 +333,102 @@ class VerdictCounts(BaseModel):
 
 
 class TopUp(BaseModel):
-    """What the top-up of an inconclusive verdict ran and what it changed (docs/gate.md §6, `_gating.top_up`)."""
+    """What the top-up of an undecided verdict ran (docs/gate.md §6, `gate.sequential`, `_gating.top_up`): the
+    suspect cases confirmed with fresh repetitions on both sides, and the even repetitions added to every compared
+    case for the aggregate. The verdict after it is the second look, judged at the second look's share of α."""
 
     model_config = ConfigDict(defer_build=True, extra="ignore")
 
-    cases: list[str] = Field(default_factory=list, description="The cases run again, as `eval_set/case_id`.")
-    extra_repetitions: int = Field(default=0, description="Repetitions added to each of those cases, on each side run.")
+    cases: list[str] = Field(
+        default_factory=list, description="The cases given even repetitions, as `eval_set/case_id`."
+    )
+    extra_repetitions: int = Field(default=0, description="Repetitions added to each of those cases.")
+    head_only: bool = Field(
+        default=False,
+        description="The even repetitions ran on the current side only (every baseline repetition had passed, so "
+        "only the current side's failures could show a drop).",
+    )
+    confirmed_cases: list[str] = Field(
+        default_factory=list, description="The suspect cases re-run on both sides to confirm they broke."
+    )
+    confirm_repetitions: int = Field(default=0, description="Fresh repetitions of each suspect case on each side.")
     current_runs: int = Field(default=0, description="Agent runs added to the current side.")
     baseline_runs: int = Field(
         default=0, description="Agent runs added to the base side (0: the base side was not run)."
     )
-    first_outcome: Outcome = Field(description="The outcome before the top-up (`inconclusive`).")
+    first_outcome: Outcome = Field(description="The outcome at the first look.")
     second_outcome: Outcome | None = Field(
-        default=None, description="What the gate decided with the added repetitions; None when nothing ran."
-    )
-    kept: Literal["second", "first"] = Field(
-        default="first",
-        description="`second`: the verdict after the top-up stands (it passed or stayed inconclusive); `first`: the "
-        "verdict before it stands (nothing ran, or the second look would have blocked: a second look with no "
-        "α-spending may narrow the interval, never make a regression).",
+        default=None, description="What the gate decided at the second look; None when nothing ran."
     )
     message: str = Field(default="", description="What happened, in one or two plain sentences.")
+
+
+class Look(BaseModel):
+    """Which look decided the verdict and at what level (docs/gate.md §6: the looks share α, Bonferroni split)."""
+
+    model_config = ConfigDict(defer_build=True, extra="ignore")
+
+    index: int = Field(description="1: the run as it ran; 2: after the top-up.")
+    planned: int = Field(description="Looks planned before the first: 2 where the agent can run again here, else 1.")
+    alpha: float = Field(description="The false-alarm rate shared by every look (the policy's α).")
+    alpha_first: float = Field(description="The first look's level: α when one look is planned, else its share.")
+    alpha_second: float = Field(description="The second look's level: α − alpha_first (0 when one look is planned).")
+    alpha_pass: float = Field(default=0.05, description="The chance of passing a change whose true drop is δ_ni.")
+    alpha_pass_first: float = Field(
+        default=0.05, description="The first look's share of alpha_pass (0 when the first look could not pass)."
+    )
+    alpha_pass_second: float = Field(default=0.0, description="The second look's share of alpha_pass.")
+
+    @property
+    def level(self) -> float:
+        """This look's nominal level for the tests that block."""
+        return self.alpha_first if self.index == 1 else self.alpha_second
+
+    @property
+    def pass_level(self) -> float:
+        """This look's one-sided level for the bound a pass needs."""
+        return self.alpha_pass_first if self.index == 1 else self.alpha_pass_second
+
+
+class Confirmation(BaseModel):
+    """The suspect cases (every baseline repetition passed, every current one failed at the first look) re-run with
+    fresh repetitions on both sides, tested on those repetitions alone (docs/gate.md §6): a case that breaks again is
+    newly broken; a flaky one that recovers is not blamed."""
+
+    model_config = ConfigDict(defer_build=True, extra="ignore")
+
+    cases: list[str] = Field(description="The suspects, as `eval_set/case_id`.")
+    repetitions: int = Field(description="Fresh repetitions of each on each side.")
+    still_broken: list[str] = Field(
+        default_factory=list,
+        description="Suspects whose fresh baseline repetitions all passed and current ones all failed.",
+    )
+    recovered: list[str] = Field(default_factory=list, description="Suspects that passed at least once now.")
+    p_value: float = Field(description="The newly-broken count test on the fresh repetitions (exact).")
+    p_adjusted: float | None = Field(default=None, description="Adjusted across the second look's tests (Holm).")
+    significant: bool = Field(description="p_adjusted < the second look's level: blocking.")
+
+
+class AgentRuns(BaseModel):
+    """What a gated pull request cost in agent runs (filled by the caller that ran them)."""
+
+    model_config = ConfigDict(defer_build=True, extra="ignore")
+
+    current: int = Field(description="Agent runs of the run under review (cases × repetitions).")
+    base_side: int = Field(default=0, description="Agent runs on the base side, run on demand in this job.")
+    stored_baseline: int = Field(default=0, description="Baseline repetitions taken from the history (not run now).")
+    top_up_current: int = Field(default=0, description="Agent runs the top-up added on the current side.")
+    top_up_baseline: int = Field(default=0, description="Agent runs the top-up added on the base side.")
+
+    @property
+    def this_job(self) -> int:
+        """Agent runs made in this job: the run, the base side and the top-up."""
+        return self.current + self.base_side + self.top_up_current + self.top_up_baseline
+
+    @property
+    def ratio(self) -> float | None:
+        """this_job ÷ the run's own agent runs: what gating cost, in runs of the suite."""
+        return self.this_job / self.current if self.current else None
 
 
 class Verdict(BaseModel):
@@ -302,8 +440,8 @@ class Verdict(BaseModel):
     outcome: Outcome = Field(description="`pass`, `fail`, `inconclusive` or `error` (no comparison possible).")
     headline: str = Field(
         default="",
-        description='What happened, in plain words, for the first line of every report (e.g. "3 cases that '
-        'always passed now always fail: a, b, c."). Untrusted names inside: escape when rendering.',
+        description='What happened, in plain words, for the first line of every report (e.g. "3 cases passed 3 of '
+        '3, now 0 of 3: a, b, c."). Untrusted names inside: escape when rendering.',
     )
     reason: str = Field(description="One sentence with the deciding statistics.")
     current_run_id: str = Field(default="", description="The run that was judged.")
@@ -324,6 +462,11 @@ class Verdict(BaseModel):
     top_up: TopUp | None = Field(
         default=None, description="The top-up of an inconclusive verdict, when one was considered (the caller's)."
     )
+    look: Look | None = Field(default=None, description="Which look decided, at what level (docs/gate.md §6).")
+    confirmation: Confirmation | None = Field(
+        default=None, description="The confirmation of suspect cases at the second look, when they were re-run."
+    )
+    agent_runs: AgentRuns | None = Field(default=None, description="Agent runs this verdict cost (the caller's).")
 
     @property
     def passed(self) -> bool:

@@ -56,8 +56,10 @@ def render_html(
     verdict: Verdict | None = None,
     baseline: RunResult | None = None,
     title: str = "evalward report",
+    subject: str | None = None,
 ) -> str:
-    """The whole page as one string (see the module docstring)."""
+    """The whole page as one string (see the module docstring). `subject` names the run in the verdict's table
+    and the diffs (`verdict_view.subject_label` of its context by default: "this PR", "this commit")."""
     from evalward.report.templating import render
 
     # The failing cases shown first (must-pass, then failed, then errored), read from the run one at a time:
@@ -75,6 +77,7 @@ def render_html(
         verdict=verdict,
         baseline=baseline,
         title=title,
+        subject=subject or verdict_view.subject_label(run.context),
         fmt=fmt,
         c=verdict_view,
         metric_names=list(run.summary) or list(dict.fromkeys(m.name for c in run.cases for m in c.metric_results)),
@@ -222,6 +225,8 @@ def delta_plot(metric: MetricComparison, alpha: float) -> str:
 
 
 def _inconclusive_detail(metric: MetricComparison) -> str:
+    if metric.advice:
+        return verdict_view.inconclusive_text(metric)
     mde = f"minimum detectable effect {fmt.score(metric.mde)}" if metric.mde is not None else ""
     needed = f"≈{metric.n_needed:,} paired cases would detect a {metric.delta_block:g} drop" if metric.n_needed else ""
     return "; ".join(p for p in (mde, needed) if p) or "no sample-size estimate"

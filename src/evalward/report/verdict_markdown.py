@@ -4,14 +4,15 @@ Layout, by priority (docs/github.md §14, docs/gate.md §6 and §8):
 1. head, always kept: first line, the outcome mark (✅ pass / ❌ fail / ⚠️ inconclusive / 💥 error) with the
    gate's headline — what happened in plain words — then the outcome word and the gate's reason; the
    baseline (run, commit, branch, age, how it was chosen) or what having none means; the summary table
-   (metric | baseline | this PR | Δ | interval | p (test) | verdict); when the analysis was clustered,
+   (metric | baseline | this PR | Δ | interval | p (test) | verdict — "this PR" being what the view calls the
+   judged run: "this commit" for a push, "run B" for `evalward compare`); when the analysis was clustered,
    which metrics and G; blocking findings, then warnings; the case counts; the per-case tests (Fisher +
    Benjamini–Hochberg, diagnostic) or why none ran (k < 5); for inconclusive metrics the minimum
    detectable effect and the cases needed;
 2. one collapsed `<details>` section per flagged case — must-pass failures, then errors, then regressed,
    likely regressed or per-case-test regressed cases, then threshold misses — with the pass counts over
    repetitions, the per-case test when one ran, b_i → c_i per
-   gated metric, and, from the first repetition of this PR that did not pass (against the baseline's
+   gated metric, and, from the first repetition of the judged run that did not pass (against the baseline's
    first passing repetition), the first divergence, the tool-call diff with argument differences, the
    step diff, the responses and the call/token/cost/latency deltas;
 3. the arithmetic behind each metric's verdict (the gate's explanation);
@@ -48,6 +49,7 @@ from evalward.report.verdict_view import (
     CaseSection,
     ScoreChange,
     VerdictView,
+    capitalised,
     plural,
 )
 
@@ -64,15 +66,16 @@ def render_verdict_markdown(
     title: str = "evalward",
     max_chars: int = DEFAULT_MAX_CHARS,
     details_url: str | None = None,
+    subject: str | None = None,
 ) -> str:
     """The PR comment body for `verdict`, at most `max_chars` characters (see the module docstring).
 
-    `current` and `baseline` supply the evidence of flagged cases (trajectories, responses, usage).
-    Raises ValueError when `max_chars` is below `MIN_MAX_CHARS`.
+    `current` and `baseline` supply the evidence of flagged cases (trajectories, responses, usage); `subject`
+    names the judged run (`VerdictView.build`). Raises ValueError when `max_chars` is below `MIN_MAX_CHARS`.
     """
     if max_chars < MIN_MAX_CHARS:
         raise ValueError(f"max_chars must be at least {MIN_MAX_CHARS}, got {max_chars}")
-    view = VerdictView.build(current, verdict, baseline)
+    view = VerdictView.build(current, verdict, baseline, subject=subject)
     head = "\n\n".join(
         part
         for part in (
@@ -88,7 +91,7 @@ def render_verdict_markdown(
         )
         if part
     )
-    sections: list[tuple[str, str]] = [("case", _case_section(case)) for case in view.cases]
+    sections: list[tuple[str, str]] = [("case", _case_section(case, view.subject)) for case in view.cases]
     arithmetic = _arithmetic(view)
     if arithmetic:
         sections.append(("arithmetic", arithmetic))
@@ -155,6 +158,8 @@ def _baseline(view: VerdictView) -> str:
         text += "\n" + "\n".join(f"- {md_inline(note, max_len=300)}" for note in notes[:10])
     if view.top_up:
         text += f"\n\n**Top-up**: {md_inline(view.top_up, max_len=MAX_TOP_UP_CHARS)}"
+    if view.agent_runs:
+        text += f"\n\n**Agent runs**: {md_inline(view.agent_runs, max_len=300)}"
     return text
 
 
@@ -162,7 +167,7 @@ def _table(view: VerdictView) -> str:
     if not view.metrics:
         return ""
     rows = [
-        f"| metric | baseline | this PR | Δ | {view.interval_label} | p (test) | verdict |",
+        f"| metric | baseline | {view.subject} | Δ | {view.interval_label} | p (test) | verdict |",
         "| --- | ---: | ---: | ---: | :---: | --- | --- |",
     ]
     for m in view.metrics:
@@ -230,7 +235,7 @@ def _inconclusive(view: VerdictView) -> str:
 # ------------------------------------------------------------------------------- flagged cases
 
 
-def _case_section(section: CaseSection) -> str:
+def _case_section(section: CaseSection, subject: str) -> str:
     case = section.case
     before, now = section.passes_before, section.passes_now
     mark = "💥" if case.errored else "❌"
@@ -242,8 +247,8 @@ def _case_section(section: CaseSection) -> str:
         f"**Passes over repetitions**: baseline {before} → now {now}",
     ]
     if section.per_case_test is not None:
-        blocks.append(f"**Per-case test**: {section.per_case_test} (diagnostic, not gating)")
-    table = _case_scores(section.scores)
+        blocks.append(f"**Per-case test**: {section.per_case_test} (diagnostic: this test alone never fails the gate)")
+    table = _case_scores(section.scores, subject)
     if table:
         blocks.append(table)
     if case.findings:
@@ -255,7 +260,7 @@ def _case_section(section: CaseSection) -> str:
         compared_with = (
             f" against baseline repetition {fmt.ordinal(base.repetition)} ({base.status})" if base is not None else ""
         )
-        blocks.append(f"**Repetition {fmt.ordinal(cur.repetition)}** of this PR ({cur.status}){compared_with}:")
+        blocks.append(f"**Repetition {fmt.ordinal(cur.repetition)}** of {subject} ({cur.status}){compared_with}:")
         if cur.error is not None:
             where = f" in turn {fmt.ordinal(cur.error.turn)}" if cur.error.turn is not None else ""
             blocks.append(f"Error {md_code_span(cur.error.kind)}{where}:")
@@ -264,25 +269,25 @@ def _case_section(section: CaseSection) -> str:
             blocks.append("Resources: " + " · ".join(section.resources))
         turns = section.turns
         for turn in turns[: fmt.MAX_TURNS_PER_CASE]:
-            blocks.extend(_turn(turn, has_baseline=base is not None))
+            blocks.extend(_turn(turn, subject, has_baseline=base is not None))
         if len(turns) > fmt.MAX_TURNS_PER_CASE:
             blocks.append(f"*… {len(turns) - fmt.MAX_TURNS_PER_CASE} more turns with differences not shown.*")
     else:
-        blocks.append("*This PR has no result for this case.*")
+        blocks.append(f"*{capitalised(subject)} has no result for this case.*")
     blocks.append("</details>")
     return "\n\n".join(blocks)
 
 
-def _case_scores(scores: list[ScoreChange]) -> str:
+def _case_scores(scores: list[ScoreChange], subject: str) -> str:
     if not scores:
         return ""
-    rows = ["| gated metric | baseline b_i | this PR c_i | c_i − b_i |", "| --- | ---: | ---: | ---: |"]
+    rows = [f"| gated metric | baseline b_i | {subject} c_i | c_i − b_i |", "| --- | ---: | ---: | ---: |"]
     for s in scores:
         rows.append(f"| {md_inline(s.metric, max_len=80)} | {s.baseline} | {s.current} | {s.change} |")
     return "\n".join(rows)
 
 
-def _divergence(turn: TurnEvidence) -> str | None:
+def _divergence(turn: TurnEvidence, subject: str) -> str | None:
     found = turn.divergence()
     if found is None:
         return None
@@ -291,14 +296,15 @@ def _divergence(turn: TurnEvidence) -> str | None:
     if d.reference is not None and d.actual is not None:
         return (
             where
-            + f"{reference} {md_code_span(d.reference, max_len=300)}, this PR {md_code_span(d.actual, max_len=300)}"
+            + f"{reference} {md_code_span(d.reference, max_len=300)}, {subject} "
+            + md_code_span(d.actual, max_len=300)
         )
     if d.reference is not None:
-        return where + f"this PR skipped {md_code_span(d.reference, max_len=300)}"
-    return where + f"this PR added {md_code_span(d.actual or '', max_len=300)}"
+        return where + f"{subject} skipped {md_code_span(d.reference, max_len=300)}"
+    return where + f"{subject} added {md_code_span(d.actual or '', max_len=300)}"
 
 
-def _turn(turn: TurnEvidence, *, has_baseline: bool) -> list[str]:
+def _turn(turn: TurnEvidence, subject: str, *, has_baseline: bool) -> list[str]:
     blocks = [
         f"**Turn {fmt.ordinal(turn.turn)} of {turn.turn_count}** — query: "
         f"{md_inline(turn.query, max_len=fmt.MAX_QUERY_CHARS)}"
@@ -309,14 +315,14 @@ def _turn(turn: TurnEvidence, *, has_baseline: bool) -> list[str]:
             for m in turn.failing
         )
         blocks.append(f"Failing: {failing}")
-    divergence = _divergence(turn)
+    divergence = _divergence(turn, subject)
     if divergence:
         blocks.append(divergence)
     if turn.baseline_as_expected and (turn.vs_expected or turn.steps_vs_expected):
         blocks.append("The baseline made the expected calls and steps.")
     for diff, unit, reference in turn.diffs():
         what = "Tool calls" if unit == "call" else "Steps"
-        blocks.append(f"{what} vs {reference} (`-` {reference}, `+` this PR):")
+        blocks.append(f"{what} vs {reference} (`-` {reference}, `+` {subject}):")
         blocks.append(md_code_block("\n".join(diff_lines(diff, unit, reference)), "diff"))
         if diff.arg_diffs:
             items = [
@@ -324,7 +330,7 @@ def _turn(turn: TurnEvidence, *, has_baseline: bool) -> list[str]:
                 f"{md_code_span(a.describe(), max_len=300)}"
                 for a in diff.arg_diffs[: fmt.MAX_DIFF_LINES]
             ]
-            blocks.append(f"Argument differences ({reference} → this PR):\n\n" + "\n".join(items))
+            blocks.append(f"Argument differences ({reference} → {subject}):\n\n" + "\n".join(items))
     if turn.agent_error:
         blocks.append("The agent reported an error:")
         blocks.append(md_code_block(turn.agent_error, "text", max_len=fmt.MAX_ERROR_CHARS))
@@ -338,7 +344,7 @@ def _turn(turn: TurnEvidence, *, has_baseline: bool) -> list[str]:
         blocks.append(md_code_block(turn.baseline_response, "text", max_len=fmt.MAX_RESPONSE_CHARS))
     if turn.current_response is not None:
         same = " (same as the baseline's)" if has_baseline and turn.baseline_response is None else ""
-        blocks.append(f"This PR's response{same}:")
+        blocks.append(f"{capitalised(subject)}'s response{same}:")
         blocks.append(md_code_block(turn.current_response, "text", max_len=fmt.MAX_RESPONSE_CHARS))
     return blocks
 

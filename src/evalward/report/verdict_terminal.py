@@ -31,13 +31,20 @@ from evalward.report.verdict_view import (
 )
 
 
-def print_verdict(current: RunResult, verdict: Verdict, console: Console, *, baseline: RunResult | None = None) -> None:
+def print_verdict(
+    current: RunResult,
+    verdict: Verdict,
+    console: Console,
+    *,
+    baseline: RunResult | None = None,
+    subject: str | None = None,
+) -> None:
     """The verdict on the terminal: the markdown's content, as rich Text and a Table.
 
     Untrusted text is printed markup-free through `escape.workflow_command_safe`; names and messages on
-    one line each, so they cannot forge report lines.
+    one line each, so they cannot forge report lines. `subject` names the judged run (`VerdictView.build`).
     """
-    view = VerdictView.build(current, verdict, baseline)
+    view = VerdictView.build(current, verdict, baseline, subject=subject)
 
     def out(*parts: Text | Table) -> None:
         for part in parts:
@@ -87,7 +94,7 @@ def print_verdict(current: RunResult, verdict: Verdict, console: Console, *, bas
     if view.cases:
         out(Text("Flagged cases:", style="bold"))
     for section in view.cases:
-        for line in _case(section):
+        for line in _case(section, view.subject):
             out(line)
     for title, labels in view.other_lists:
         line = Text(f"{title} ({len(labels)}): ", style="bold")
@@ -127,6 +134,8 @@ def _baseline(view: VerdictView) -> Text:
         line.append("\n  - ").append_text(safe_label(note, 300))
     if view.top_up:
         line.append("\nTop-up: ").append_text(safe_label(view.top_up, MAX_TOP_UP_CHARS))
+    if view.agent_runs:
+        line.append("\nAgent runs: ").append_text(safe_label(view.agent_runs, 300))
     return line
 
 
@@ -135,7 +144,7 @@ def _table(view: VerdictView) -> Table:
     for header, justify in (
         ("metric", "left"),
         ("baseline", "right"),
-        ("this PR", "right"),
+        (view.subject, "right"),
         ("Δ", "right"),
         (view.interval_label, "center"),
         ("p (test)", "left"),
@@ -160,7 +169,7 @@ def _table(view: VerdictView) -> Table:
     return table
 
 
-def _case(section: CaseSection) -> list[Text]:
+def _case(section: CaseSection, subject: str) -> list[Text]:
     case = section.case
     head = Text("  ✗ ", style="red").append_text(safe_label(case.label))
     head.append("  ").append_text(safe_label("; ".join(case.reasons), 200))
@@ -202,7 +211,7 @@ def _case(section: CaseSection) -> list[Text]:
         for name, response in (
             ("expected response", turn.expected_response),
             ("baseline response", turn.baseline_response),
-            ("this PR's response", turn.current_response),
+            (f"{subject}'s response", turn.current_response),
             ("agent error", turn.agent_error),
         ):
             if response is not None:

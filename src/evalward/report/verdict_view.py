@@ -1,14 +1,16 @@
-"""The gate's verdict (this PR's run against its baseline) as the data its reports show, computed once.
+"""The gate's verdict (the judged run against its baseline) as the data its reports show, computed once.
 
-`VerdictView.build` reads a `Verdict` and the two runs and returns what every rendering of it needs: the
+`VerdictView.build` reads a `Verdict` and the two runs and returns what every rendering of it needs: what the
+judged run is called (`subject_label`: "this PR", "this commit", or "run B" for `evalward compare`), the
 baseline's facts, the metric rows as plain text, the clustered analysis, the findings by severity, the
 per-case tests, what inconclusive metrics would need, the flagged cases with their evidence (docs/gate.md §6
 and §8), the other cases and findings, and the run ids to reproduce it. `verdict_markdown.py` (the PR comment
 and job summary) and `verdict_terminal.py` render it; the HTML page's template uses the text functions here.
 
 Numbers and labels are plain text in the formats below, so every rendering agrees. The interval column is
-labelled from `verdict.alpha`: the gate's [L, U] are one-sided bounds at 1 − α each, so together they are a
-two-sided 1 − 2α interval (`90% interval` at α = 0.05).
+labelled from the look's share of α_pass (`bounds_alpha`): the gate's [L, U] are one-sided bounds at 1 − α_pass
+each, so together they are a two-sided 1 − 2α_pass interval (`90% interval` at α_pass = 0.05). What the second
+look ran and what gating cost are `report.second_look`'s.
 
 Nothing here escapes: untrusted strings (case ids, metric names, messages that quote them, agent output) are
 kept raw, and each renderer escapes them for its medium through `escape.py`.
@@ -19,10 +21,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from math import comb
 
-from evalward.model import CaseResult, RunResult
+from evalward.model import CaseResult, RunContext, RunResult
 from evalward.model.verdict import CaseDiagnostic, Finding, MetricComparison, Outcome, PerCaseTests, Verdict
 from evalward.report import formatting as fmt
 from evalward.report.case_evidence import TurnEvidence, case_results, pick_repetitions, resource_deltas, turn_evidence
+from evalward.report.second_look import agent_runs_text, top_up_text
 
 DELTA_FORMAT = "{:+.3f}"
 """Δ̂ and per-case differences: signed, three decimals (`-0.167`)."""
@@ -61,11 +64,39 @@ NO_BASELINE_TEXT = (
     "(errors, thresholds, must-pass cases) ran and no metric could be shown to regress or to hold"
 )
 
+COMPARED_RUN_LABEL = "run B"
+"""What `evalward compare A B` calls its second run, the one compared with A."""
+
 # Why a case gets a section, most urgent first (its rank is the smallest reason it has).
 _RANK_MUST_PASS, _RANK_ERROR, _RANK_REGRESSED, _RANK_THRESHOLD = range(4)
 
 
 # ------------------------------------------------------------------------------------------ numbers
+
+
+def subject_label(context: RunContext) -> str:
+    """What every report calls the judged run, from where it ran: "this PR" for a pull request's run, "this
+    commit" for any other run of a commit (a push to the base branch, a merge queue, a scheduled run), "this run"
+    when it names no commit. `evalward compare` says `COMPARED_RUN_LABEL` instead."""
+    if context.pr_number is not None:
+        return "this PR"
+    if context.commit:
+        return "this commit"
+    return "this run"
+
+
+def capitalised(label: str) -> str:
+    """`This PR` for `this PR`, `Run B` for `run B`: a label that starts a sentence."""
+    return label[:1].upper() + label[1:]
+
+
+def bounds_alpha(verdict: Verdict) -> float:
+    """The one-sided level of the verdict's [L, U]: its look's share of α_pass (α_pass itself when that look could
+    not pass, docs/gate.md §6); a verdict that records no look: its α."""
+    look = verdict.look
+    if look is None:
+        return verdict.alpha
+    return look.pass_level or look.alpha_pass
 
 
 def interval_label(alpha: float) -> str:
@@ -158,14 +189,14 @@ def per_case_flagged(verdict: Verdict) -> list[CaseDiagnostic]:
     return sorted(flagged, key=lambda d: d.fisher_q if d.fisher_q is not None else 1.0)
 
 
-def per_case_heading(tests: PerCaseTests) -> str:
-    """What the per-case tests are, or why none ran (plain text)."""
+def per_case_heading(tests: PerCaseTests, subject: str) -> str:
+    """What the per-case tests are, or why none ran (plain text); `subject` names the judged run."""
     if tests.tested == 0:
         kb, kc = tests.k_baseline, tests.k_current
         best = comb(kb + kc, kb)
         return (
             f"not run: a case needs k ≥ {tests.min_runs} runs on both sides to be tested on its own (here k = "
-            f"{kb}/{kc}, baseline/this PR; even {kb}/{kb} → 0/{kc} passes only reaches one-sided Fisher "
+            f"{kb}/{kc}, baseline/{subject}; even {kb}/{kb} → 0/{kc} passes only reaches one-sided Fisher "
             f"p = 1/C({kb + kc},{kb}) = {P_FORMAT.format(1 / best)})"
         )
     untested = (
@@ -191,7 +222,11 @@ def per_case_numbers(d: CaseDiagnostic) -> str:
 
 
 def inconclusive_text(m: MetricComparison) -> str:
-    """What an inconclusive metric would need (plain text; the metric name is put in by the caller)."""
+    """What an inconclusive metric would need (plain text; the metric name is put in by the caller): the gate's own
+    advice, in the frame it used; older verdicts carry only the sample-size figures."""
+    if m.advice:
+        mde = f"this run can only detect drops of about {fmt.score(m.mde)} or more; " if m.mde is not None else ""
+        return mde + m.advice
     parts = []
     if m.mde is not None:
         parts.append(f"this run can only detect drops of about {fmt.score(m.mde)} or more (minimum detectable effect)")
@@ -270,7 +305,8 @@ def flagged_cases(verdict: Verdict) -> list[FlaggedCase]:
         elif finding.kind == "error":
             flag(set_id, finding.case_id, _RANK_ERROR, "errored")
         elif finding.kind == "threshold":
-            flag(set_id, finding.case_id, _RANK_THRESHOLD, f"below threshold on {finding.metric or 'a metric'}")
+            reason = f"below threshold on {finding.metric}" if finding.metric else "no metric could pass it"
+            flag(set_id, finding.case_id, _RANK_THRESHOLD, reason)
     for diagnostic in verdict.cases:
         if diagnostic.label == "regressed":
             flag(diagnostic.eval_set_id, diagnostic.case_id, _RANK_REGRESSED, "regressed")
@@ -289,15 +325,19 @@ def flagged_cases(verdict: Verdict) -> list[FlaggedCase]:
 
 
 def _other_lists(verdict: Verdict, shown: set[tuple[str, str]]) -> list[tuple[str, list[str]]]:
-    """(heading, [set/case labels]) for the cases outside the flagged sections."""
+    """(heading, [set/case labels]) for the improved and flaky cases outside the flagged sections, and for every
+    case the counts line counts: quarantined, added, removed and changed cases are listed whole, sectioned or not,
+    so a list never disagrees with its count. Without a baseline no case is added (the gate labels every case
+    `new`, and `counts.added` is 0): none is listed as added."""
     by_label: dict[str, list[str]] = {}
     for d in verdict.cases:
-        if (d.eval_set_id, d.case_id) in shown:
-            continue
         label = f"{d.eval_set_id}/{d.case_id}"
         if d.quarantined:
             by_label.setdefault("quarantined", []).append(label)
-        if d.label in ("improved", "flaky", "new", "removed", "changed"):
+        if d.label == "new" and not verdict.counts.added:
+            continue
+        counted = d.label in ("new", "removed", "changed")
+        if counted or (d.label in ("improved", "flaky") and (d.eval_set_id, d.case_id) not in shown):
             by_label.setdefault(d.label, []).append(label)
     headings = [
         ("improved", "Improved"),
@@ -308,6 +348,14 @@ def _other_lists(verdict: Verdict, shown: set[tuple[str, str]]) -> list[tuple[st
         ("changed", "Changed content (not compared)"),
     ]
     return [(title, by_label[key]) for key, title in headings if by_label.get(key)]
+
+
+def case_label_text(diagnostic: CaseDiagnostic, verdict: Verdict) -> str:
+    """The case's label as the reports print it: the gate's label, except a case only in this run when there was
+    no baseline to add it to (`counts.added` is 0), which is just not compared."""
+    if diagnostic.label == "new" and not verdict.counts.added:
+        return "not compared (no baseline)"
+    return diagnostic.label
 
 
 _LISTED_KINDS = frozenset({"added_case", "removed_case", "changed_case", "flaky", "quarantined"})
@@ -338,24 +386,8 @@ class BaselineFacts:
     chosen_by: str
 
 
-MAX_TOP_UP_CASES = 10
-"""Cases the top-up line names before `and N more`."""
 MAX_TOP_UP_CHARS = 1_500
 """The top-up line, case names included, before it is cut."""
-
-
-def top_up_text(verdict: Verdict) -> str | None:
-    """The top-up of an inconclusive verdict in plain words, with the cases it ran again; None when none was
-    considered (docs/gate.md §6)."""
-    top_up = verdict.top_up
-    if top_up is None:
-        return None
-    text = top_up.message
-    if top_up.cases:
-        names = ", ".join(top_up.cases[:MAX_TOP_UP_CASES])
-        more = len(top_up.cases) - MAX_TOP_UP_CASES
-        text += f" Cases run again: {names}" + (f" and {more} more." if more > 0 else ".")
-    return text
 
 
 def baseline_facts(verdict: Verdict, baseline: RunResult | None) -> BaselineFacts | None:
@@ -389,7 +421,7 @@ class MetricRow:
 
 @dataclass(frozen=True)
 class ScoreChange:
-    """One gated metric of a flagged case: baseline b_i, this PR's c_i and c_i − b_i, as plain text."""
+    """One gated metric of a flagged case: baseline b_i, the judged run's c_i and c_i − b_i, as plain text."""
 
     metric: str
     baseline: str
@@ -400,7 +432,7 @@ class ScoreChange:
 @dataclass(frozen=True)
 class CaseSection:
     """What a flagged case's section shows: the pass counts over repetitions, the per-case test when one
-    ran, b_i → c_i per gated metric, and the evidence of this PR's first repetition that did not pass
+    ran, b_i → c_i per gated metric, and the evidence of the judged run's first repetition that did not pass
     (against the baseline's first passing one): its resources against the baseline's and the turns that
     differ."""
 
@@ -411,7 +443,7 @@ class CaseSection:
     """`one-sided Fisher exact p = …, Benjamini–Hochberg q = … → <outcome>`, when the test ran."""
     scores: list[ScoreChange]
     repetition: CaseResult | None
-    """None when this PR has no result for the case."""
+    """None when the judged run has no result for the case."""
     baseline_repetition: CaseResult | None
     resources: list[str]
     turns: list[TurnEvidence]
@@ -448,10 +480,14 @@ class VerdictView:
 
     verdict: Verdict
     """For the fields shown as they are: outcome, headline, reason, counts, seed, α, policy digest."""
+    subject: str
+    """What the judged run is called in column headers and sentences (`subject_label`): "this PR"."""
     baseline: BaselineFacts | None
     baseline_notes: list[str]
     top_up: str | None
-    """`top_up_text`: what the top-up of an inconclusive verdict ran and changed."""
+    """`top_up_text`: what the top-up ran and the second look decided."""
+    agent_runs: str | None
+    """`agent_runs_text`: what gating cost in agent runs."""
     interval_label: str
     metrics: list[MetricRow]
     clustered: list[tuple[str, str]]
@@ -477,18 +513,23 @@ class VerdictView:
     baseline_run_id: str | None
 
     @classmethod
-    def build(cls, current: RunResult, verdict: Verdict, baseline: RunResult | None = None) -> VerdictView:
+    def build(
+        cls, current: RunResult, verdict: Verdict, baseline: RunResult | None = None, *, subject: str | None = None
+    ) -> VerdictView:
         """The view of `verdict`; `current` and `baseline` supply the evidence of flagged cases (trajectories,
-        responses, usage)."""
+        responses, usage). `subject` names the judged run; by default `subject_label` of its context."""
         flagged = flagged_cases(verdict)
         shown = {(c.eval_set_id, c.case_id) for c in flagged}
         tests = verdict.per_case_tests
+        label = subject or subject_label(current.context)
         return cls(
             verdict=verdict,
+            subject=label,
             baseline=baseline_facts(verdict, baseline),
             baseline_notes=verdict.baseline.notes if verdict.baseline is not None else [],
             top_up=top_up_text(verdict),
-            interval_label=interval_label(verdict.alpha),
+            interval_label=interval_label(bounds_alpha(verdict)),
+            agent_runs=agent_runs_text(verdict),
             metrics=[
                 MetricRow(
                     comparison=m,
@@ -505,7 +546,7 @@ class VerdictView:
             clustered=[(m.metric, cluster_facts(m)) for m in clustered_metrics(verdict)],
             blocking=[f for f in verdict.findings if f.severity == "blocking"],
             warnings=[f for f in verdict.findings if f.severity == "warning"],
-            per_case_heading=per_case_heading(tests) if tests is not None else None,
+            per_case_heading=per_case_heading(tests, label) if tests is not None else None,
             per_case_regressions=[
                 (f"{d.eval_set_id}/{d.case_id}", per_case_numbers(d)) for d in per_case_flagged(verdict)
             ]
