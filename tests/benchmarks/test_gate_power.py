@@ -1,5 +1,6 @@
-"""The gate-power benchmark, reduced, with fixed seeds: the default policy's behaviour in the situations of
-issue #11 cannot silently drift. (The full table: `python benchmarks/gate_power.py`.)"""
+"""The gate-power benchmark, reduced, with fixed seeds: the default policy's two looks in the situations of the gate
+issue (#29) cannot silently drift. (The full table, with ≥ 1,000 trials where the goal is ≤ 1%:
+`python benchmarks/gate_power.py`.)"""
 
 from __future__ import annotations
 
@@ -16,28 +17,42 @@ def power(load_benchmark: Callable[[str], ModuleType]) -> ModuleType:
     return load_benchmark("gate_power")
 
 
-def rates(power: ModuleType, name: str) -> dict[str, float]:
+def measured(power: ModuleType, name: str, trials: int = TRIALS) -> object:
     [scenario] = [s for s in power.SCENARIOS if s.name == name]
-    tally = power.measure(scenario, TRIALS, seed=11)
-    return {outcome: tally.rate(outcome) for outcome in ("fail", "inconclusive", "pass", "error")}
+    return power.measure(scenario, trials, seed=11)
 
 
-@pytest.mark.parametrize(
-    ("name", "most_fails"),
-    [("flaky-few", 0.1), ("null-100x3", 0.1), ("timeouts-500x5", 0.1), ("new-target", 0.1), ("added-file", 0.1)],
-)
-def test_unchanged_agents_are_not_failed(power: ModuleType, name: str, most_fails: float) -> None:
-    found = rates(power, name)
-    assert found["fail"] <= most_fails, found
-    assert found["error"] == 0.0, found  # a changed target or an added file always has a baseline
+def test_three_broken_cases_of_eight_fail_every_time(power: ModuleType) -> None:
+    tally = measured(power, "8-broken-3")
+    assert tally.rate("fail") == 1.0  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize(("name", "least_fails"), [("five-broken", 0.95), ("errors-hide", 0.95), ("drop10-100x3", 0.8)])
-def test_regressions_are_caught(power: ModuleType, name: str, least_fails: float) -> None:
-    found = rates(power, name)
-    assert found["fail"] >= least_fails, found
+def test_an_unchanged_stable_suite_passes_at_four_runs_of_the_suite(power: ModuleType) -> None:
+    tally = measured(power, "20x1-stable")
+    # the run and the base side (2×), then 2 more repetitions on the current side only (2×): ZF(60) ≤ 0.05
+    assert tally.rate("pass") == 1.0 and tally.runs_per_pr == pytest.approx(4.0)  # type: ignore[attr-defined]
 
 
-def test_small_runs_and_few_clusters_do_not_claim_a_pass(power: ModuleType) -> None:
-    assert rates(power, "drop10-20x1")["pass"] <= 0.15  # was 27% when Δ̂ ≥ 0 alone passed
-    assert rates(power, "clusters-3")["pass"] == 0.0
+@pytest.mark.parametrize(("name", "least"), [("20x1-broken-3", 0.9), ("five-broken", 0.95), ("drop10-100x3", 0.8)])
+def test_regressions_are_caught(power: ModuleType, name: str, least: float) -> None:
+    tally = measured(power, name)
+    assert tally.rate("fail") >= least, tally.outcomes  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("name", ["flaky-few", "null-100x3", "timeouts-500x5", "new-target", "added-file"])
+def test_unchanged_agents_are_not_failed(power: ModuleType, name: str) -> None:
+    # At most one false fail in these 40 seeded trials (the full benchmark measures ≤ 1% with ≥ 1,000 trials).
+    tally = measured(power, name, trials=20 if name == "timeouts-500x5" else TRIALS)
+    assert tally.rate("fail") <= 1 / TRIALS, tally.outcomes  # type: ignore[attr-defined]
+    assert tally.rate("error") == 0.0  # type: ignore[attr-defined]  # a changed target or an added file has a baseline
+
+
+def test_the_flaky_suite_mostly_passes_within_its_budget(power: ModuleType) -> None:
+    tally = measured(power, "flaky-few")
+    assert tally.rate("pass") >= 0.9 and tally.runs_per_pr <= 2.3  # type: ignore[attr-defined]
+
+
+def test_a_drop_at_the_margin_or_beyond_rarely_passes(power: ModuleType) -> None:
+    assert measured(power, "margin-20x1").rate("pass") <= 0.1  # type: ignore[attr-defined]
+    assert measured(power, "drop10-20x1").rate("pass") <= 0.1  # type: ignore[attr-defined]
+    assert measured(power, "clusters-3").rate("fail") == 0.0  # type: ignore[attr-defined]
