@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from statistics import NormalDist
 
 from evalward.gate.context import CaseKey, single_look, sub_seed
-from evalward.gate.findings import case_name
+from evalward.gate.findings import case_name, plural
 from evalward.gate.policy import GatePolicy
 from evalward.gate.suite import projected_bound, zero_failure_bound
 from evalward.model import CaseResult, RunResult
@@ -348,10 +348,6 @@ class SecondLookInputs:
         return {m.metric: m.p_value for m in self.first.metrics if m.gated and m.p_value is not None}
 
 
-def names(keys: Sequence[CaseKey]) -> list[str]:
-    return [case_name(key) for key in keys]
-
-
 def next_repetition(run: RunResult, cases: Sequence[CaseKey]) -> int:
     """The first repetition number none of `cases` has used in `run` (a top-up numbers its runs from here, so an
     agent seeded by the repetition draws anew)."""
@@ -429,10 +425,10 @@ def decide_second_look(
         second=inputs,
     )
     record = TopUp(
-        cases=names(plan.cases) if ran.even_current else [],
+        cases=[case_name(key) for key in plan.cases] if ran.even_current else [],
         extra_repetitions=plan.extra_repetitions if ran.even_current else 0,
         head_only=bool(ran.even_current) and not ran.even_baseline,
-        confirmed_cases=names(plan.suspects) if confirmed else [],
+        confirmed_cases=[case_name(key) for key in plan.suspects] if confirmed else [],
         confirm_repetitions=plan.confirm_repetitions if confirmed else 0,
         current_runs=ran.current_runs,
         baseline_runs=ran.baseline_runs,
@@ -493,21 +489,21 @@ def what_ran(plan: TopUpPlan, ran: TopUpResults) -> str:
     parts: list[str] = []
     if ran.confirm_current:
         parts.append(
-            f"{_count(len(plan.suspects), 'suspect case')} re-run {plan.confirm_repetitions} times on each side"
+            f"{plural(len(plan.suspects), 'suspect case')} re-run {plan.confirm_repetitions} times on each side"
         )
     if ran.even_current:
         where = "on each side" if ran.even_baseline else "on this side only"
         times = "time" if plan.extra_repetitions == 1 else "times"
-        parts.append(f"{_count(len(plan.cases), 'case')} {plan.extra_repetitions} more {times} {where}")
+        parts.append(f"{plural(len(plan.cases), 'case')} {plan.extra_repetitions} more {times} {where}")
     total = ran.current_runs + ran.baseline_runs
-    return "; ".join(parts) + f" ({_count(total, 'agent run')})"
+    return "; ".join(parts) + f" ({plural(total, 'agent run')})"
 
 
 def top_up_message(first: Verdict, second_verdict: Verdict, plan: TopUpPlan, ran: TopUpResults) -> str:
     """One or two plain sentences: why the second look happened, what ran, what it decided."""
     why = []
     if plan.suspects:
-        why.append(f"{_count(len(plan.suspects), 'case')} looked newly broken")
+        why.append(f"{plural(len(plan.suspects), 'case')} looked newly broken")
     if plan.extra_repetitions:
         why.append("the first look could neither block nor show non-inferiority")
     level = second_verdict.look.alpha_second if second_verdict.look is not None else 0.0
@@ -515,7 +511,3 @@ def top_up_message(first: Verdict, second_verdict: Verdict, plan: TopUpPlan, ran
         f"At the first look {' and '.join(why) or 'the verdict was open'}; the top-up ran {what_ran(plan, ran)} and "
         f"the second look, at level {level:.4g} of α = {first.alpha:g}, decided: {second_verdict.outcome}."
     )
-
-
-def _count(count: int, word: str) -> str:
-    return f"{count} {word}{'' if count == 1 else 's'}"
