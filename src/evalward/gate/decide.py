@@ -305,14 +305,7 @@ def _compare_metrics(ctx: GateContext, compared: Sequence[CaseKey]) -> _MetricsS
     for name in names:
         record = records.get(name) if name in gated else None
         judged = (
-            JudgedTest(
-                p_value=record.p_value,
-                p_adjusted=shares.p_adjusted.get(name),
-                family_size=shares.size,
-                p_first=record.p_first,
-                p_top_up=record.p_top_up,
-                retested=record.retested,
-            )
+            replace(record, p_adjusted=shares.p_adjusted.get(name), family_size=shares.size)
             if record is not None
             else None
         )
@@ -346,29 +339,19 @@ def _compare_metrics(ctx: GateContext, compared: Sequence[CaseKey]) -> _MetricsS
     )
 
 
-@dataclass(frozen=True)
-class _TestRecord:
-    """One α-sharing test's p-value of record at this look."""
-
-    p_value: float
-    p_first: float | None = None
-    p_top_up: float | None = None
-    retested: bool = True
-
-
 def _test_records(
     ctx: GateContext,
     compared: Sequence[CaseKey],
     gated: Sequence[str],
     tests: Mapping[str, OneSidedTest],
     errors: ErrorRates | None,
-) -> dict[str, _TestRecord]:
+) -> dict[str, JudgedTest]:
     """Each gated metric's (and the error rate's) p-value of record: the test's own at a first look; at a second,
     the inverse-normal combination of the first look's p₁ with the same test on the top-up's own repetitions p₂
     (`gate.sequential`), or p₁ alone, not tested again, when the top-up did not run on both sides."""
-    records: dict[str, _TestRecord] = {name: _TestRecord(tests[name].p_value) for name in gated if name in tests}
+    records: dict[str, JudgedTest] = {name: JudgedTest(tests[name].p_value) for name in gated if name in tests}
     if errors is not None:
-        records[ERROR_RATE_METRIC] = _TestRecord(errors.result.p_value)
+        records[ERROR_RATE_METRIC] = JudgedTest(errors.result.p_value)
     second = ctx.second
     if second is None:
         return records
@@ -399,9 +382,9 @@ def _test_records(
                 fresh_paired = pair_metric(fresh_ctx, fresh_keys, name, direction(ctx, name))
                 p2 = one_sided_test(fresh_ctx, name, fresh_paired).p_value if fresh_paired.keys else None
         if p2 is None:
-            records[name] = _TestRecord(p1 if p1 is not None else records[name].p_value, p_first=p1, retested=False)
+            records[name] = JudgedTest(p1 if p1 is not None else records[name].p_value, p_first=p1, retested=False)
         elif p1 is None:
-            records[name] = _TestRecord(p2, p_top_up=p2)
+            records[name] = JudgedTest(p2, p_top_up=p2)
         else:
-            records[name] = _TestRecord(combine_p(p1, p2, second.weight_first), p_first=p1, p_top_up=p2)
+            records[name] = JudgedTest(combine_p(p1, p2, second.weight_first), p_first=p1, p_top_up=p2)
     return records

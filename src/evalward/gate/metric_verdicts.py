@@ -52,9 +52,10 @@ class JudgedTest:
     p_value: float
     """The p-value of record: the test's at the first look; at the second, the combination of the first look's and
     the top-up's (or the first look's alone when the top-up did not test it again)."""
-    p_adjusted: float | None
-    """Adjusted across the tests that share the look's level (None when the metric is not one of them)."""
-    family_size: int
+    p_adjusted: float | None = None
+    """Adjusted across the tests that share the look's level (None until the family is formed, or when the test is
+    not one of its members)."""
+    family_size: int = 0
     p_first: float | None = None
     p_top_up: float | None = None
     retested: bool = True
