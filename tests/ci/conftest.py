@@ -152,6 +152,22 @@ def push_payload() -> dict[str, Any]:
     return payload
 
 
+def fork_workflow_run_payload() -> dict[str, Any]:
+    """The `workflow_run.completed` event of the evals run on the fork's pull request (its `pull_requests` list is
+    empty for forks, so the poster finds the PR by its head SHA)."""
+    return {
+        "action": "completed",
+        "workflow_run": {
+            "id": 9001,
+            "head_sha": PR_HEAD,
+            "event": "pull_request",
+            "pull_requests": [],
+            "head_repository": {"full_name": "forker/Hello-World"},
+        },
+        "repository": {"full_name": REPO},
+    }
+
+
 MERGE_SHA = "f" * 40
 """GITHUB_SHA on pull_request events: the test merge commit, which must never get the status."""
 

@@ -28,6 +28,7 @@ from .conftest import (
     REPO,
     Workspace,
     eval_set,
+    fork_workflow_run_payload,
     outputs,
     pull_request_payload,
     push_payload,
@@ -237,17 +238,7 @@ def test_fork_with_a_read_only_token_degrades_and_the_artifact_posts_later(works
     # The workflow_run workflow: a write token, the artifact, no checkout. It cross-checks the head SHA.
     workspace.fake.read_only = False
     workspace.fake.add_pull(REPO, PR_NUMBER, head_sha=PR_HEAD, base_sha=PR_BASE, head_repo="forker/Hello-World")
-    run_event = {
-        "action": "completed",
-        "workflow_run": {
-            "id": 9001,
-            "head_sha": PR_HEAD,
-            "event": "pull_request",
-            "pull_requests": [],  # empty for forks
-            "head_repository": {"full_name": "forker/Hello-World"},
-        },
-        "repository": {"full_name": REPO},
-    }
+    run_event = fork_workflow_run_payload()
     report_env = workspace.env("workflow_run", run_event)
     out = io.StringIO()
     posted = report_from_artifact(artifact, env=report_env, out=out, client_factory=workspace.client_factory)

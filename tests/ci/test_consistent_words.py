@@ -19,6 +19,7 @@ from .conftest import (
     PR_NUMBER,
     REPO,
     Workspace,
+    fork_workflow_run_payload,
     outputs,
     pull_request_payload,
     push_payload,
@@ -100,17 +101,7 @@ def test_passed_agrees_with_the_exit_code(workspace: Workspace) -> None:
 
     # The artifact posted later says the same: its `fail-on` did not block the step.
     workspace.fake.add_pull(REPO, PR_NUMBER, head_sha=PR_HEAD, base_sha=PR_BASE, head_repo="forker/Hello-World")
-    run_event = {
-        "action": "completed",
-        "workflow_run": {
-            "id": 9001,
-            "head_sha": PR_HEAD,
-            "event": "pull_request",
-            "pull_requests": [],
-            "head_repository": {"full_name": "forker/Hello-World"},
-        },
-        "repository": {"full_name": REPO},
-    }
+    run_event = fork_workflow_run_payload()
     report_env = workspace.env("workflow_run", run_event)
     out = io.StringIO()
     posted = report_from_artifact(
