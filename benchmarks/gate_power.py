@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import random
 import tempfile
 import time
@@ -416,7 +417,12 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", help="scenario names to run")
     args = parser.parse_args()
     chosen = [s for s in SCENARIOS if not args.only or s.name in args.only]
-    print(f"default policy (GatePolicy()), {args.trials} trials per scenario (× weight), seed {args.seed}\n")
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    bytecode = "not written (PYTHONDONTWRITEBYTECODE set)" if os.environ.get("PYTHONDONTWRITEBYTECODE") else "cached"
+    print(
+        f"default policy (GatePolicy()), {args.trials} trials per scenario (× weight), seed {args.seed}; a seeded "
+        f"simulation, so the figures do not depend on the machine (load average {load}; bytecode {bytecode})\n"
+    )
     print(
         "| scenario | situation | trials | fail | inconclusive | pass | error | fail rate 95% CI | second look "
         "| agent runs per PR | goal | met |"

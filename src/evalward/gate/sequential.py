@@ -141,8 +141,6 @@ class TopUpPlan:
     extra_repetitions: int
     head_only: bool
     """The even repetitions run on the current side only."""
-    base_side: bool
-    """The base side can run here."""
     weight_first: float
     """w₁ of the combination test."""
 
@@ -248,7 +246,6 @@ def plan_top_up(
         cases=cases,
         extra_repetitions=extra,
         head_only=head_only,
-        base_side=base_side,
         weight_first=first_look_weight(current_k, settings.max_repetitions),
     )
     if budget is None or plan.agent_runs <= budget:
@@ -306,7 +303,6 @@ def _within(plan: TopUpPlan, budget: int) -> tuple[TopUpPlan | None, str]:
             cases=tuple(cases),
             extra_repetitions=extra,
             head_only=plan.head_only,
-            base_side=plan.base_side,
             weight_first=plan.weight_first,
         ),
         "",

@@ -124,7 +124,6 @@ def suite_bound(cases: Sequence[CaseScores], alpha_pass: float) -> SuiteBound:
         if flips and case.flip_rate is not None:
             s2 = max(s2, case.flip_rate / 2)
         variance_sum += s2 * (1 / len(case.baseline) + 1 / len(case.current))
-    parts = (varied > 0) + (top_cases > 0) + (low_cases > 0) + (low_cases > 0 and low_can_drop)
     a = alpha_pass
     spread = z_quantile(1 - a) * math.sqrt(variance_sum) / n if varied else 0.0
     top = top_cases / n * zero_failure_bound(top_runs, a) if top_cases else 0.0
@@ -136,7 +135,6 @@ def suite_bound(cases: Sequence[CaseScores], alpha_pass: float) -> SuiteBound:
         drop=drop,
         upper=drop + _combine(spread, top, low),
         alpha_pass=alpha_pass,
-        parts=parts,
         varied_cases=varied,
         variance_sum=variance_sum,
         spread=spread,

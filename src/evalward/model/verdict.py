@@ -98,7 +98,6 @@ class SuiteBound(BaseModel):
     drop: float = Field(description="D̂ = (1/n) Σ (b̂_i − ĉ_i) on the oriented scale (positive: worse now).")
     upper: float = Field(description="The one-sided (1 − α_pass) upper bound on D: drop + √(spread² + top² + low²).")
     alpha_pass: float = Field(description="The bound's one-sided level α_pass (each margin's).")
-    parts: int = Field(description="How many margins it combines (varied, constant at the top, constant below it).")
     varied_cases: int = Field(default=0, description="Cases whose repetitions did not all score the same.")
     variance_sum: float = Field(default=0.0, description="Σ over varied cases of s²_i·(1/k_B,i + 1/k_C,i).")
     spread: float = Field(default=0.0, description="z_{1−a}·√(variance_sum)/n: the varied cases' part.")
