@@ -1,16 +1,30 @@
-"""`evalward import-traces`: turn recorded traces into a stored run, scored with an eval set's criteria."""
+"""`evalward import-traces`: turn recorded traces into a stored run, scored with an eval set's criteria.
+
+Each replayed turn is checked against the case that scores it (`traces.query_check`): a recorded query that
+is not the case's, and what the turn's spans did not record (the query, the answer, any content), are
+warnings naming the case, printed before the verdict; a changed query also makes the turn an error unless
+`--query-mismatch warn`.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import bisect
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from evalward._cli.common import db_option, echo_warnings
 from evalward.errors import UsageError
+
+if TYPE_CHECKING:
+    from evalward.model import AgentOutput, AgentRequest, AgentTarget
+    from evalward.runners.replay import ReplayAgent
+    from evalward.traces.recordings import Key, RecordingSet
+
+MAX_WARNINGS = 100
+"""Per-case warnings shown; the rest are counted in one last line (an eval set can have thousands of cases)."""
 
 
 @click.command("import-traces")
@@ -46,6 +60,15 @@ from evalward.errors import UsageError
     help="Score only the cases the traces recorded (others are left out instead of counted as errors) "
     "[env: EVALWARD_ONLY_RECORDED]",
 )
+@click.option(
+    "--query-mismatch",
+    type=click.Choice(["error", "warn"]),
+    default="error",
+    show_default=True,
+    envvar="EVALWARD_QUERY_MISMATCH",
+    help="A turn recorded with another query than its eval case's: an error (its answer is to another "
+    "question), or scored anyway; a warning names the case either way [env: EVALWARD_QUERY_MISMATCH]",
+)
 @db_option
 @click.option("--run-id", envvar="EVALWARD_RUN_ID", help="Id for the new run (default: time + random)")
 @click.option("--repo", "repository", envvar="EVALWARD_REPO", help="owner/name (default: from the environment or git)")
@@ -57,8 +80,9 @@ def import_traces_command(**kwargs: Any) -> None:
     evalward run JSON) against the cases of --eval-set, and store the result as a run in the history.
 
     Every case of the eval sets without a recording becomes an error ("no recorded output") unless
-    --only-recorded is given. Exit 0 once the run is stored (gate it with `evalward gate`), 2 for bad input,
-    3 when the database is unreachable.
+    --only-recorded is given. A turn recorded with another query than its case's is an error unless
+    --query-mismatch warn; it, and turns whose spans lack content, are warnings naming the case. Exit 0 once
+    the run is stored (gate it with `evalward gate`), 2 for bad input, 3 when the database is unreachable.
     """
     execute_import(**kwargs)
 
@@ -70,6 +94,7 @@ def execute_import(
     test_config: str | None,
     case_attribute: str,
     only_recorded: bool,
+    query_mismatch: str,
     db_url: str | None,
     run_id: str | None,
     repository: str | None,
@@ -87,6 +112,7 @@ def execute_import(
     options = trace_options_from_env({"EVALWARD_TRACE_CASE_ATTRIBUTE": case_attribute})
     recordings = load_recordings(traces, options=options)
     try:
+        echo_warnings(recordings.warnings)  # before a file without turns is refused: they may say why
         if not len(recordings):
             raise UsageError(f"{traces}: no agent turns found (no invoke_agent, execute_tool or chat spans)")
         run_options = RunOptions(
@@ -114,16 +140,16 @@ def execute_import(
         known = {case_id for eval_set in prepared.sets for case_id in eval_set.case_ids()}
         echo_warnings(prepared.warnings)
         for note in recordings.notes:
-            click.echo(f"note: {note}", err=True)
+            echo_note(note)
         unmatched, first = first_sorted(c for c in recordings.case_ids() if c not in known)
         if unmatched:
-            click.echo(
-                f"note: {unmatched} recorded case id(s) match no eval case and are ignored: "
+            echo_note(
+                f"{unmatched} recorded case id(s) match no eval case and are ignored: "
                 + ", ".join(first)
-                + (" …" if unmatched > len(first) else ""),
-                err=True,
+                + (" …" if unmatched > len(first) else "")
             )
-        agent = ReplayAgent(f"replay:{traces}", options=options, recordings=recordings)
+        replay = ReplayAgent(f"replay:{traces}", options=options, recordings=recordings)
+        agent = CheckedReplay(replay, recordings, fail_on_mismatch=query_mismatch == "error")
         store = open_history(db_url)
         try:
             run = asyncio.run(run_prepared(prepared, store=store, agent=agent))
@@ -131,11 +157,76 @@ def execute_import(
             store.close()
     finally:
         recordings.close()
+    echo_warnings(agent.warnings())
     write_reports(run, json_path=json_path, junit_path=None, markdown_path=None)
     counts = run.counts()
     verdict = "PASSED" if run.passed else "FAILED"
     click.echo(f"{verdict}: {counts['passed']} passed, {counts['failed']} failed, {counts['error']} errors")
     click.echo(f"run id: {run.run_id}")
+
+
+def echo_note(note: str) -> None:
+    """Print `note: …` to stderr; a note quotes case ids and trace ids from the file, so it is printed as
+    warnings are (one line, no workflow command)."""
+    from evalward.errors import printable
+    from evalward.report.escape import workflow_command_safe
+
+    click.echo(workflow_command_safe(f"note: {printable(note)}"), err=True)
+
+
+class CheckedReplay:
+    """The replay agent, each replayed turn checked against its case (`traces.query_check`): the warnings it
+    gives are kept, once per recorded turn and query, for `warnings()`; a recorded query that is not the
+    case's fails the turn as an `agent_error` when `fail_on_mismatch`."""
+
+    def __init__(self, agent: ReplayAgent, recordings: RecordingSet, *, fail_on_mismatch: bool) -> None:
+        self._agent = agent
+        self._recordings = recordings
+        self._fail_on_mismatch = fail_on_mismatch
+        self._found: dict[tuple[Key, str], tuple[str, ...]] = {}
+
+    @property
+    def target(self) -> AgentTarget:
+        return self._agent.target
+
+    async def start(self) -> None:
+        await self._agent.start()
+
+    async def aclose(self) -> None:
+        await self._agent.aclose()
+
+    async def run_turn(self, request: AgentRequest) -> AgentOutput:
+        from evalward.errors import EvalwardError
+        from evalward.runners.base import AgentFailure
+        from evalward.runners.replay import eval_set_of
+        from evalward.traces.query_check import check_turn
+
+        output = await self._agent.run_turn(request)  # fails as the replay does: no recording, recorded error
+        try:
+            row = self._recordings.locate(request.case_id, request.turn, request.repetition, eval_set_of(request))
+        except EvalwardError as exc:  # the file changed under the run, as in `ReplayAgent.run_turn`
+            raise AgentFailure("agent_error", str(exc)) from exc
+        if row is None:
+            return output
+        check = check_turn(row, request.query, fail_on_mismatch=self._fail_on_mismatch)
+        self._found[(row.key, request.query)] = check.warnings
+        if check.mismatch is not None and self._fail_on_mismatch:
+            raise AgentFailure("agent_error", check.mismatch)
+        return output
+
+    def warnings(self) -> list[str]:
+        """The warnings of every turn replayed so far, by (eval set, case, turn, repetition); past
+        `MAX_WARNINGS` counted in a last one."""
+
+        def order(item: tuple[tuple[Key, str], tuple[str, ...]]) -> tuple[str, str, int, int, str]:
+            (set_id, case_id, turn, repetition), query = item[0]
+            return (set_id or "", case_id, turn, repetition, query)
+
+        warnings = [warning for _, found in sorted(self._found.items(), key=order) for warning in found]
+        if len(warnings) > MAX_WARNINGS:
+            hidden = len(warnings) - MAX_WARNINGS
+            warnings = [*warnings[:MAX_WARNINGS], f"{hidden} more warning(s) like these are not shown"]
+        return warnings
 
 
 def first_sorted(case_ids: Iterable[str], shown: int = 5) -> tuple[int, list[str]]:

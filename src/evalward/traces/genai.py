@@ -1,7 +1,8 @@
 """OpenTelemetry GenAI spans → one `AgentOutput` per recorded turn, with per-agent attribution.
 
 Spans are classified by their GenAI operation (`genai_spans`, docs/metrics.md §11) and their messages read in
-every dialect (`genai_messages`).
+every dialect (`genai_messages`): span attributes, span events, and OTLP log records emitted inside a span,
+which are attached to it first (`span_logs`).
 
 A tool call is `ToolCall(name, args, agent, id, result, status, step)`:
 - `name`: `gen_ai.tool.name`, `tool.name`, `ai.toolCall.name`, else the span name after `execute_tool `;
@@ -16,14 +17,21 @@ A tool call is `ToolCall(name, args, agent, id, result, status, step)`:
 - `step`: the index (in start order) of the chat span that requested the call, found by its id in that
   span's output messages, else the chat span that is the call's parent;
 - order: span start time.
-Provider-side tools exist only as `tool_call` parts of chat outputs: when a turn has no `execute_tool`
-span at all, those parts are the calls (joined by id to `tool_call_response` parts for results).
+Provider-side tools exist only as `tool_call` parts of chat outputs, and so do all tools under an
+instrumentation of the model client alone (openai-v2, OpenLLMetry, OpenInference: they see the model's
+requests, not the tools running): when a turn has no `execute_tool` span at all, the tool calls of the
+chat outputs are the calls, joined by id to the results later chat inputs carry (`tool_call_response`
+parts, `tool` messages).
 
-Per turn: `response` = the last assistant text of the turn's top `invoke_agent` span output, else of the
+Per turn: `query` = the last user text of the top `invoke_agent` span's input, else of the first chat span's
+input; `response` = the last assistant text of the turn's top `invoke_agent` span output, else of the
 last chat span (by end time) that finished with `stop`, else of the last chat span with text;
 `intermediate_responses` = output texts of nested agents; `agents` = `invoke_agent` names in start
 order (distinct); `usage` = tokens summed over chat spans (`gen_ai.usage.input_tokens`/`output_tokens`,
-or the older `prompt_tokens`/`completion_tokens`), `model_requests` = number of chat spans.
+the older `prompt_tokens`/`completion_tokens`, OpenInference `llm.token_count.*`), `model_requests` = number
+of chat spans. What the spans did not record (no content at all, no query, no answer although the model
+finished) becomes the turn's `warnings` (`content_warnings`), for the command replaying the turn to report
+with its case.
 
 Grouping: one trace is one turn, unless its spans carry distinct turn attributes (then one turn per
 value). The case id is the configurable attribute (default `evalward.case_id`) on any span of the turn,
@@ -41,7 +49,8 @@ from typing import Any
 from evalward.model import AgentOutput, IntermediateResponse, ToolCall, Usage
 from evalward.traces.genai_messages import input_messages, last_assistant_text, last_user_text, output_messages
 from evalward.traces.genai_spans import Operation, agent_name, decode_json, first, operation, tool_name
-from evalward.traces.otlp import Span
+from evalward.traces.otlp import LogRecord, Record, Span
+from evalward.traces.span_logs import attach_logs
 
 _UNSPECIFIED_IDS = {"", "<not specified>", "N/A"}
 
@@ -89,6 +98,8 @@ class TracedTurn:
     query: str | None = None
     start_ns: int = 0
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    """What the spans failed to record (the query, the answer, any content): `content_warnings`."""
 
 
 def _int(value: Any, default: int | None) -> int | None:
@@ -121,16 +132,22 @@ class _TraceIndex:
         return next((a.attributes[key] for a in self.ancestors(span) if key in a.attributes), None)
 
 
-def turns_from_spans(spans: Sequence[Span], options: TraceOptions | None = None) -> list[TracedTurn]:
-    """Every recorded turn in `spans`, numbered per case (rules in the module docstring)."""
+def turns_from_spans(records: Sequence[Record], options: TraceOptions | None = None) -> list[TracedTurn]:
+    """Every recorded turn in `records` (spans, and log records, which are attached to their spans first:
+    `span_logs`), numbered per case (rules in the module docstring)."""
     options = options or TraceOptions()
-    by_trace: dict[str, list[Span]] = {}
-    for span in spans:
-        by_trace.setdefault(span.trace_id, []).append(span)
+    by_trace: dict[str, tuple[list[Span], list[LogRecord]]] = {}
+    for record in records:
+        spans, logs = by_trace.setdefault(record.trace_id, ([], []))
+        if isinstance(record, Span):
+            spans.append(record)
+        else:
+            logs.append(record)
     turns: list[TracedTurn] = []
     explicit: dict[int, int] = {}
-    for trace_id, trace_spans in by_trace.items():
-        for traced, number in trace_turns(trace_id, trace_spans, options):
+    for trace_id, (trace_spans, trace_logs) in by_trace.items():
+        joined, _ = attach_logs(trace_spans, trace_logs)
+        for traced, number in trace_turns(trace_id, joined, options):
             if number is not None:
                 explicit[id(traced)] = number
             turns.append(traced)
@@ -237,6 +254,12 @@ def _turn(
         calls = _calls_from_chats(chats, index)
         if calls:
             notes.append("no execute_tool spans: tool calls were read from the chat spans' output messages")
+        without_args = sum(1 for call in calls if call.args is None)
+        if without_args:
+            notes.append(
+                f"{without_args} of {len(calls)} tool call(s) have no recorded arguments (the chat spans "
+                "recorded no message content): the native metrics match them by name only"
+            )
     if missing_args:
         notes.append(
             f"{missing_args} of {len(tools)} tool call(s) have no recorded arguments "
@@ -262,6 +285,7 @@ def _turn(
         query = last_user_text(input_messages(top))
     if query is None and chats:
         query = last_user_text(input_messages(chats[0]))
+    warnings = content_warnings(chats, query=query, response=response, calls=calls)
 
     conversation = _attribute(CONVERSATION_KEYS[0])
     for key in CONVERSATION_KEYS[1:]:
@@ -287,7 +311,51 @@ def _turn(
         query=query,
         start_ns=min(s.start_ns for s in group),
         notes=notes,
+        warnings=warnings,
     )
+
+
+CAPTURE_HINT = (
+    "turn on the instrumentation's content capture (e.g. OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT), "
+    "and export the log records it may write the content to into the same file as the spans"
+)
+
+
+def content_warnings(
+    chats: Sequence[Span], *, query: str | None, response: str | None, calls: Sequence[ToolCall]
+) -> list[str]:
+    """What a turn's spans did not record, as warnings: the case is then scored on less than happened.
+
+    Nothing readable at all (no query, answer or call) is what an instrumentation with content capture off
+    records, or one whose content went to log records that were not exported with the spans. A missing
+    query means it cannot be checked against the eval case's; a missing answer is reported when a chat span
+    says the model finished (`stop`) yet no text of it was recorded."""
+    if query is None and response is None and not calls:
+        where = f"its {len(chats)} chat span(s)" if chats else "its spans"
+        return [
+            f"{where} carry no readable message content, so the query, the tool calls and the answer are "
+            f"unknown: {CAPTURE_HINT}"
+        ]
+    missing = []
+    if query is None:
+        missing.append("the user query")
+    if response is None and any(_finished(chat) for chat in chats):
+        missing.append("the text of the model's final answer")
+    if not missing:
+        return []
+    warning = f"its spans do not record {' or '.join(missing)}"
+    if query is None:
+        warning += f", so the query cannot be checked against the eval case's: {CAPTURE_HINT}"
+    return [warning]
+
+
+def _finished(chat: Span) -> bool:
+    """Whether a chat span says the model finished its answer (finish reason `stop`)."""
+    reasons = first(chat.attributes, ("gen_ai.response.finish_reasons", "llm.finish_reason"))
+    listed = reasons if isinstance(reasons, list) else [reasons]
+    if any(str(reason).lower() == "stop" for reason in listed):
+        return True
+    return any(message.finish_reason == "stop" for message in output_messages(chat))
 
 
 def _calls_from_chats(chats: Sequence[Span], index: _TraceIndex) -> list[ToolCall]:

@@ -1,21 +1,40 @@
 """The messages a GenAI span received and produced, in every dialect (docs/metrics.md §11).
 
-Messages are read in every shape seen in the wild: the 1.37+ JSON (`[{role, parts: [{type: text,
-content} | {type: tool_call, id, name, arguments}], finish_reason}]`), OpenAI-style `{role, content,
-tool_calls}`, the flattened pre-1.37 `gen_ai.prompt.N.*` / `gen_ai.completion.N.*` attributes, the
-`gen_ai.choice` span events, ADK's `gcp.vertex.agent.llm_response` and OpenInference `output.value`.
+Where a span's messages are, the first that applies (input and output alike):
+1. `gen_ai.input.messages` / `gen_ai.output.messages` (GenAI conventions 1.37+: openai-v2 `span_only`,
+   OpenLLMetry 0.47+, pydantic-ai, ADK);
+2. flattened attributes (`genai_flattened`): pre-1.37 `gen_ai.prompt.N.*` / `gen_ai.completion.N.*`, then
+   OpenInference `llm.input_messages.N.message.*` / `llm.output_messages.N.message.*`;
+3. events of the span, or log records attached to it (`genai_events`): `gen_ai.*.message`,
+   `gen_ai.choice`, `gen_ai.client.inference.operation.details`;
+4. ADK's `gcp.vertex.agent.llm_request` (its `contents`) and `gcp.vertex.agent.llm_response`;
+5. OpenInference `input.value` / `output.value` of an agent or chat span: plain text, or the JSON of the
+   request (`{messages: [...]}`) and of the response (`{choices: [{message, finish_reason}]}`).
 
-A message is reduced to what the turns need: its role, its text (thoughts left out), the tool calls it
-requests (id, name, arguments), the tool results it carries (id, result) and its finish reason.
+A message itself is read in every shape seen in the wild: the 1.37+ JSON (`{role, parts: [{type: text,
+content} | {type: tool_call, id, name, arguments} | {type: tool_call_response, id, response}],
+finish_reason}`), OpenAI-style `{role, content, tool_calls, tool_call_id}`, a `{message, finish_reason}`
+choice, ADK's `function_call` / `function_response` parts. It is reduced to what the turns need: its role,
+its text (thoughts left out), the tool calls it requests (id, name, arguments), the tool results it carries
+(id, result) and its finish reason. A tool result recorded without its call id (OpenLLMetry's events)
+answers the calls of the assistant message before it, in order.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from evalward.traces.genai_spans import decode_json, first, operation
+from evalward.traces.genai_events import event_input_messages, event_output_messages
+from evalward.traces.genai_flattened import (
+    OPENINFERENCE_INPUT,
+    OPENINFERENCE_OUTPUT,
+    openinference_messages,
+    pre_137_messages,
+)
+from evalward.traces.genai_spans import decode_json, operation
 from evalward.traces.otlp import Span
 
 
@@ -93,6 +112,8 @@ def _message(raw: Any) -> SpanMessage | None:
             inner = call.get("function")
             function: dict[str, Any] = inner if isinstance(inner, dict) else call
             calls.append((call.get("id"), str(function.get("name", "")), decode_json(function.get("arguments"))))
+    if role == "tool" and not isinstance(parts, list):  # OpenAI-style: the result is the content
+        results.append((raw.get("tool_call_id"), decode_json(raw.get("content"))))
     finish = raw.get("finish_reason")
     return SpanMessage(
         role=role,
@@ -105,64 +126,52 @@ def _message(raw: Any) -> SpanMessage | None:
 
 def _messages_value(value: Any) -> list[SpanMessage]:
     value = decode_json(value)
+    if isinstance(value, dict) and isinstance(value.get("messages"), list):  # an OpenAI request body
+        value = value["messages"]
+    elif isinstance(value, dict) and isinstance(value.get("choices"), list):  # an OpenAI response body
+        value = [c for c in value["choices"] if isinstance(c, dict)]
     if isinstance(value, dict):
         value = [value]
     if not isinstance(value, list):
         return [] if value is None else [SpanMessage(role="assistant", text=str(value))]
-    return [m for m in (_message(item) for item in value) if m is not None]
+    return _paired([m for m in (_message(item) for item in value) if m is not None])
 
 
-def _flattened(attrs: dict[str, Any], prefix: str) -> list[SpanMessage]:
-    """The pre-1.37 flattened form: `gen_ai.completion.0.role`, `gen_ai.completion.0.content`, …"""
-    found: dict[int, dict[str, Any]] = {}
-    for key, value in attrs.items():
-        if not key.startswith(prefix + "."):
-            continue
-        index_text, _, rest = key[len(prefix) + 1 :].partition(".")
-        if index_text.isdigit() and rest:
-            found.setdefault(int(index_text), {})[rest] = value
-    messages = []
-    for index in sorted(found):
-        fields = found[index]
-        calls = []
-        call_indexes = sorted({int(k.split(".")[1]) for k in fields if k.startswith("tool_calls.")})
-        for ci in call_indexes:
-            calls.append(
-                (
-                    fields.get(f"tool_calls.{ci}.id"),
-                    str(fields.get(f"tool_calls.{ci}.name", "")),
-                    decode_json(fields.get(f"tool_calls.{ci}.arguments")),
-                )
-            )
-        finish = fields.get("finish_reason")
-        messages.append(
-            SpanMessage(
-                role=str(fields.get("role", "assistant")),
-                text=_text_of(fields.get("content")),
-                tool_calls=tuple(calls),
-                finish_reason=str(finish).lower() if finish is not None else None,
-            )
-        )
-    return messages
+def _paired(messages: list[SpanMessage]) -> list[SpanMessage]:
+    """`messages` with each tool result recorded without a call id given the id of the call it answers: the
+    next unanswered call of the last assistant message that requested calls (the order the API requires)."""
+    if not any(call_id is None for m in messages for call_id, _ in m.tool_results):
+        return messages
+    paired: list[SpanMessage] = []
+    pending: list[str | None] = []
+    for message in messages:
+        if message.tool_calls:
+            pending = [call_id for call_id, _, _ in message.tool_calls]
+        results = []
+        for call_id, result in message.tool_results:
+            if call_id is None and pending:
+                call_id = pending.pop(0)
+            elif call_id in pending:
+                pending.remove(call_id)
+            results.append((call_id, result))
+        paired.append(dataclasses.replace(message, tool_results=tuple(results)))
+    return paired
 
 
 def output_messages(span: Span) -> list[SpanMessage]:
-    """What the span produced, in the first dialect that has it."""
+    """What the span produced, in the first place that has it (module docstring)."""
     attrs = span.attributes
     if "gen_ai.output.messages" in attrs:
         return _messages_value(attrs["gen_ai.output.messages"])
-    flattened = _flattened(attrs, "gen_ai.completion")
-    if flattened:
-        return flattened
-    choices = [e for e in span.events if e.name == "gen_ai.choice"]
-    if choices:
-        messages: list[SpanMessage] = []
-        for event in choices:
-            body = first(event.attributes, ("gen_ai.event.content", "body", "event.body"))
-            if body is None:
-                body = {k: v for k, v in event.attributes.items() if k in ("message", "finish_reason", "index")}
-            messages.extend(_messages_value(body))
-        return messages
+    for flattened in (
+        pre_137_messages(attrs, "gen_ai.completion"),
+        openinference_messages(attrs, OPENINFERENCE_OUTPUT),
+    ):
+        if flattened:
+            return _messages_value(flattened)
+    from_events = event_output_messages(span.events)
+    if from_events is not None:
+        return _messages_value(from_events)
     llm_response = attrs.get("gcp.vertex.agent.llm_response")
     if llm_response is not None:
         decoded = decode_json(llm_response)
@@ -176,15 +185,19 @@ def output_messages(span: Span) -> list[SpanMessage]:
 
 
 def input_messages(span: Span) -> list[SpanMessage]:
+    """What the span received, in the first place that has it (module docstring)."""
     attrs = span.attributes
     if "gen_ai.input.messages" in attrs:
         return _messages_value(attrs["gen_ai.input.messages"])
-    flattened = _flattened(attrs, "gen_ai.prompt")
-    if flattened:
-        return flattened
-    users = [e for e in span.events if e.name == "gen_ai.user.message"]
-    if users:
-        return [SpanMessage(role="user", text=_text_of(e.attributes.get("content"))) for e in users]
+    for flattened in (pre_137_messages(attrs, "gen_ai.prompt"), openinference_messages(attrs, OPENINFERENCE_INPUT)):
+        if flattened:
+            return _messages_value(flattened)
+    from_events = event_input_messages(span.events)
+    if from_events is not None:
+        return _messages_value(from_events)
+    llm_request = decode_json(attrs.get("gcp.vertex.agent.llm_request"))
+    if isinstance(llm_request, dict) and isinstance(llm_request.get("contents"), list):
+        return _messages_value(llm_request["contents"])
     if "input.value" in attrs and operation(span) in ("invoke_agent", "chat"):
         return _messages_value(attrs["input.value"])
     return []

@@ -16,21 +16,13 @@ from __future__ import annotations
 import os
 import weakref
 from collections.abc import Callable, Iterator, Mapping
-from typing import IO, NamedTuple
+from typing import IO
 
 from evalward.errors import EvalFileError, FileProblem
-from evalward.model import AgentOutput
-from evalward.traces.recording_set import Key, RecordedError, RecordingSet, SourceKind
+from evalward.traces.recording_set import Key, RecordingSet, Row, SourceKind
 from evalward.traces.row_index import RowIndex
 
-
-class Row(NamedTuple):
-    """A recorded turn as decoded from its bytes."""
-
-    key: Key
-    value: AgentOutput | RecordedError
-    query: str | None
-
+__all__ = ["Decoder", "IndexedRecordings", "Row"]
 
 Decoder = Callable[[bytes], Row]
 """Bytes of one row → the row; raises `ValueError` (JSON, pydantic) when they are not a row."""
@@ -48,11 +40,13 @@ class IndexedRecordings(RecordingSet):
         index: RowIndex,
         decode: Decoder,
         notes: list[str] | None = None,
+        warnings: list[str] | None = None,
     ) -> None:
         """`index` must be finished; `file` is closed by `close()`, or when the recordings go away."""
         self.source = source
         self.kind = kind
         self.notes = notes if notes is not None else []
+        self.warnings = warnings if warnings is not None else []
         self.index = index
         self.queries = _Queries(self)
         self._file = file
@@ -109,9 +103,8 @@ class IndexedRecordings(RecordingSet):
                 return found
         return None
 
-    def _get(self, key: Key) -> AgentOutput | RecordedError | None:
-        found = self.find(key)
-        return found.value if found is not None else None
+    def _get(self, key: Key) -> Row | None:
+        return self.find(key)
 
     def _owners(self, case_id: str) -> set[str | None]:
         owners: set[str | None] = set()

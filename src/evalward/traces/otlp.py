@@ -1,18 +1,19 @@
-"""Read OpenTelemetry spans from files: OTLP JSON, the Collector's file-exporter output, and Jaeger JSON.
+"""Read OpenTelemetry spans (and the log records tied to them) from files: OTLP JSON, the Collector's
+file-exporter output, and Jaeger JSON.
 
 Accepted shapes (detected by content):
 - OTLP JSON (`ExportTraceServiceRequest`): `{"resourceSpans": [{"resource", "scopeSpans": [{"scope",
   "spans": [...]}]}]}`; snake_case keys (`resource_spans`, `scope_spans`) and the pre-1.0
-  `instrumentationLibrarySpans` are accepted too;
-- the Collector's file exporter: one such object per line (JSON lines), which `spans_from_lines` reads one
-  line at a time; a single OTLP or Jaeger document is parsed whole (`read_spans`);
+  `instrumentationLibrarySpans` are accepted too; an OTLP logs export (`{"resourceLogs": [...]}`,
+  `traces.otlp_logs`) is read for its log records;
+- the Collector's file exporter: one such object per line (JSON lines), spans and logs mixed when one file
+  exporter serves both pipelines, which `records_from_lines` reads one line at a time; a single OTLP or
+  Jaeger document is parsed whole (`read_records`);
 - Jaeger JSON (`{"data": [{"traceID", "spans": [{"spanID", "references", "tags", "startTime"}]}]}`).
 
-OTLP attribute values are `AnyValue` objects (`{"stringValue": "x"}`, `{"intValue": "3"}` — 64-bit ints
-are strings in JSON —, `doubleValue`, `boolValue`, `arrayValue.values`, `kvlistValue.values`,
-`bytesValue`); they are decoded to plain Python values. Times are nanoseconds since the epoch (OTLP) or
-microseconds (Jaeger, converted to nanoseconds). A span status `code` of 2 or `STATUS_CODE_ERROR`
-(Jaeger: tag `error=true` or `otel.status_code=ERROR`) marks an error.
+Attribute values are decoded to plain Python values (`traces.otlp_values`). Times are nanoseconds since the
+epoch (OTLP) or microseconds (Jaeger, converted to nanoseconds). A span status `code` of 2 or
+`STATUS_CODE_ERROR` (Jaeger: tag `error=true` or `otel.status_code=ERROR`) marks an error.
 """
 
 from __future__ import annotations
@@ -23,15 +24,33 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalward.errors import EvalFileError, FileProblem
+from evalward.traces.otlp_logs import LogRecord, is_otlp_logs_document, logs_from_otlp
+from evalward.traces.otlp_values import decode_any_value, decode_attributes, first_key, nanos
+
+__all__ = [
+    "LogRecord",
+    "Record",
+    "Span",
+    "SpanEvent",
+    "decode_any_value",
+    "decode_attributes",
+    "is_jaeger_document",
+    "is_otlp_document",
+    "read_records",
+    "read_spans",
+    "records_from_lines",
+]
 
 
 @dataclass(frozen=True)
 class SpanEvent:
-    """A timestamped event recorded on a span (e.g. the pre-1.37 `gen_ai.choice` events)."""
+    """A timestamped event recorded on a span (e.g. the pre-1.37 `gen_ai.choice` events), or a log record
+    emitted inside the span, attached to it (`traces.span_logs`); only log records have a `body`."""
 
     name: str
     time_ns: int
     attributes: dict[str, Any]
+    body: Any = None
 
 
 @dataclass(frozen=True)
@@ -55,64 +74,16 @@ class Span:
         return (self.trace_id, self.span_id)
 
 
-def decode_any_value(value: Any) -> Any:
-    """An OTLP `AnyValue` (JSON mapping) as a plain Python value; anything else is returned as is."""
-    if not isinstance(value, dict):
-        return value
-    if not value:
-        return None
-    key, inner = next(iter(value.items()))
-    if key in ("stringValue", "string_value"):
-        return inner
-    if key in ("boolValue", "bool_value"):
-        return bool(inner)
-    if key in ("intValue", "int_value"):
-        try:
-            return int(inner)
-        except (TypeError, ValueError):
-            return inner
-    if key in ("doubleValue", "double_value"):
-        try:
-            return float(inner)
-        except (TypeError, ValueError):
-            return inner
-    if key in ("arrayValue", "array_value"):
-        return [decode_any_value(v) for v in (inner or {}).get("values", [])]
-    if key in ("kvlistValue", "kvlist_value"):
-        return decode_attributes((inner or {}).get("values", []))
-    if key in ("bytesValue", "bytes_value"):
-        return inner
-    return value
-
-
-def decode_attributes(items: Any) -> dict[str, Any]:
-    """OTLP `[{key, value: AnyValue}]` → {key: decoded value}; a plain mapping is returned decoded."""
-    if isinstance(items, dict):
-        return {str(k): decode_any_value(v) for k, v in items.items()}
-    decoded: dict[str, Any] = {}
-    for item in items or []:
-        if isinstance(item, dict) and "key" in item:
-            decoded[str(item["key"])] = decode_any_value(item.get("value"))
-    return decoded
-
-
-def _get(mapping: dict[str, Any], *names: str) -> Any:
-    for name in names:
-        if name in mapping:
-            return mapping[name]
-    return None
-
-
-def _nanos(value: Any) -> int:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return 0
+Record = Span | LogRecord
+"""What a trace file holds: spans, and the log records emitted inside them."""
 
 
 def is_otlp_document(data: Any) -> bool:
-    """Whether `data` is an OTLP JSON export (`resourceSpans`/`resource_spans` at the top)."""
-    return isinstance(data, dict) and ("resourceSpans" in data or "resource_spans" in data)
+    """Whether `data` is an OTLP JSON export of spans or of logs (`resourceSpans`/`resourceLogs` at the top,
+    or their snake_case names)."""
+    return (isinstance(data, dict) and ("resourceSpans" in data or "resource_spans" in data)) or (
+        is_otlp_logs_document(data)
+    )
 
 
 def is_jaeger_document(data: Any) -> bool:
@@ -125,9 +96,9 @@ def is_jaeger_document(data: Any) -> bool:
 def spans_from_otlp(data: dict[str, Any]) -> list[Span]:
     """Every span of one OTLP JSON export."""
     spans: list[Span] = []
-    for resource_spans in _get(data, "resourceSpans", "resource_spans") or []:
+    for resource_spans in first_key(data, "resourceSpans", "resource_spans") or []:
         resource = decode_attributes((resource_spans.get("resource") or {}).get("attributes"))
-        scopes = _get(resource_spans, "scopeSpans", "scope_spans", "instrumentationLibrarySpans") or []
+        scopes = first_key(resource_spans, "scopeSpans", "scope_spans", "instrumentationLibrarySpans") or []
         for scope_spans in scopes:
             for raw in scope_spans.get("spans") or []:
                 spans.append(_otlp_span(raw, resource))
@@ -140,19 +111,19 @@ def _otlp_span(raw: dict[str, Any], resource: dict[str, Any]) -> Span:
     events = tuple(
         SpanEvent(
             name=str(e.get("name", "")),
-            time_ns=_nanos(_get(e, "timeUnixNano", "time_unix_nano")),
+            time_ns=nanos(first_key(e, "timeUnixNano", "time_unix_nano")),
             attributes=decode_attributes(e.get("attributes")),
         )
         for e in raw.get("events") or []
     )
-    parent = _get(raw, "parentSpanId", "parent_span_id")
+    parent = first_key(raw, "parentSpanId", "parent_span_id")
     return Span(
-        trace_id=str(_get(raw, "traceId", "trace_id") or ""),
-        span_id=str(_get(raw, "spanId", "span_id") or ""),
+        trace_id=str(first_key(raw, "traceId", "trace_id") or ""),
+        span_id=str(first_key(raw, "spanId", "span_id") or ""),
         parent_id=str(parent) if parent else None,
         name=str(raw.get("name", "")),
-        start_ns=_nanos(_get(raw, "startTimeUnixNano", "start_time_unix_nano")),
-        end_ns=_nanos(_get(raw, "endTimeUnixNano", "end_time_unix_nano")),
+        start_ns=nanos(first_key(raw, "startTimeUnixNano", "start_time_unix_nano")),
+        end_ns=nanos(first_key(raw, "endTimeUnixNano", "end_time_unix_nano")),
         attributes=decode_attributes(raw.get("attributes")),
         resource=resource,
         error=code in (2, "2", "STATUS_CODE_ERROR", "ERROR"),
@@ -173,7 +144,7 @@ def spans_from_jaeger(data: dict[str, Any]) -> list[Span]:
             )
             process = processes.get(raw.get("processID"), {})
             resource = {t.get("key"): t.get("value") for t in process.get("tags") or [] if isinstance(t, dict)}
-            start_ns = _nanos(raw.get("startTime")) * 1000
+            start_ns = nanos(raw.get("startTime")) * 1000
             error = tags.get("error") in (True, "true") or str(tags.get("otel.status_code", "")).upper() == "ERROR"
             spans.append(
                 Span(
@@ -182,7 +153,7 @@ def spans_from_jaeger(data: dict[str, Any]) -> list[Span]:
                     parent_id=str(parent) if parent else None,
                     name=str(raw.get("operationName", "")),
                     start_ns=start_ns,
-                    end_ns=start_ns + _nanos(raw.get("duration")) * 1000,
+                    end_ns=start_ns + nanos(raw.get("duration")) * 1000,
                     attributes={str(k): v for k, v in tags.items()},
                     resource={str(k): v for k, v in resource.items()},
                     error=error,
@@ -190,7 +161,7 @@ def spans_from_jaeger(data: dict[str, Any]) -> list[Span]:
                     events=tuple(
                         SpanEvent(
                             name=str({f.get("key"): f.get("value") for f in log.get("fields") or []}.get("event", "")),
-                            time_ns=_nanos(log.get("timestamp")) * 1000,
+                            time_ns=nanos(log.get("timestamp")) * 1000,
                             attributes={f.get("key"): f.get("value") for f in log.get("fields") or []},
                         )
                         for log in raw.get("logs") or []
@@ -201,7 +172,13 @@ def spans_from_jaeger(data: dict[str, Any]) -> list[Span]:
 
 
 def read_spans(text: str, *, source: str) -> list[Span]:
-    """Every span in a trace file's text (OTLP JSON, OTLP JSON lines, or Jaeger JSON).
+    """Every span in a trace file's text (OTLP JSON, OTLP JSON lines, or Jaeger JSON); `read_records` also
+    gives the log records."""
+    return [record for record in read_records(text, source=source) if isinstance(record, Span)]
+
+
+def read_records(text: str, *, source: str) -> list[Record]:
+    """Every span and log record in a trace file's text (OTLP JSON, OTLP JSON lines, or Jaeger JSON).
 
     Raises `EvalFileError` naming `source` (and the line, for JSON lines) when the text is none of these.
     """
@@ -214,9 +191,9 @@ def read_spans(text: str, *, source: str) -> list[Span]:
         whole = None
     else:
         if is_otlp_document(whole):
-            return spans_from_otlp(whole)
+            return _otlp_records(whole)
         if is_jaeger_document(whole):
-            return spans_from_jaeger(whole)
+            return list(spans_from_jaeger(whole))
         raise EvalFileError(
             [
                 FileProblem(
@@ -228,14 +205,15 @@ def read_spans(text: str, *, source: str) -> list[Span]:
                 )
             ]
         )
-    return list(spans_from_lines(enumerate(text.splitlines(), start=1), source=source))
+    return list(records_from_lines(enumerate(text.splitlines(), start=1), source=source))
 
 
-def spans_from_lines(lines: Iterable[tuple[int, str]], *, source: str) -> Iterator[Span]:
-    """The spans of OTLP JSON lines (line number, text), one line held at a time, as they are read.
+def records_from_lines(lines: Iterable[tuple[int, str]], *, source: str) -> Iterator[Record]:
+    """The spans and log records of OTLP JSON lines (line number, text), one line held at a time, as they
+    are read.
 
     Every bad line is reported (with its number) in one `EvalFileError`, raised once all lines are read:
-    spans of the good lines come first, so a caller that keeps them must drop them when it is raised."""
+    records of the good lines come first, so a caller that keeps them must drop them when it is raised."""
     problems: list[FileProblem] = []
     for number, line in lines:
         if not line.strip():
@@ -251,14 +229,19 @@ def spans_from_lines(lines: Iterable[tuple[int, str]], *, source: str) -> Iterat
                     source,
                     "not an OTLP export line",
                     line=number,
-                    expected='{"resourceSpans": [...]} (the Collector file exporter writes one per line)',
+                    expected='{"resourceSpans": [...]} or {"resourceLogs": [...]} (the Collector file exporter '
+                    "writes one per line)",
                     found=_shape(data),
                 )
             )
             continue
-        yield from spans_from_otlp(data)
+        yield from _otlp_records(data)
     if problems:
         raise EvalFileError(problems)
+
+
+def _otlp_records(data: dict[str, Any]) -> list[Record]:
+    return [*spans_from_otlp(data), *logs_from_otlp(data)]
 
 
 def _shape(value: Any) -> str:

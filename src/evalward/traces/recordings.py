@@ -8,12 +8,14 @@ Sources (detected by content, not by file name):
    optional `eval_set_id` and `repetition` (`turn` defaults to 0, `repetition` to 0); `output` is an
    `AgentOutput` (or a string, the response alone). Read line by line and indexed (`traces.responses`):
    memory keeps ~33 bytes a turn, and a lookup reads its line back;
-3. OpenTelemetry traces (OTLP JSON, OTLP JSON lines, Jaeger JSON), mapped by `traces.genai`. JSON lines are
-   read line by line; a single OTLP or Jaeger document is parsed whole (JSON gives no way to read a part of
-   it). Either way the spans and turns go through temporary files (`traces.trace_turns`), not memory.
+3. OpenTelemetry traces (OTLP JSON, OTLP JSON lines, Jaeger JSON), with the OTLP log records exported
+   beside them, mapped by `traces.genai`. JSON lines are read line by line; a single OTLP or Jaeger document
+   is parsed whole (JSON gives no way to read a part of it). Either way the spans, log records and turns go
+   through temporary files (`traces.trace_turns`), not memory.
 
 Which source a file is: its first non-blank line, when it is JSON and more lines follow (JSON lines: an
-OTLP export → traces, a `case_id` object → responses); otherwise the whole text, as one JSON document.
+OTLP export of spans or logs → traces, a `case_id` object → responses); otherwise the whole text, as one
+JSON document.
 
 Lookup (`RecordingSet.lookup`): the entry for (eval set, case, turn, repetition), else one recorded without
 an eval set id; a case recorded only as repetition 0 replays that recording for every repetition (so
@@ -32,17 +34,18 @@ from evalward.errors import EvalFileError, FileProblem
 from evalward.model import AgentOutput, CaseError, RunResult
 from evalward.reading import iter_text_lines, open_regular_file, read_text_file
 from evalward.traces.genai import TraceOptions
-from evalward.traces.otlp import Span, is_jaeger_document, is_otlp_document, read_spans, spans_from_lines
-from evalward.traces.recording_set import Key, RecordedError, RecordingSet, SourceKind
+from evalward.traces.otlp import Record, is_jaeger_document, is_otlp_document, read_records, records_from_lines
+from evalward.traces.recording_set import Key, RecordedError, RecordingSet, Row, SourceKind
 from evalward.traces.responses import index_responses_jsonl
 from evalward.traces.row_index import Hasher
-from evalward.traces.trace_turns import recordings_from_spans
+from evalward.traces.trace_turns import recordings_from_records
 
 __all__ = [
     "Key",
     "RecordedError",
     "RecordingSet",
     "Recordings",
+    "Row",
     "SourceKind",
     "detect_kind",
     "load_recordings",
@@ -59,6 +62,7 @@ class Recordings(RecordingSet):
     entries: dict[Key, AgentOutput | RecordedError] = field(default_factory=dict)
     queries: dict[Key, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     def add(self, key: Key, value: AgentOutput | RecordedError, query: str | None = None) -> None:
         self.entries[key] = value
@@ -83,9 +87,12 @@ class Recordings(RecordingSet):
             seen.setdefault((set_id, case_id), None)
         return list(seen)
 
-    def _get(self, key: Key) -> AgentOutput | RecordedError | None:
+    def _get(self, key: Key) -> Row | None:
         found = self.entries.get(key)
-        return found.model_copy(deep=True) if isinstance(found, AgentOutput) else found
+        if found is None:
+            return None
+        value = found.model_copy(deep=True) if isinstance(found, AgentOutput) else found
+        return Row(key, value, self.queries.get(key))
 
     def _owners(self, case_id: str) -> set[str | None]:
         return {k[0] for k in self.entries if k[1] == case_id}
@@ -168,11 +175,11 @@ def load_recordings(path: str | Path, *, options: TraceOptions | None = None, ha
             return recordings
         if kind == "otel":
             if text is not None:
-                spans: Iterable[Span] = read_spans(text, source=shown)
+                records: Iterable[Record] = read_records(text, source=shown)
             else:
                 lines = ((line.number, line.text) for line in iter_text_lines(opened, shown))
-                spans = spans_from_lines(lines, source=shown)
-            return recordings_from_spans(spans, source=shown, options=options, hasher=hasher)
+                records = records_from_lines(lines, source=shown)
+            return recordings_from_records(records, source=shown, options=options, hasher=hasher)
         if kind == "run_json":
             assert text is not None
             return recordings_from_run(load_run_json(text, source=shown), source=shown)

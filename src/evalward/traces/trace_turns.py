@@ -1,20 +1,25 @@
-"""OpenTelemetry spans → recordings, without holding every span or every turn.
+"""OpenTelemetry spans (and the log records emitted in them) → recordings, without holding every span or
+every turn.
 
-A turn is built from all the spans of its trace (`genai.trace_turns`), and the turns of a case are numbered
-together, by their turn attribute or start time (`genai.number_turns`). The spans of one trace can be
-anywhere in a file (an exporter writes spans as they end, in batches), and the turns of one case in any
+A turn is built from all the spans of its trace (`genai.trace_turns`), with the trace's log records attached
+to their spans (`span_logs`), and the turns of a case are numbered together, by their turn attribute or
+start time (`genai.number_turns`). The spans and log records of one trace can be anywhere in a file (an
+exporter writes them as they end, in batches, spans and logs apart), and the turns of one case in any
 trace, so both groupings go through unnamed temporary files instead of memory:
-1. each span is written to a file as it is read; memory keeps the hash of its trace id, its offset and its
-   length (24 bytes a span);
-2. the spans are read back one trace at a time (grouped by hash, the trace id compared), the trace's turns
-   built and written to a second file with the hash of their (eval set, case, repetition) and their place
-   in the order `turns_from_spans` would list them (first span of their trace, place within it);
+1. each span or log record is written to a file as it is read; memory keeps the hash of its trace id, its
+   offset and its length (24 bytes a record);
+2. the records are read back one trace at a time (grouped by hash, the trace id compared), the trace's
+   turns built and written to a second file with the hash of their (eval set, case, repetition) and their
+   place in the order `turns_from_spans` would list them (first span of their trace, place within it);
 3. the turns are read back one (eval set, case, repetition) at a time, numbered, and written as
-   (key, output, query) rows to a third file, indexed by a `RowIndex` (`IndexedRecordings` reads them).
-The outcome is that of `turns_from_spans` over every span at once: the same turns, numbers and queries, a
+   (key, output, query, warnings) rows to a third file, indexed by a `RowIndex` (`IndexedRecordings` reads
+   them).
+The outcome is that of `turns_from_spans` over every record at once: the same turns, numbers and queries, a
 later turn with the same key replacing the earlier one (with a note saying so), and the same notes in the
 same order, except that past `MAX_NOTES` they are counted rather than kept (a million traces without
-recorded tool arguments would otherwise print a million notes).
+recorded tool arguments would otherwise print a million notes). A turn's warnings (what its spans did not
+record) stay with its row, for the command that replays it to report for the cases it scores. Log records
+that belong to no span of the file are counted in one warning of the recordings.
 
 The temporary files hold pickles: they round-trip decoded attribute values exactly (any JSON value, and
 Jaeger's keyless log fields), and they are unnamed files only this process writes and reads.
@@ -30,28 +35,37 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from evalward.model import AgentOutput
 from evalward.traces.genai import TracedTurn, TraceOptions, number_turns, trace_turns
 from evalward.traces.indexed import IndexedRecordings, Row
-from evalward.traces.otlp import Span
+from evalward.traces.otlp import LogRecord, Record, Span
 from evalward.traces.row_index import Hasher, Key, RowIndex, hash_groups, signed64
+from evalward.traces.span_logs import attach_logs
 
 MAX_NOTES = 100
 """Notes kept for the user; the rest are counted in one last note."""
 
 
-def recordings_from_spans(
-    spans: Iterable[Span], *, source: str, options: TraceOptions | None = None, hasher: Hasher = hash
+def recordings_from_records(
+    records: Iterable[Record], *, source: str, options: TraceOptions | None = None, hasher: Hasher = hash
 ) -> IndexedRecordings:
-    """The recorded turns of `spans` (module docstring); an `EvalFileError` raised by `spans` is passed on."""
+    """The recorded turns of `records` (module docstring); an `EvalFileError` raised by `records` is passed
+    on."""
     options = options or TraceOptions()
-    with _Spill() as span_file:
-        for span in spans:
-            span_file.append(hasher(span.trace_id), span)
+    with _Spill() as record_file:
+        for record in records:
+            record_file.append(hasher(record.trace_id), record)
         with _Spill() as turn_file:
-            _write_turns(span_file, turn_file, options, hasher)
-            span_file.close()
-            return _write_recordings(turn_file, source, hasher)
+            unattached = _write_turns(record_file, turn_file, options, hasher)
+            record_file.close()
+            warnings = [_unattached_warning(unattached)] if unattached else []
+            return _write_recordings(turn_file, source, hasher, warnings)
+
+
+def _unattached_warning(count: int) -> str:
+    return (
+        f"{count} OTLP log record(s) belong to no span of the file (no span id, or their span is missing): "
+        "the message content they may hold is not read"
+    )
 
 
 @dataclass
@@ -62,21 +76,32 @@ class _SpilledTurn:
     """(row of the first span of its trace, place among the trace's turns): `turns_from_spans`'s order."""
 
 
-def _write_turns(span_file: _Spill, turn_file: _Spill, options: TraceOptions, hasher: Hasher) -> None:
-    for rows in span_file.groups():
-        by_trace: dict[str, list[tuple[int, Span]]] = {}
+def _write_turns(record_file: _Spill, turn_file: _Spill, options: TraceOptions, hasher: Hasher) -> int:
+    """Write the turns of every trace; how many log records found no span to attach to."""
+    unattached = 0
+    for rows in record_file.groups():
+        by_trace: dict[str, tuple[list[tuple[int, Span]], list[LogRecord]]] = {}
         for row in rows:
-            span: Span = span_file.read(row)
-            by_trace.setdefault(span.trace_id, []).append((row, span))
-        for trace_id, read in by_trace.items():
+            record: Record = record_file.read(row)
+            spans, logs = by_trace.setdefault(record.trace_id, ([], []))
+            if isinstance(record, Span):
+                spans.append((row, record))
+            else:
+                logs.append(record)
+        for trace_id, (read, logs) in by_trace.items():
+            joined, missed = attach_logs([span for _, span in read], logs)
+            unattached += missed
+            if not read:
+                continue
             first_row = read[0][0]
-            built = trace_turns(trace_id, [span for _, span in read], options)
+            built = trace_turns(trace_id, joined, options)
             for place, (traced, explicit) in enumerate(built):
                 group = (traced.eval_set_id, traced.case_id, traced.repetition)
                 turn_file.append(hasher(group), _SpilledTurn(traced, explicit, (first_row, place)))
+    return unattached
 
 
-def _write_recordings(turn_file: _Spill, source: str, hasher: Hasher) -> IndexedRecordings:
+def _write_recordings(turn_file: _Spill, source: str, hasher: Hasher, warnings: list[str]) -> IndexedRecordings:
     out = tempfile.TemporaryFile(prefix="evalward-turns-")  # noqa: SIM115  # the recordings own it
     try:
         index = RowIndex(hasher)
@@ -90,28 +115,34 @@ def _write_recordings(turn_file: _Spill, source: str, hasher: Hasher) -> Indexed
                 by_case.setdefault((turn.eval_set_id, turn.case_id, turn.repetition), []).append(spilled)
             for spilled_turns in by_case.values():
                 spilled_turns.sort(key=lambda spilled: spilled.order)
-                for key, output, query in _case_rows(spilled_turns, notes):
-                    data = pickle.dumps(Row(key, output, query), protocol=pickle.HIGHEST_PROTOCOL)
+                for recorded in _case_rows(spilled_turns, notes):
+                    data = pickle.dumps(recorded, protocol=pickle.HIGHEST_PROTOCOL)
                     out.write(data)
-                    index.add(key, end, len(data))
+                    index.add(recorded.key, end, len(data))
                     end += len(data)
         out.flush()
         index.finish()
         return IndexedRecordings(
-            source=source, kind="otel", file=out, index=index, decode=_decode_row, notes=notes.texts()
+            source=source,
+            kind="otel",
+            file=out,
+            index=index,
+            decode=_decode_row,
+            notes=notes.texts(),
+            warnings=warnings,
         )
     except BaseException:
         out.close()
         raise
 
 
-def _case_rows(spilled_turns: list[_SpilledTurn], notes: _Notes) -> Iterator[tuple[Key, AgentOutput, str | None]]:
+def _case_rows(spilled_turns: list[_SpilledTurn], notes: _Notes) -> Iterator[Row]:
     """The rows of one (eval set, case, repetition), its turns given in `turns_from_spans`'s order; notes
     are added under the order the whole file's notes would come in."""
     turns = [spilled.turn for spilled in spilled_turns]
     explicit = {id(spilled.turn): spilled.explicit for spilled in spilled_turns if spilled.explicit is not None}
     first_order = spilled_turns[0].order
-    recorded: dict[Key, tuple[AgentOutput, str | None]] = {}
+    recorded: dict[Key, Row] = {}
     for position, traced in enumerate(number_turns(turns, explicit)):
         key = (traced.eval_set_id, traced.case_id, traced.turn, traced.repetition)
         order = ((traced.eval_set_id or "", traced.case_id, traced.repetition, traced.turn), first_order, position)
@@ -122,12 +153,12 @@ def _case_rows(spilled_turns: list[_SpilledTurn], notes: _Notes) -> Iterator[tup
                 f"case {traced.case_id!r} turn {traced.turn} repetition {traced.repetition} was recorded "
                 f"more than once; trace {traced.trace_id} replaces the earlier one",
             )
-            earlier_query = recorded[key][1]
-        recorded[key] = (traced.output, traced.query if traced.query is not None else earlier_query)
+            earlier_query = recorded[key].query
+        query = traced.query if traced.query is not None else earlier_query
+        recorded[key] = Row(key, traced.output, query, tuple(traced.warnings))
         for number, note in enumerate(traced.notes, start=1):
             notes.add((order, number), f"case {traced.case_id!r} turn {traced.turn}: {note}")
-    for key, (output, query) in recorded.items():
-        yield key, output, query
+    yield from recorded.values()
 
 
 def _decode_row(data: bytes) -> Row:
