@@ -64,7 +64,8 @@ def test_the_example_file_maps_every_expectation(fixtures: Path) -> None:
     )
 
     [router_turn] = router.turns
-    assert router_turn.query == ""
+    # No `query`: the last user message of `inputs.messages` is the query (rule 3a), not "".
+    assert router_turn.query == "Any Rolling Stones recommendations?"
     assert router_turn.inputs == {"messages": [{"role": "user", "content": "Any Rolling Stones recommendations?"}]}
     assert router_turn.expected_outputs == {"route": "question_answering_agent"}
 

@@ -62,6 +62,12 @@ class JudgeConfig(BaseModel):
         description="Retries per request (408, 409, 429, 5xx, connection errors), done by the openai client.",
     )
     probe_timeout_s: float = Field(default=10.0, gt=0, description="Seconds for the reachability check.")
+    require_model: bool = Field(
+        default=True,
+        description="A judged criterion with no model anywhere stops the run (InfrastructureError). False for "
+        "`evalward validate`, which checks files without any model: such criteria are left unresolved and "
+        "reported as a warning (`scoring.Judging.unresolved`).",
+    )
 
     def resolved_base_url(self, override: str | None = None) -> str | None:
         """`override` (a criterion's) > `base_url` > $OPENAI_BASE_URL > None (the client's default)."""

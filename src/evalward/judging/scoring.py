@@ -48,6 +48,7 @@ from evalward.judging.results import (
     with_verdict,
 )
 from evalward.judging.steps import StepJudging
+from evalward.metrics.custom import is_custom
 from evalward.metrics.judge.fold import fold_samples, sample_details
 from evalward.metrics.judge.hallucinations import (
     ResponseStep,
@@ -80,6 +81,12 @@ EXPLANATION_REASONING_CHARS = 600
 
 UNREADABLE_REPLY_RETRIES = 2
 """How many times a reply that does not parse is asked again before the metric becomes a judge error."""
+
+HOW_TO_CONFIGURE_A_JUDGE = (
+    "pass --judge-model (EVALWARD_JUDGE_MODEL) with --judge-base-url (or OPENAI_BASE_URL) pointing at an "
+    "OpenAI-compatible endpoint, set judge_model_options.judge_model in the criteria, or remove them"
+)
+"""How a judged criterion gets a model: the run's error and `evalward validate`'s warning say the same."""
 
 T = TypeVar("T")
 
@@ -157,16 +164,19 @@ class Judging:
         )
 
     def resolve_all(self, specs: Sequence[MetricSpec]) -> list[ResolvedJudge]:
-        """Resolve every judged spec; InfrastructureError naming the metrics that have no model."""
-        missing = sorted({s.name for s in specs if _judged_criterion(s) and self.resolve(s) is None})
-        if missing:
+        """Resolve every judged spec; InfrastructureError naming the metrics that have no model, unless the
+        config does not require one (`JudgeConfig.require_model`, validation): those are left out."""
+        missing = self.unresolved(specs)
+        if missing and self.config.require_model:
             raise InfrastructureError(
-                f"criteria {', '.join(missing)} need a judge model, and no judge is configured; pass --judge-model "
-                "(EVALWARD_JUDGE_MODEL) with --judge-base-url (or OPENAI_BASE_URL) pointing at an OpenAI-compatible "
-                "endpoint, set judge_model_options.judge_model in the criteria, or remove them"
+                f"criteria {', '.join(missing)} need a judge model, and no judge is configured; {HOW_TO_CONFIGURE_A_JUDGE}"
             )
         resolved = [self.resolve(s) for s in specs if _judged_criterion(s)]
         return [r for r in resolved if r is not None]
+
+    def unresolved(self, specs: Sequence[MetricSpec]) -> list[str]:
+        """The names (sorted, distinct) of the judged criteria among `specs` that have no model anywhere."""
+        return sorted({s.name for s in specs if _judged_criterion(s) and self.resolve(s) is None})
 
     def client(self, base_url: str | None, api_key_env: str) -> JudgeClient:
         key = (base_url, api_key_env)
@@ -464,7 +474,7 @@ class Judging:
         self, case: EvalCase, specs: Sequence[MetricSpec], outputs: Sequence[AgentOutput]
     ) -> tuple[list[MetricResult], dict[int, list[MetricResult]], CaseError | None]:
         """Judged case-level results, per-turn results and the judge error (if any) of one case."""
-        judged = [s for s in specs if is_judged(s.name)]
+        judged = [s for s in specs if is_judged(s.name) and not is_custom(s)]
         turn_results: dict[int, list[MetricResult]] = {}
         case_results: list[MetricResult] = []
         error: CaseError | None = None
@@ -533,10 +543,10 @@ def _step_details(checked: _CheckedStep) -> dict[str, Any]:
 
 
 def _judged_criterion(spec: MetricSpec) -> bool:
-    """A judged metric, or a step metric whose steps a judge decides (`metrics.step_judge`)."""
-    from evalward.metrics.step_judge import judges_steps
+    """A judged metric, or a step metric whose steps a judge decides (`metrics.registry.needs_judge`)."""
+    from evalward.metrics.registry import needs_judge
 
-    return is_judged(spec.name) or judges_steps(spec)
+    return needs_judge(spec)
 
 
 def judged_specs(specs_per_case: Sequence[Sequence[MetricSpec]]) -> list[MetricSpec]:

@@ -1,16 +1,18 @@
 """LangSmith-style examples (a JSON list or JSONL of `{inputs, outputs}`) → `EvalSet`.
 
 Each example is a one-turn case:
-- `query` = `inputs.question` | `inputs.query` | `inputs.input` | `inputs.text` (the first that is a string)
-  | the content of the last user message in `inputs.messages`; `Invocation.inputs` = the whole `inputs`;
+- `query` = `inputs.question` | `inputs.query` | `inputs.input` | `inputs.text` | `inputs.prompt` |
+  `inputs.message` (the first that is a string) | the content of the last user message in `inputs.messages`
+  (`find_query`, the rule the native format shares), else `""`; `Invocation.inputs` = the whole `inputs`;
 - `outputs.response` → `expected_response` (a number, boolean, object or list as its JSON text,
   `reference_text`);
   `outputs.trajectory` (step names) → `expected_trajectory`;
   every other `outputs` key → `expected_outputs` (e.g. `{"route": "refund_agent"}`);
 - `case_id` = `id` (or `example_id`) when given, else `"ex-"` + the first 12 hex digits of the sha256 of
   the canonical `inputs`, so ids survive reordering;
-- `metadata.cluster` (a non-empty string, or an integer taken as its decimal text) → the case's cluster
-  label, which the gate uses to analyse correlated cases (same template, same document) as one unit.
+- `metadata` → the case's metadata (what LangSmith evaluators read as `example.metadata`); `metadata.cluster`
+  (a non-empty string, or an integer taken as its decimal text) is also the case's cluster label, which the gate
+  uses to analyse correlated cases (same template, same document) as one unit.
 - `inputs.trajectory`, a list of LangChain messages (guide 001's recorded trajectories: HumanMessage, AIMessage
   with `additional_kwargs.tool_calls`, ToolMessage with `tool_call_id`, in any shape `loaders.lc_messages`
   reads) → the turn's `reference_messages`, scored step by step (teacher forcing); it is not handed to the
@@ -34,7 +36,9 @@ from evalward.loaders.problems import Problems, describe_value
 from evalward.model import Criteria, EvalCase, EvalSet, Invocation, MetricSpec, canonical_hash
 from evalward.model.text import compact_json
 
-_QUERY_KEYS = ("question", "query", "input", "text")
+_QUERY_KEYS = ("question", "query", "input", "text", "prompt", "message")
+"""Keys whose string value is the user's text, first found wins. `prompt` and `message` come last so that an
+`inputs` holding one of the first four keeps the query it always had (the query is part of a case's input hash)."""
 _USER_ROLES = ("user", "human")
 
 
@@ -77,6 +81,15 @@ def example_case_id(inputs: dict[str, Any]) -> str:
 
 def query_from_inputs(inputs: dict[str, Any]) -> str:
     """The user's text in a LangSmith `inputs` dict (see the module docstring); `""` when there is none."""
+    return find_query(inputs) or ""
+
+
+def find_query(inputs: dict[str, Any]) -> str | None:
+    """The user's text in an `inputs` dict: the first string among `_QUERY_KEYS`, else the text of the last
+    user message in `inputs.messages`; None when neither is there (an empty string found is returned as is).
+
+    The one definition of this rule: the LangSmith and langchain-benchmarks loaders use it through
+    `query_from_inputs`, and the native loader (`loaders.native.turn_query`) before its own fallbacks."""
     for key in _QUERY_KEYS:
         value = inputs.get(key)
         if isinstance(value, str):
@@ -93,7 +106,7 @@ def query_from_inputs(inputs: dict[str, Any]) -> str:
                 role, content = message
             if role in _USER_ROLES:
                 return _message_text(content)
-    return ""
+    return None
 
 
 def _message_text(content: Any) -> str:
@@ -207,4 +220,5 @@ def map_example(problems: Problems, raw: Any, at: PathKey) -> EvalCase | None:
     usable, cluster = _cluster(problems, example.metadata, at, case_id)
     if not usable:
         return None
-    return EvalCase(case_id=case_id, turns=[turn], cluster=cluster, source=problems.source(at))
+    metadata = dict(example.metadata or {})
+    return EvalCase(case_id=case_id, turns=[turn], cluster=cluster, metadata=metadata, source=problems.source(at))

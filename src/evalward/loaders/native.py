@@ -10,11 +10,13 @@ metrics:                            # optional; the set's criteria (origin "nati
   - {name: response_rouge1, threshold: null}        # threshold null: informational
   - {name: tool_trajectory_avg_score, threshold: 1.0, match_type: in-order}  # other keys are options
   - {name: polite, evaluator: "evals.checks:Polite"}  # your own evaluator (`metrics.evaluators`), any idiom
+  - {name: paris, evaluator: "pydantic_evals.evaluators:Contains", args: {value: Paris}}  # a class, created with args
 cases:
   - id: refund_invoice              # required, unique in the file
     description: ...
     must_pass: true                 # hard gate: must pass on every repetition
     tags: [refund]
+    metadata: {difficulty: hard}    # anything else, for your evaluators (`ctx.metadata`, `example.metadata`)
     cluster: invoice-237            # optional: cases sharing a label (same template, same document) are
                                     #   resampled and sign-flipped together by the gate
     session_state: {customer_id: 7}
@@ -35,7 +37,15 @@ Rules:
    `null` makes it informational. ADK's efficiency metrics default to informational and take no threshold.
    `match_type`/`ignore_args` are checked and normalised as in `test_config.json`.
 3. A turn needs `query` or `inputs`. Within `expect`, an omitted key is not scored; `tool_calls: []`
-   expects no calls.
+   expects no calls. The agent's `query` (`turn_query`) is `query` as written (even `""`); without it, it
+   comes from `inputs`:
+   a. the first string among `question`, `query`, `input`, `text`, `prompt`, `message`, else the text of
+      the last user message in `messages` (`langsmith.find_query`: the rule LangSmith examples follow);
+   b. else, when `inputs` has exactly one key and its value is a string, that string (`{topic: refunds}`);
+   c. else `inputs` as compact JSON with sorted keys (`{"a": 1, "b": [2]}`), so an agent that reads only
+      the query still gets everything the turn says.
+   `inputs: {}` without `query` is an error: the agent would get nothing to answer. `inputs` always reach
+   the agent unchanged.
 4. Without `metrics`, criteria follow the expectations present (origin `format_defaults`):
    `tool_calls` → `tool_trajectory_avg_score` ≥ 1.0; `trajectory` → `trajectory_subsequence` ≥ 1.0;
    `agents` → `agents_match` ≥ 1.0; `agent_tools` → `agent_tools_match` ≥ 1.0; each `outputs` key K →
@@ -52,10 +62,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
+from evalward.loaders.langsmith import find_query
 from evalward.loaders.positions import PathKey
 from evalward.loaders.problems import Problems, describe_value
 from evalward.loaders.test_config import ADK_CRITERIA, EFFICIENCY_CRITERIA, criterion_options
-from evalward.metrics.custom import CUSTOM_OPTION, split_path
+from evalward.metrics.custom import CUSTOM_OPTION, evaluator_spec, split_path
 from evalward.model import (
     Criteria,
     EvalCase,
@@ -67,6 +78,7 @@ from evalward.model import (
     SessionInput,
     ToolCall,
 )
+from evalward.model.text import compact_json
 
 _STRICT = ConfigDict(extra="forbid", loc_by_alias=False)
 JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
@@ -129,6 +141,10 @@ class NativeMetric(BaseModel):
         description="Your own evaluator, `pkg.module:attr` or `pkg.module.attr` (LangSmith/openevals, "
         "pydantic-evals or ADK idiom); `name` is then free.",
     )
+    args: dict[str, Any] | list[Any] | None = Field(
+        default=None,
+        description="With `evaluator` naming a class: the arguments it is created with (keywords or positional).",
+    )
 
 
 def _metric_kind(value: Any) -> str:
@@ -142,13 +158,39 @@ MetricEntry = Annotated[
 """A bare metric name or a metric object; a discriminator keeps errors to the shape actually written."""
 
 
+NO_QUERY_IN_EMPTY_INPUTS = "without 'query', 'inputs' needs at least one key: the agent would get an empty query"
+
+
+def turn_query(query: str | None, inputs: dict[str, Any] | None) -> str:
+    """The query a turn sends to the agent: rule 3 of the module docstring.
+
+    Without this, a turn written with `inputs: {question: …}` and no `query` sent `"query": ""`, and an agent
+    that reads the query (ADK, `openai:`, most `cmd:` and HTTP agents) was asked nothing."""
+    if query is not None:
+        return query
+    if not inputs:
+        return ""  # refused by the models' validators; kept total for callers building turns themselves
+    found = find_query(inputs)
+    if found is not None:
+        return found
+    if len(inputs) == 1:
+        (only,) = inputs.values()
+        if isinstance(only, str):
+            return only
+    return compact_json(inputs)
+
+
 class NativeTurn(BaseModel):
     """One turn of a multi-turn case."""
 
     model_config = _STRICT
 
     id: str | None = Field(default=None, description="Stable turn id (invocation id).")
-    query: str | None = Field(default=None, description="The user's message.")
+    query: str | None = Field(
+        default=None,
+        description="The user's message. Without it, taken from `inputs`: its question, query, input, text, prompt "
+        "or message (or the last user message of its messages), else its only string value, else its JSON.",
+    )
     inputs: dict[str, Any] | None = Field(default=None, description="Structured inputs handed to the agent.")
     expect: NativeExpect = Field(default_factory=NativeExpect)
     reference_messages: list[NativeMessage] | None = None
@@ -157,6 +199,8 @@ class NativeTurn(BaseModel):
     def _needs_input(self) -> NativeTurn:
         if self.query is None and self.inputs is None:
             raise ValueError("a turn needs 'query' or 'inputs'")
+        if self.query is None and not self.inputs:
+            raise ValueError(NO_QUERY_IN_EMPTY_INPUTS)
         return self
 
 
@@ -169,6 +213,9 @@ class NativeCase(BaseModel):
     description: str | None = None
     must_pass: bool = Field(default=False, description="Hard gate: must pass on every repetition.")
     tags: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(
+        default_factory=dict, description="Anything else about the case, for your evaluators (`ctx.metadata`)."
+    )
     cluster: str | None = Field(
         default=None,
         min_length=1,
@@ -193,6 +240,8 @@ class NativeCase(BaseModel):
             )
         if self.turns is None and self.query is None and self.inputs is None:
             raise ValueError("a case needs 'query' (or 'inputs') or 'turns'")
+        if self.turns is None and self.query is None and not self.inputs:
+            raise ValueError(NO_QUERY_IN_EMPTY_INPUTS)
         return self
 
 
@@ -320,8 +369,19 @@ def _metrics(
                 )
                 ok = False
                 continue
-            extra = {**(parsed.model_extra or {}), CUSTOM_OPTION: {"code_config": {"name": parsed.evaluator}}}
+            config = evaluator_spec(parsed.name, parsed.evaluator, args=parsed.args).options[CUSTOM_OPTION]
+            extra = {**(parsed.model_extra or {}), CUSTOM_OPTION: config}
             specs.append(MetricSpec(name=parsed.name, threshold=parsed.threshold, options=extra))
+            continue
+        if parsed.args is not None:
+            problems.add(
+                f"metric {parsed.name!r}: args are the arguments of an evaluator class, and no evaluator is named",
+                (*entry_at, "args"),
+                case_id=case_id,
+                expected="'evaluator: package.module:Class' beside 'args'",
+                found="args without evaluator",
+            )
+            ok = False
             continue
         if known is not None and parsed.name not in known:
             problems.add(
@@ -378,6 +438,7 @@ def _case(
         metrics=metrics,
         must_pass=parsed.must_pass,
         tags=parsed.tags,
+        metadata=parsed.metadata,
         cluster=parsed.cluster,
         source=problems.source(at),
     )
@@ -398,7 +459,7 @@ def _turn(
     expect = expect or NativeExpect()
     return Invocation(
         invocation_id=turn_id or "",
-        query=query or "",
+        query=turn_query(query, inputs),
         inputs=inputs or {},
         expected_response=expect.response,
         expected_tool_calls=[_call(c) for c in expect.tool_calls] if expect.tool_calls is not None else None,

@@ -5,7 +5,14 @@ lists them), one `<testcase classname="{eval_set_id}" name="{case_id} [rep N]" t
 case result (N 1-based). A failed case gets `<failure message="…">` (the failing metrics in one line)
 whose text lists every failing metric with its explanation and, per failing turn, the query and the
 tool-call diff; an errored case gets `<error type="{kind}" message="…">`. Counts on both levels:
-`tests`, `failures`, `errors`, `skipped` (always 0), `time` (sum of latencies).
+`tests`, `failures`, `errors`, `time` (sum of latencies); each `<testsuite>` also carries `skipped` (always 0:
+every case runs, so none is ever skipped) and the run's start as `timestamp`.
+
+The output is valid against the Jenkins xunit-plugin `junit-10.xsd`, the schema CI test reporters follow
+(checked by `tests/report/test_junit_schema.py`): `<testsuites>` takes only `name`, `time`, `tests`,
+`failures` and `errors` (so no `skipped` there: readers sum the suites'), a `<testcase>` only `name`,
+`classname`, `time` and `group` (so no `file`/`line` and no `<properties>`), and `time` is plain decimal
+seconds.
 
 All untrusted text goes through `escape.xml_text`: characters illegal in XML 1.0 are dropped (the
 file stays parseable whatever the agent printed) and workflow commands and mentions are neutralised,
@@ -15,6 +22,7 @@ since reporters copy these messages into logs and PR comments.
 from __future__ import annotations
 
 import io
+import math
 import shutil
 import tempfile
 import xml.etree.ElementTree as ET
@@ -61,14 +69,14 @@ def write_junit(run: RunResult, target: TextIO, *, title: str = "evalward") -> N
             ET.indent(element, space="  ", level=2)
             buffer.write("\n    " + redact(ET.tostring(element, encoding="unicode")))
         target.write('<?xml version="1.0" encoding="UTF-8"?>\n')
-        root = {"name": xml_text(title), **total.attributes()}
+        root = {"name": xml_text(title), **total.attributes(suite=False)}
         if not set_ids:
             target.write(_tag("testsuites", root, empty=True) + "\n")
             return
         target.write(_tag("testsuites", root))
         for set_id in set_ids:
             counts, buffer = suites[set_id] if set_id in suites else (_Counts(), None)
-            attributes = {"name": xml_text(set_id), **counts.attributes()}
+            attributes = {"name": xml_text(set_id), **counts.attributes(suite=True)}
             if run.started_at is not None:
                 attributes["timestamp"] = run.started_at.isoformat()
             target.write("\n  " + _tag("testsuite", attributes, empty=buffer is None))
@@ -100,16 +108,21 @@ class _Counts:
         self.tests += 1
         self.failures += case.status == "failed"
         self.errors += case.status == "error"
-        self.seconds += case.latency_s or 0.0
+        self.seconds += _seconds(case.latency_s)
 
-    def attributes(self) -> dict[str, str]:
-        return {
-            "tests": str(self.tests),
-            "failures": str(self.failures),
-            "errors": str(self.errors),
-            "skipped": "0",
-            "time": fmt.JUNIT_TIME_FORMAT.format(self.seconds),
-        }
+    def attributes(self, *, suite: bool) -> dict[str, str]:
+        """The counts as attributes of a `<testsuite>` (`suite`) or of `<testsuites>`, which junit-10.xsd
+        does not allow `skipped` on."""
+        counts = {"tests": str(self.tests), "failures": str(self.failures), "errors": str(self.errors)}
+        if suite:
+            counts["skipped"] = "0"
+        return {**counts, "time": fmt.JUNIT_TIME_FORMAT.format(self.seconds)}
+
+
+def _seconds(latency: float | None) -> float:
+    """A latency as `time` may hold it: junit-10.xsd's pattern admits digits and a decimal point only, so a value
+    that is not a finite non-negative number (a replayed or imported run may carry one) counts as 0."""
+    return latency if latency is not None and math.isfinite(latency) and latency >= 0 else 0.0
 
 
 def _testcase(case: CaseResult) -> ET.Element:
@@ -118,7 +131,7 @@ def _testcase(case: CaseResult) -> ET.Element:
         {
             "classname": xml_text(case.eval_set_id),
             "name": xml_text(f"{case.case_id} [rep {fmt.ordinal(case.repetition)}]"),
-            "time": fmt.JUNIT_TIME_FORMAT.format(case.latency_s or 0.0),
+            "time": fmt.JUNIT_TIME_FORMAT.format(_seconds(case.latency_s)),
         },
     )
     if case.status == "error":
