@@ -47,6 +47,11 @@ class RunValues(BaseModel):
         "separated by spaces).",
     )
     metrics_mode: Literal["add", "replace"] = "add"
+    custom_evaluator_types: tuple[str, ...] = Field(
+        default=(),
+        description="`pkg.module:Class` paths of your evaluator classes that pydantic-evals Dataset files name "
+        "(`--evaluator-type`, the `custom_evaluator_types` setting).",
+    )
     repeat: int = Field(default=1, ge=1, description="Repetitions per case (`--repeat`).")
     concurrency: int = Field(default=4, ge=1, description="Cases running at once.")
     timeout_s: float | None = Field(default=120.0, ge=0, description="Seconds per turn; 0 or None: no limit.")
@@ -176,7 +181,7 @@ def run_options_from(
     """The one constructor of `RunOptions` from run values, for `evalward run`, `evalward ci` and the pytest API.
 
     `agent_label` names an agent given as an object (the pytest API) instead of `values.agent`."""
-    from evalward._pipeline import RunOptions, parse_metric_option
+    from evalward._pipeline import RunOptions, parse_metric_option, split_metric_options
     from evalward.judging.config import JudgeConfig, load_prices
 
     agent = agent_label or values.agent
@@ -187,7 +192,7 @@ def run_options_from(
         if isinstance(item, MetricSpec):
             overrides.append(item)
         else:
-            overrides.extend(parse_metric_option(text) for text in item.split())
+            overrides.extend(parse_metric_option(text) for text in split_metric_options(item))
     judge = JudgeConfig(
         model=values.judge_model or None,
         base_url=values.judge_base_url or None,
@@ -211,6 +216,7 @@ def run_options_from(
         case_patterns=list(values.cases),
         sample=values.sample,
         initial_session_file=values.initial_session_file,
+        custom_evaluator_types=list(values.custom_evaluator_types),
         pass_rule="mean_over_runs" if values.pass_rule == "mean-over-runs" else "per_run",
         run_id=run_id,
         context=context or RunContext(),

@@ -175,6 +175,7 @@ def test_the_pytest_api_takes_every_run_value(tmp_path: Path, monkeypatch: pytes
         "cases": ("a*",),
         "sample": 1,
         "initial_session_file": str(session),
+        "custom_evaluator_types": ("evals.checks:MyEvaluator",),
     }
     assert set(given) == set(RunValues.model_fields) - _OWN_ARGUMENTS, "a run value is missing from this test"
     evals = tmp_path / "cases.eval.json"
@@ -211,6 +212,7 @@ def test_the_pytest_api_takes_every_run_value(tmp_path: Path, monkeypatch: pytes
         7,
     )
     assert (options.case_patterns, options.sample, options.initial_session_file) == (["a*"], 1, str(session))
+    assert options.custom_evaluator_types == ["evals.checks:MyEvaluator"]
     assert run.case_selection == "--case 'a*' --sample 1 (1 of 1 cases)"
     assert options.judge is not None
     assert (options.judge.model, options.judge.base_url, options.judge.api_key_env) == (

@@ -23,8 +23,8 @@ def root_agent(request):
 """
 
 CHECKS = """\
-def polite(outputs):
-    return "please" in (outputs.get("response") or "")
+def polite(outputs):  # the case expects a response: `outputs` is the answer text
+    return "please" in (outputs or "")
 """
 
 CASES = """\

@@ -79,8 +79,11 @@ class RecordedRequest:
 class FakeOpenAI:
     """The server; use as a context manager. `base_url` ends in `/v1` as the `openai` client expects."""
 
-    def __init__(self, models: list[str] | None = None) -> None:
+    def __init__(self, models: list[str] | None = None, *, keep_alive: bool = True) -> None:
         self.models = list(models or ["judge-model", "agent-model"])
+        # False: every response closes its connection, so a client whose pooled connections outlive the event
+        # loop that opened them (pydantic-ai caches one httpx client per provider) leaves no socket behind.
+        self.keep_alive = keep_alive
         self.queue: deque[Reply] = deque()
         self.responder: Callable[[dict[str, Any]], Reply] | None = None
         self.reject_json_schema = False
@@ -285,6 +288,9 @@ class FakeOpenAI:
         handler.send_header("content-length", str(len(payload)))
         for key, value in (headers or {}).items():
             handler.send_header(key, value)
+        if not self.keep_alive:
+            handler.send_header("connection", "close")
+            handler.close_connection = True
         handler.end_headers()
         handler.wfile.write(payload)
 

@@ -249,12 +249,60 @@ def test_bad_custom_metrics_entries_name_the_metric_and_path(tmp_path: Path) -> 
     assert [(p.json_path, p.message, p.found) for p in problems] == [
         (
             "$.custom_metrics.a.code_config.name",
-            "custom metric 'a': code_config.name must be the path of a function or evaluator",
+            "custom metric 'a': the path of a function or evaluator class is expected",
             "'no_dots'",
         ),
         ("$.custom_metrics.b.code_config", "missing required key 'name'", None),
         ("$.custom_metrics.c.extra", "unknown key 'extra'", "'extra'"),
     ]
+
+
+def test_evaluator_classes_are_named_with_their_arguments(tmp_path: Path) -> None:
+    data = {
+        "criteria": {"paris": None, "typed": None, "adk_style": None},
+        "custom_metrics": {
+            "paris": {"evaluator": "pydantic_evals.evaluators:Contains", "args": {"value": "Paris"}},
+            "typed": {"evaluator": "pydantic_evals.evaluators:IsInstance", "args": ["str"]},
+            "adk_style": {"codeConfig": {"name": "evals.checks:Near", "args": [{"name": "within", "value": 3}]}},
+        },
+    }
+    criteria, found = read_test_config(_config(tmp_path, data))
+    assert found.items == []
+    assert {m.name: m.options["custom_metric"] for m in criteria.metrics} == {
+        "paris": {"code_config": {"name": "pydantic_evals.evaluators:Contains"}, "args": {"value": "Paris"}},
+        "typed": {"code_config": {"name": "pydantic_evals.evaluators:IsInstance"}, "args": ["str"]},
+        "adk_style": {"code_config": {"name": "evals.checks:Near"}, "args": {"within": 3}},
+    }
+
+
+def test_an_evaluator_entry_names_its_code_once(tmp_path: Path) -> None:
+    data = {
+        "criteria": {"both": None, "neither": None, "mixed": None},
+        "custom_metrics": {
+            "both": {"evaluator": "a.b:C", "code_config": {"name": "a.b:C"}},
+            "neither": {"args": {"x": 1}},
+            "mixed": {"code_config": {"name": "a.b:C", "args": [{"name": "x", "value": 1}, {"value": 2}]}},
+        },
+    }
+    problems = _problems(tmp_path, data)
+    assert [(p.json_path, p.message) for p in problems] == [
+        ("$.custom_metrics.both", "give the code's path once: either code_config.name or evaluator"),
+        ("$.custom_metrics.neither", "give the code's path once: either code_config.name or evaluator"),
+        (
+            "$.custom_metrics.mixed.code_config.args",
+            "custom metric 'mixed': code_config.args must be all named (keywords) or all unnamed (positional)",
+        ),
+    ]
+
+
+def test_a_custom_metric_named_like_a_builtin_shadows_it_with_a_warning(tmp_path: Path) -> None:
+    data = {"criteria": {"llm_judge": None}, "custom_metrics": {"llm_judge": {"evaluator": "evals.checks:Judge"}}}
+    criteria, found = read_test_config(_config(tmp_path, data), known_metrics=["llm_judge"])
+    assert found.items == []
+    assert [w.split(": ", 1)[1] for w in found.warnings] == [
+        "custom metric 'llm_judge' shares its name with a built-in metric: yours is scored, not the built-in"
+    ]
+    assert criteria.metrics[0].options["custom_metric"] == {"code_config": {"name": "evals.checks:Judge"}}
 
 
 def test_declared_custom_metric_that_no_criterion_names_is_a_warning(tmp_path: Path) -> None:

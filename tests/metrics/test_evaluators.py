@@ -25,6 +25,11 @@ def exact(inputs, outputs, reference_outputs):
     return {"key": "exact", "score": same, "comment": f"{outputs['response']!r} vs {reference_outputs['response']!r}"}
 
 
+def exact_text(outputs, reference_outputs):
+    # beside a native file whose case expects a response: both are the answer texts, as openevals takes them
+    return {"key": "exact", "score": outputs == reference_outputs, "comment": f"{outputs!r} vs {reference_outputs!r}"}
+
+
 async def length(*, outputs):
     await asyncio.sleep(0)
     return len(outputs["response"] or "")
@@ -252,11 +257,9 @@ async def test_multi_turn_cases_use_the_last_answered_turn() -> None:
     ]
 
 
-def _seen(inputs: dict[str, Any], outputs: dict[str, Any], reference_outputs: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "score": outputs["response"] == reference_outputs["response"],
-        "comment": f"{inputs} -> {outputs['response']!r} vs {reference_outputs['response']!r}",
-    }
+def _seen(inputs: dict[str, Any], outputs: str, reference_outputs: str) -> dict[str, Any]:
+    # A text reference (no expected outputs, not a LangSmith dataset): both sides are the answer texts.
+    return {"score": outputs == reference_outputs, "comment": f"{inputs} -> {outputs!r} vs {reference_outputs!r}"}
 
 
 def test_replace_defaults_is_a_known_boolean_key(tmp_path: Path) -> None:
@@ -277,7 +280,7 @@ def test_a_native_yaml_metric_names_an_evaluator(project: Path, capsys: pytest.C
     (project / "qa.eval.yaml").write_text(
         "evalward: 1\n"
         "metrics:\n"
-        "  - {name: exact, evaluator: 'byo_langsmith_style:exact'}\n"
+        "  - {name: exact, evaluator: 'byo_langsmith_style:exact_text'}\n"
         "  - {name: contains, evaluator: byo_pydantic_style.Contains, threshold: null}\n"
         "cases:\n"
         "  - {id: paris, inputs: {question: 'capital?', response: Paris}, expect: {response: Paris}}\n",
@@ -378,3 +381,47 @@ def test_an_evaluator_class_needing_arguments_is_a_configuration_error() -> None
     assert problem.startswith(
         "custom metric 'm' (tests.metrics.test_evaluators:_NeedsArgument): cannot create the evaluator without arguments: TypeError"
     )
+
+
+def test_a_native_yaml_metric_creates_an_evaluator_class_with_args(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (project / "qa.json").unlink()
+    (project / "qa.eval.yaml").write_text(
+        "evalward: 1\n"
+        "metrics:\n"
+        "  - {name: has_par, evaluator: byo_pydantic_style.Contains, args: {needle: Par}, threshold: null}\n"
+        "  - {name: has_xyz, evaluator: byo_pydantic_style.Contains, args: [xyz], threshold: null}\n"
+        "cases:\n"
+        "  - {id: paris, inputs: {question: 'capital?', response: Paris}, expect: {response: Paris},\n"
+        "     metadata: {difficulty: easy}}\n",
+        encoding="utf-8",
+    )
+    from evalward._cli.main import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["run", "qa.eval.yaml", "--agent", "tests.fakes.agents:echo", "--no-history", "--json", "r.json"])
+    assert exited.value.code == 1, capsys.readouterr()  # has_xyz fails
+    [case] = json.loads((project / "r.json").read_text())["cases"]
+    results = {m["name"]: (m["status"], m["explanation"]) for m in case["metric_results"]}
+    assert results == {
+        "has_par": ("passed", "'Par' in 'Paris' for paris (expected 'Paris')"),
+        "has_xyz": ("failed", "'xyz' in 'Paris' for paris (expected 'Paris')"),
+    }
+
+
+def test_native_args_without_an_evaluator_are_a_located_error(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from evalward._cli.main import main
+
+    (project / "bad.eval.yaml").write_text(
+        "evalward: 1\nmetrics:\n  - {name: response_exact, args: {x: 1}}\ncases:\n  - {id: a, query: hi}\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(SystemExit) as exited:
+        main(["validate", "bad.eval.yaml"])
+    text = "".join(capsys.readouterr())
+    assert exited.value.code == 2, text
+    assert "bad.eval.yaml:3" in text and "$.metrics[0].args" in text
+    assert "args are the arguments of an evaluator class, and no evaluator is named" in text

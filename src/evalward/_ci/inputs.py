@@ -29,6 +29,7 @@ ACTION_INPUTS: dict[str, str] = {
     "test-config": "EVALWARD_TEST_CONFIG",
     "metrics": "EVALWARD_METRICS",
     "metrics-mode": "EVALWARD_METRICS_MODE",
+    "evaluator-types": "EVALWARD_EVALUATOR_TYPES",
     "repeat": "EVALWARD_REPEAT",
     "concurrency": "EVALWARD_CONCURRENCY",
     "timeout": "EVALWARD_TIMEOUT",

@@ -14,9 +14,10 @@ from evalward.errors import UsageError
 @click.option(
     "--to",
     "target",
-    type=click.Choice(["adk", "native"]),
+    type=click.Choice(["adk", "native", "pydantic-evals"]),
     required=True,
-    help="adk: ADK's current eval-set JSON (+ test_config.json); native: evalward's YAML/JSON format",
+    help="adk: ADK's current eval-set JSON (+ test_config.json); native: evalward's YAML/JSON format; "
+    "pydantic-evals: a Dataset file (YAML/JSON) that pydantic_evals.Dataset.from_file reads",
 )
 @click.option(
     "--out",
@@ -27,7 +28,7 @@ from evalward.errors import UsageError
     "--syntax",
     type=click.Choice(["yaml", "json"]),
     default=None,
-    help="Native syntax (default: from --out's suffix, else yaml)",
+    help="Native and pydantic-evals syntax (default: from --out's suffix, else yaml)",
 )
 @click.option(
     "--test-config",
@@ -43,17 +44,23 @@ def convert_command(
     """Convert the eval files in SOURCE (a file or directory, any format evalward reads) to --to.
 
     Legacy ADK files become current ADK eval sets; LangSmith, langchain-benchmarks and multi-agent files
-    become native files; native files become ADK eval sets where ADK can express them. Everything the
-    target cannot express is listed on stderr ("not expressible: …"). With --to adk, the set's ADK criteria
-    are written as test_config.json beside --out. Exit 0, or 1 with --strict when something was lost.
+    become native files; native files become ADK eval sets where ADK can express them; any file becomes a
+    pydantic-evals Dataset whose evaluators are its evaluator criteria (your classes among them are those
+    of the settings' custom_evaluator_types). Everything the target cannot express is listed on stderr
+    ("not expressible: …"). With --to adk, the set's ADK criteria are written as test_config.json beside
+    --out. Exit 0, or 1 with --strict when something was lost.
     """
-    from evalward.convert import convert_file
+    from evalward.config import LoadedConfig
+    from evalward.convert import TargetFormat, convert_file
     from evalward.convert.native_writer import NativeSyntax
 
     chosen: NativeSyntax = (
         "json" if (syntax or ("json" if out and out.endswith(".json") else "yaml")) == "json" else "yaml"
     )
-    conversions = convert_file(source, "adk" if target == "adk" else "native", syntax=chosen, config_path=test_config)
+    settings = click.get_current_context().find_root().obj
+    custom_types = settings.settings.custom_evaluator_types if isinstance(settings, LoadedConfig) else []
+    to: TargetFormat = "adk" if target == "adk" else "native" if target == "native" else "pydantic_evals"
+    conversions = convert_file(source, to, syntax=chosen, config_path=test_config, custom_evaluator_types=custom_types)
     lost = 0
     out_path = Path(out) if out else None
     if out_path is not None and len(conversions) > 1 and out_path.suffix:
@@ -61,6 +68,8 @@ def convert_command(
     for conversion in conversions:
         for line in conversion.unexpressed:
             click.echo(f"not expressible in {target} ({conversion.eval_set_id}): {line}", err=True)
+        for line in conversion.notes:
+            click.echo(f"note ({conversion.eval_set_id}): {line}", err=True)
         lost += len(conversion.unexpressed)
         if out_path is None:
             click.echo(conversion.text, nl=False)

@@ -98,6 +98,15 @@ EVAL_OPTIONS: list[Callable[[Any], Any]] = [
         "with --metrics-mode replace, use only these [env: EVALWARD_METRICS]",
     ),
     click.option(
+        "--evaluator-type",
+        "custom_evaluator_types",
+        multiple=True,
+        envvar="EVALWARD_EVALUATOR_TYPES",
+        metavar="MODULE:CLASS",
+        help="Your evaluator class that pydantic-evals Dataset files name by class name (repeatable), as "
+        "Dataset.from_file's custom_evaluator_types [env: EVALWARD_EVALUATOR_TYPES]",
+    ),
+    click.option(
         "--metrics-mode",
         type=click.Choice(["add", "replace"]),
         default="add",

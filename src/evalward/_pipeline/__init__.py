@@ -35,6 +35,7 @@ from evalward._pipeline.options import (
     scenario_sets,
     select_run_cases,
     simulator_settings,
+    split_metric_options,
     validate_criteria,
     with_judge_identities,
 )
@@ -78,6 +79,7 @@ __all__ = [
     "score_finished_case",
     "select_run_cases",
     "simulator_settings",
+    "split_metric_options",
     "start_judging",
     "start_simulator",
     "validate_criteria",

@@ -74,6 +74,7 @@ async def score_finished_case(
         repetition=item.repetition,
         specs=eval_set.metrics_for(case),
         adk_efficiency=eval_set.format in ADK_FORMATS,
+        eval_format=eval_set.format,
         outputs=case_run.outputs,
         turn_latencies_s=case_run.turn_latencies_s,
         latency_s=case_run.latency_s,

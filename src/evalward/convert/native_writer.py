@@ -23,7 +23,16 @@ def _metric(spec: MetricSpec) -> Any:
 
     if spec.name in EFFICIENCY_CRITERIA and not spec.options:
         return spec.name
+    from evalward.metrics.custom import CUSTOM_OPTION, evaluator_args, function_path, is_custom
+
     written: dict[str, Any] = {"name": spec.name, "threshold": spec.threshold}
+    if is_custom(spec):  # your evaluator, as the native format names one
+        written["evaluator"] = function_path(spec)
+        args = evaluator_args(spec)
+        if args is not None:
+            written["args"] = args
+        written.update({key: value for key, value in spec.options.items() if key != CUSTOM_OPTION})
+        return written
     written.update(spec.options)
     return written
 
@@ -97,6 +106,8 @@ def _case(case: EvalCase, lost: list[str]) -> dict[str, Any]:
         written["must_pass"] = True
     if case.tags:
         written["tags"] = list(case.tags)
+    if case.metadata:
+        written["metadata"] = dict(case.metadata)
     if case.cluster is not None:
         written["cluster"] = case.cluster
     if case.session_input is not None:

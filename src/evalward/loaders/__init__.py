@@ -2,7 +2,8 @@
 
 Formats, detected by content (`detect_format`): ADK's current eval sets (`adk.py`), ADK's two legacy
 formats (`adk_legacy.py`), LangSmith examples (`langsmith.py`), langchain-benchmarks tool-usage datasets
-(`benchmarks.py`), multi-agent test cases (`multi_agent.py`) and evalward's native YAML/JSON (`native.py`).
+(`benchmarks.py`), multi-agent test cases (`multi_agent.py`), pydantic-evals Dataset files
+(`pydantic_evals_dataset.py`) and evalward's native YAML/JSON (`native.py`).
 `test_config.json` criteria: `test_config.py`. File syntax and positions: `documents.py`, `positions.py`;
 problem reporting: `problems.py`; directory search: `discovery.py`; the entry point: `load.py`.
 """

@@ -4,6 +4,7 @@ Rules, first match wins:
 1. an object with `evalward` → `native`;
 2. an object with `eval_set_id` or `eval_cases` (or their camelCase forms, reported later as a problem)
    → `adk_evalset`;
+   an object that is a pydantic-evals Dataset file (`is_pydantic_evals_dataset`) → `pydantic_evals`;
 3. a non-empty list whose first object has `name` and `data` → `adk_legacy_evalset`;
    whose first object has `query` → `adk_legacy_test`;
 4. a non-empty list of objects where any `output`/`outputs` object has `expected_steps` →
@@ -21,6 +22,14 @@ from evalward.model import EvalFormat
 
 _ADK_SET_KEYS = ("eval_set_id", "eval_cases", "evalSetId", "evalCases")
 
+PYDANTIC_EVALS_DATASET_KEYS = ("$schema", "name", "cases", "evaluators", "report_evaluators")
+"""The keys of a pydantic-evals `Dataset` file, as `Dataset.to_file` writes them (`$schema` in JSON only)."""
+PYDANTIC_EVALS_CASE_KEYS = ("name", "inputs", "metadata", "expected_output", "evaluators")
+"""The keys of one of its cases."""
+_PYDANTIC_EVALS_MARKERS = ("$schema", "report_evaluators")
+"""Keys only a pydantic-evals Dataset file has among the formats read: `to_file` writes `report_evaluators` in
+both syntaxes and `$schema` in JSON."""
+
 
 def detect_format(data: Any) -> EvalFormat | None:
     """The format of a parsed eval file (see the module docstring), or None when none fits."""
@@ -29,6 +38,8 @@ def detect_format(data: Any) -> EvalFormat | None:
             return "native"
         if any(key in data for key in _ADK_SET_KEYS):
             return "adk_evalset"
+        if is_pydantic_evals_dataset(data):
+            return "pydantic_evals"
         return None
     if not isinstance(data, list) or not data:
         return None
@@ -60,6 +71,28 @@ def has_expected_steps(item: Any) -> bool:
     return any(isinstance(item.get(key), dict) and "expected_steps" in item[key] for key in ("output", "outputs"))
 
 
+def is_pydantic_evals_dataset(data: dict[Any, Any]) -> bool:
+    """Whether an object (neither native nor ADK) is a pydantic-evals Dataset file: it has a key only such files
+    have (`$schema`, `report_evaluators`), or all its keys are a Dataset's and it has `evaluators`, or `cases`
+    whose first item is a Dataset case (an object with `inputs` and only a case's keys).
+
+    So a file `to_file` wrote is recognised even with a key misspelt or `cases` missing (the problem is then
+    reported at its line), while an object with other keys (a native file without `evalward: 1`) is not."""
+    if any(key in data for key in _PYDANTIC_EVALS_MARKERS):
+        return True
+    if not all(key in PYDANTIC_EVALS_DATASET_KEYS for key in data):
+        return False
+    if "evaluators" in data:
+        return True
+    cases = data.get("cases")
+    if not isinstance(cases, list):
+        return False
+    if not cases:
+        return True
+    first = cases[0]
+    return isinstance(first, dict) and "inputs" in first and all(key in PYDANTIC_EVALS_CASE_KEYS for key in first)
+
+
 def describe_shape(data: Any) -> str:
     """A short account of what was found, for the "unrecognised format" problem."""
     if isinstance(data, dict):
@@ -79,5 +112,6 @@ def describe_shape(data: Any) -> str:
 KNOWN_SHAPES = (
     "an ADK eval set {eval_set_id, eval_cases}, an ADK legacy list of turns [{query, ...}] or of "
     "conversations [{name, data}], LangSmith examples [{inputs, outputs}], langchain-benchmarks "
-    "[{input, output: {expected_steps}}], multi-agent cases [{id, input, expected}], or an evalward file {evalward: 1}"
+    "[{input, output: {expected_steps}}], multi-agent cases [{id, input, expected}], a pydantic-evals Dataset file "
+    "{name, cases: [{name, inputs, expected_output, evaluators}], evaluators}, or an evalward file {evalward: 1}"
 )

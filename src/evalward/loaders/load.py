@@ -24,6 +24,10 @@ Reading: ADK eval sets and LangSmith / multi-agent lists (JSON or JSONL) are rea
 file on demand (`indexed.IndexedCases`); they report exactly the problems reading them whole would. Other
 files are read whole (`documents`).
 
+pydantic-evals Dataset files name their own evaluator classes by class name only: `custom_evaluator_types`
+(`pkg.module:Class` paths, the `custom_evaluator_types` setting of `evalward.toml`) says which classes those
+are, as `Dataset.from_file(custom_evaluator_types=...)` does (`loaders.pydantic_evals_dataset`).
+
 Case and eval set ids must be printable (no C0 control characters or DEL: they reach logs, workflow
 commands and PostgreSQL, which refuses NUL). Case ids must be unique within a set. Two sets with the same id are allowed, with a warning, since results
 are keyed by set and case id.
@@ -95,10 +99,17 @@ def load_paths(
     config_path: str | Path | None = None,
     initial_session_path: str | Path | None = None,
     stream: bool = True,
+    custom_evaluator_types: Sequence[str] = (),
 ) -> LoadedEvalSets:
     """Read every eval file named or found under `paths`; raise EvalFileError listing every problem.
 
-    `stream=False` reads every file whole instead of one case at a time (`load_file_result`)."""
+    `stream=False` reads every file whole instead of one case at a time (`load_file_result`);
+    `custom_evaluator_types` are the paths of the evaluator classes pydantic-evals Dataset files name (module
+    docstring), UsageError when one is not such a path."""
+    if custom_evaluator_types:
+        from evalward.loaders.pydantic_evals_dataset import custom_evaluator_names
+
+        custom_evaluator_names(custom_evaluator_types)  # a malformed path is refused before any file is read
     discovered = discover(paths)
     problems: list[FileProblem] = list(discovered.problems)
     loaded = LoadedEvalSets(warnings=list(discovered.warnings))
@@ -118,7 +129,9 @@ def load_paths(
     beside: dict[Path, Criteria | None] = {}
     sessions: dict[Path, SessionInput | None] = {}
     for file, shown in discovered.files:
-        result = load_file_result(file, shown, known_metrics=known_metrics, stream=stream)
+        result = load_file_result(
+            file, shown, known_metrics=known_metrics, stream=stream, custom_evaluator_types=custom_evaluator_types
+        )
         problems.extend(result.problems)
         loaded.warnings.extend(result.warnings)
         session: SessionInput | None = None
@@ -233,7 +246,12 @@ def load_file(path: str | Path, *, known_metrics: Collection[str] = ()) -> EvalS
 
 
 def load_file_result(
-    file: Path, shown: str, *, known_metrics: Collection[str] = (), stream: bool = True
+    file: Path,
+    shown: str,
+    *,
+    known_metrics: Collection[str] = (),
+    stream: bool = True,
+    custom_evaluator_types: Sequence[str] = (),
 ) -> _FileResult:
     """Parse, detect and map one file without resolving `test_config.json` criteria.
 
@@ -246,7 +264,7 @@ def load_file_result(
         collected, fmt, eval_set = (
             (streamed.problems, streamed.format, streamed.eval_set)
             if streamed is not None
-            else _load_whole(parse_source(source), default_id, known_metrics)
+            else _load_whole(parse_source(source), default_id, known_metrics, custom_evaluator_types)
         )
     except DocumentError as exc:
         return _FileResult(None, exc.problems, [])
@@ -260,7 +278,7 @@ def load_file_result(
 
 
 def _load_whole(
-    document: Document, default_id: str, known_metrics: Collection[str]
+    document: Document, default_id: str, known_metrics: Collection[str], custom_evaluator_types: Sequence[str] = ()
 ) -> tuple[Problems, EvalFormat | None, EvalSet | None]:
     """Detect and map a document read whole."""
     collected = Problems(document)
@@ -272,6 +290,10 @@ def _load_whole(
         from evalward.loaders.native import load_native
 
         return collected, fmt, load_native(collected, default_id, known_metrics)
+    if fmt == "pydantic_evals":
+        from evalward.loaders.pydantic_evals_dataset import load_pydantic_evals
+
+        return collected, fmt, load_pydantic_evals(collected, default_id, custom_evaluator_types)
     return collected, fmt, _loader(fmt)(collected, default_id)
 
 
@@ -328,7 +350,8 @@ def _check_id_characters(eval_set: EvalSet, collected: Problems) -> None:
     found = _control_character_found(eval_set.eval_set_id)
     if found is not None:
         data = collected.document.data
-        key = next((k for k in ("eval_set_id", "evalSetId") if isinstance(data, dict) and k in data), None)
+        keys = ("name",) if eval_set.format == "pydantic_evals" else ("eval_set_id", "evalSetId")
+        key = next((k for k in keys if isinstance(data, dict) and k in data), None)
         if key is not None:
             collected.add(
                 "the eval set id contains a control character", (key,), expected="printable text", found=found

@@ -25,12 +25,16 @@ with their options; the pipeline refuses them later when no judge model is confi
 and `model_configuration.temperature`; other `model_configuration` keys are Gemini settings and are ignored
 with a warning, and so is `type` other than `llm_backed` (evalward simulates users in text).
 
-`custom_metrics`: `{name: {"code_config": {"name": "pkg.module.function"}, "description"?, "metric_info"?}}`
-(camelCase accepted; `code_config.name` must be a dotted path, or `pkg.module:attr`). A criterion of that
-name gets the option `custom_metric` = the entry (snake_case, defaults left out); `metrics.custom` runs it,
-in whichever idiom it is written (ADK, LangSmith/openevals or pydantic-evals: `metrics.evaluators`). Such a
-criterion may have no threshold (`null`, `{}`): informational. An entry no criterion names is not run, as in
-ADK (a warning says so).
+`custom_metrics`: `{name: {"code_config": {"name": "pkg.module.function", "args"?: [{"name"?, "value"}]},
+"description"?, "metric_info"?}}` (ADK's shape, camelCase accepted; `code_config.name` must be a dotted path, or
+`pkg.module:attr`), or evalward's `{name: {"evaluator": "pkg.module:Class", "args": {...} | [...]}}` for an
+evaluator class created with arguments (keywords for an object, positional for a list; ADK's `args` list is
+keywords when every item is named). A criterion of that name gets the option `custom_metric` =
+`metrics.custom.evaluator_spec`'s shape (`code_config.name`, `args`) with the entry's `description` and
+`metric_info`; `metrics.custom` runs it, in whichever idiom it is written (ADK, LangSmith/openevals or
+pydantic-evals: `metrics.evaluators`). Such a criterion may have no threshold (`null`, `{}`): informational.
+An entry no criterion names is not run, as in ADK (a warning says so); an entry named like a built-in metric
+is run instead of the built-in (a warning says so).
 
 `replace_defaults` (evalward's own, boolean, default false): for a config beside a non-ADK eval file, its
 criteria replace the format's default criteria instead of being added to them (`loaders.load`).
@@ -43,14 +47,14 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 from pydantic.alias_generators import to_camel, to_snake
 
 from evalward.errors import EvalFileError
 from evalward.loaders.documents import DocumentError, read_document
 from evalward.loaders.positions import PathKey
 from evalward.loaders.problems import Problems, describe_value
-from evalward.metrics.custom import split_path
+from evalward.metrics.custom import CUSTOM_OPTION, evaluator_spec, split_path
 from evalward.model import Criteria, MetricSpec, UserSimulatorConfig
 from evalward.model.text import template_problem
 
@@ -129,24 +133,61 @@ class _JudgeModelOptions(BaseModel):
     parallelism_limit: int | None = Field(default=None, ge=1)
 
 
+class _ArgumentConfig(BaseModel):
+    """ADK's `ArgumentConfig`: one argument of a `CodeConfig`, by keyword (`name`) or by position."""
+
+    model_config = ConfigDict(defer_build=True, extra="forbid", loc_by_alias=False)
+
+    name: str | None = None
+    value: Any
+
+
 class _CodeConfig(BaseModel):
     model_config = ConfigDict(
         defer_build=True, extra="forbid", alias_generator=to_camel, populate_by_name=True, loc_by_alias=False
     )
 
     name: str
+    args: list[_ArgumentConfig] | None = None
 
 
 class _CustomMetricConfig(BaseModel):
-    """ADK's `CustomMetricConfig`: where the function is, and what it measures."""
+    """ADK's `CustomMetricConfig` — where the function is, and what it measures — or evalward's shorter
+    `{"evaluator": PATH, "args": {...} | [...]}` for an evaluator class created with arguments."""
 
     model_config = ConfigDict(
         defer_build=True, extra="forbid", alias_generator=to_camel, populate_by_name=True, loc_by_alias=False
     )
 
-    code_config: _CodeConfig
+    code_config: _CodeConfig | None = None
+    evaluator: str | None = None
+    args: dict[str, Any] | list[Any] | None = None
     metric_info: dict[str, Any] | None = None
     description: str = ""
+
+    @model_validator(mode="after")
+    def _one_path(self) -> _CustomMetricConfig:
+        if (self.code_config is None) == (self.evaluator is None):
+            raise ValueError("give the code's path once: either code_config.name or evaluator")
+        if self.args is not None and self.code_config is not None and self.code_config.args is not None:
+            raise ValueError("give the arguments once: either args or code_config.args")
+        return self
+
+    def path(self) -> str:
+        return self.code_config.name if self.code_config is not None else self.evaluator or ""
+
+    def arguments(self) -> dict[str, Any] | list[Any] | None:
+        """The evaluator's arguments: `args`, or ADK's `code_config.args` (all named → keywords, else positional)."""
+        if self.args is not None:
+            return self.args
+        listed = self.code_config.args if self.code_config is not None else None
+        if listed is None:
+            return None
+        if listed and all(item.name for item in listed):
+            return {str(item.name): item.value for item in listed}
+        if any(item.name for item in listed):
+            raise ValueError("code_config.args must be all named (keywords) or all unnamed (positional)")
+        return [item.value for item in listed]
 
 
 class _CriterionOptions(BaseModel):
@@ -430,6 +471,11 @@ def parse_test_config(problems: Problems, known_metrics: Collection[str] = ()) -
                 metrics.append(spec)
     named = criteria if isinstance(criteria, dict) else {}
     for name in custom_configs:
+        if name in ADK_CRITERIA or name in known_metrics:
+            problems.warn(
+                f"custom metric {name!r} shares its name with a built-in metric: yours is scored, not the built-in",
+                (keys["custom_metrics"], name),
+            )
         if name not in named:
             problems.warn(
                 f"custom metric {name!r} is declared but not named in 'criteria', so it does not run (as in ADK)",
@@ -466,17 +512,28 @@ def _custom_metrics(custom: dict[str, Any], key: str, problems: Problems) -> dic
         parsed = problems.validate(_CustomMetricConfig, entry, at)
         if parsed is None:
             continue
-        path = parsed.code_config.name
+        path = parsed.path()
         module, function = split_path(path)
         if not module or not function:
+            where = (
+                (*at, next((k for k in entry if to_snake(k) == "code_config"), "code_config"), "name")
+                if parsed.code_config is not None
+                else (*at, "evaluator")
+            )
             problems.add(
-                f"custom metric {name!r}: code_config.name must be the path of a function or evaluator",
-                (*at, next((k for k in entry if to_snake(k) == "code_config"), "code_config"), "name"),
+                f"custom metric {name!r}: the path of a function or evaluator class is expected",
+                where,
                 expected="'package.module.function' or 'package.module:function'",
                 found=repr(path),
             )
             continue
-        configs[name] = parsed.model_dump(exclude_defaults=True)
+        try:
+            args = parsed.arguments()
+        except ValueError as exc:
+            problems.add(f"custom metric {name!r}: {exc}", (*at, "code_config", "args"))
+            continue
+        config = evaluator_spec(name, path, args=args).options[CUSTOM_OPTION]
+        configs[name] = {**config, **parsed.model_dump(include={"metric_info", "description"}, exclude_defaults=True)}
     return configs
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 import math
 from array import array
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, NamedTuple
@@ -215,6 +216,8 @@ class MetricPart(NamedTuple):
     n_scored: int
     n_gated: int
     n_passed: int
+    labels: tuple[str, ...] = ()
+    """The string labels the case's repetitions were given (an evaluator returning a label), in order."""
 
 
 def metric_part(results: Sequence[MetricResult]) -> MetricPart:
@@ -224,6 +227,7 @@ def metric_part(results: Sequence[MetricResult]) -> MetricPart:
     errored = False
     all_scored_passed = True
     n_gated = n_passed = 0
+    labels: list[str] = []
     for result in results:
         status, score = result.status, result.score
         if threshold is None:
@@ -231,6 +235,9 @@ def metric_part(results: Sequence[MetricResult]) -> MetricPart:
         if status == "error":
             errored = True
         if score is None:
+            label = result.details.get("label") if result.details else None
+            if isinstance(label, str):
+                labels.append(label)
             continue
         if status in _SCORED:
             scores.append(score)
@@ -250,6 +257,7 @@ def metric_part(results: Sequence[MetricResult]) -> MetricPart:
         n_scored=len(scores),
         n_gated=n_gated,
         n_passed=n_passed,
+        labels=tuple(labels),
     )
 
 
@@ -263,7 +271,9 @@ def combine_metric(parts: Iterable[MetricPart], *, pass_rule: PassRule) -> Metri
     interval (`mean_interval`), n = scored repetitions, pass rate = passed / (passed + failed) repetitions,
     and the verdict: every case meets the threshold (per_run: every scored repetition passed; mean_over_runs:
     the case mean meets it) and no repetition errored. A case without its own threshold is judged by the
-    threshold of the cases before it; the summary's threshold is the last one seen.
+    threshold of the cases before it; the summary's threshold is the last one seen. Without any threshold, a
+    metric whose results passed or failed on their own (a pass/fail check) has the verdict "every one passed";
+    otherwise it is informational (None). Labels are counted over the repetitions.
 
     One pass over `parts`, which may be made one at a time (`RunFold`): a run's case means are kept as
     floats in an array, 8 bytes a case."""
@@ -273,7 +283,9 @@ def combine_metric(parts: Iterable[MetricPart], *, pass_rule: PassRule) -> Metri
     higher: bool | None = None
     errored = False
     n_scored = n_gated = n_passed = 0
+    labels: Counter[str] = Counter()
     for part in parts:
+        labels.update(part.labels)
         threshold = part.threshold if part.threshold is not None else threshold
         higher = part.higher_is_better
         errored = errored or part.errored
@@ -288,22 +300,32 @@ def combine_metric(parts: Iterable[MetricPart], *, pass_rule: PassRule) -> Metri
                 all_ok = all_ok and _meets(part.case_mean, threshold, part.higher_is_better)
             else:
                 all_ok = all_ok and part.all_scored_passed
+        elif part.n_gated:
+            all_ok = all_ok and part.n_passed == part.n_gated
     if higher is None:
         return None
+    counted = dict(sorted(labels.items(), key=lambda item: (-item[1], item[0])))
     if not case_means:
         return MetricSummary(
-            mean=None, threshold=threshold, passed=False if errored else None, n=0, higher_is_better=higher
+            mean=None,
+            threshold=threshold,
+            passed=False if errored else None,
+            n=0,
+            higher_is_better=higher,
+            labels=counted,
         )
     mean, low, high = mean_interval(case_means)
     return MetricSummary(
         mean=mean,
         threshold=threshold,
-        passed=None if threshold is None else (not errored and all_ok),
+        # A pass/fail check without a threshold (an evaluator's bool) still passed or failed each repetition.
+        passed=None if threshold is None and not n_gated else (not errored and all_ok),
         n=n_scored,
         ci_low=low,
         ci_high=high,
         pass_rate=n_passed / n_gated if n_gated else None,
         higher_is_better=higher,
+        labels=counted,
     )
 
 
@@ -409,6 +431,8 @@ class _MetricColumn:
         self.thresholds = _Thresholds()
         self.means = array("d")
         self.scored, self.gated, self.passed = _Counts(), _Counts(), _Counts()
+        # Sparse: only an evaluator returning labels has any, and a label metric has no mean to keep instead.
+        self.labels: dict[int, tuple[str, ...]] = {}
 
     def put(self, slot: int, part: MetricPart | None) -> None:
         while len(self.flags) < slot:
@@ -432,6 +456,8 @@ class _MetricColumn:
         self.scored.append(part.n_scored)
         self.gated.append(part.n_gated)
         self.passed.append(part.n_passed)
+        if part.labels:
+            self.labels[slot] = part.labels
 
     def get(self, slot: int) -> MetricPart | None:
         flags = self.flags[slot] if slot < len(self.flags) else 0
@@ -446,6 +472,7 @@ class _MetricColumn:
             n_scored=self.scored[slot],
             n_gated=self.gated[slot],
             n_passed=self.passed[slot],
+            labels=self.labels.get(slot, ()),
         )
 
 

@@ -36,16 +36,20 @@ from __future__ import annotations
 import asyncio
 import importlib
 import inspect
+import json
 import math
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from evalward.metrics.base import Metric
 from evalward.metrics.evaluation import metric_error, replace_or_append
 from evalward.metrics.scoring_context import CaseScores, ScoringContext
 from evalward.model import AgentOutput, CaseError, EvalCase, MetricResult, MetricSpec, MetricStatus
+
+if TYPE_CHECKING:
+    from evalward.metrics.evaluators import Played
 
 CUSTOM_OPTION = "custom_metric"
 """The option key holding a custom metric's `custom_metrics` entry."""
@@ -63,9 +67,32 @@ class CustomMetricError(Exception):
     """A custom metric cannot be loaded or returned something unusable; the message names metric and path."""
 
 
+EvaluatorArgs = dict[str, Any] | list[Any]
+"""The arguments an evaluator class is created with: keywords (`{"value": "Paris"}`) or positional (`["str"]`)."""
+
+
 def is_custom(spec: MetricSpec) -> bool:
     """True for a criterion declared under `custom_metrics`."""
     return CUSTOM_OPTION in spec.options
+
+
+def evaluator_spec(
+    name: str, path: str, *, threshold: float | None = None, args: EvaluatorArgs | None = None
+) -> MetricSpec:
+    """The criterion that runs the user code at `path` (`pkg.module:attr`), an evaluator class being created
+    with `args` — the one spelling every source (test_config.json, evalward.toml, `--metric`, native YAML,
+    pydantic-evals Dataset files) produces."""
+    config: dict[str, Any] = {"code_config": {"name": path}}
+    if args is not None:
+        config["args"] = args
+    return MetricSpec(name=name, threshold=threshold, options={CUSTOM_OPTION: config})
+
+
+def evaluator_args(spec: MetricSpec) -> EvaluatorArgs | None:
+    """The arguments the criterion's evaluator class is created with; None when it is created without any."""
+    config = spec.options.get(CUSTOM_OPTION)
+    args = config.get("args") if isinstance(config, Mapping) else None
+    return args if isinstance(args, dict | list) else None
 
 
 def function_path(spec: MetricSpec) -> str:
@@ -146,12 +173,16 @@ def check_custom_spec(spec: MetricSpec) -> list[str]:
         if kind == "adk":
             _adk()
         elif kind == "pydantic_evals":
+            args = evaluator_args(spec)
             try:
-                instantiate(target)
+                instantiate(target, args)
             except Exception as exc:
+                given = "without arguments" if args is None else f"with args {json.dumps(args, default=str)}"
                 raise CustomMetricError(
-                    f"{_where(spec)}: cannot create the evaluator without arguments: {type(exc).__name__}: {exc}"
+                    f"{_where(spec)}: cannot create the evaluator {given}: {type(exc).__name__}: {exc}"
                 ) from exc
+        elif evaluator_args(spec) is not None:
+            raise CustomMetricError(f"{_where(spec)}: args are given, but {kind} evaluators are functions, not classes")
     except CustomMetricError as exc:
         return [str(exc)]
     return []
@@ -374,9 +405,12 @@ async def score_evaluator(
     case: EvalCase,
     outputs: Sequence[AgentOutput],
     latencies: Sequence[float | None] = (),
+    *,
+    played: Played | None = None,
 ) -> tuple[list[MetricResult], dict[int, list[MetricResult]]]:
     """Run one user evaluator in whichever idiom it is written (`metrics.evaluators`): case-level results
-    and per-turn ones; failures become an `error` result (never a crash)."""
+    and per-turn ones; failures become an `error` result (never a crash). `played` says where the case ran (its
+    eval set, format, repetition and times) when the caller knows."""
     from evalward.metrics import evaluators
 
     try:
@@ -388,14 +422,20 @@ async def score_evaluator(
         case_level, turn_level = await score_custom(spec, case, outputs, latencies)
         return [case_level], {turn: [result] for turn, result in turn_level.items()}
     path = function_path(spec)
+    played = played or evaluators.Played(case=case, outputs=outputs, latencies=latencies)
     try:
         if kind == "langsmith":
-            parameters = inspect.signature(target).parameters
-            wanted = [name for name in evaluators.LANGSMITH_PARAMETERS if name in parameters]
-            returned = await evaluators.call(target, **evaluators.langsmith_arguments(case, outputs, wanted))
+            if callable(getattr(target, "aevaluate_run", None)):  # a LangSmith RunEvaluator (`@run_evaluator`)
+                run, example = evaluators.langsmith_records(played)
+                returned = await target.aevaluate_run(run, example)
+            else:
+                parameters = inspect.signature(target).parameters
+                wanted = [name for name in evaluators.LANGSMITH_PARAMETERS if name in parameters]
+                arguments = evaluators.langsmith_arguments(played, wanted, agentevals=evaluators._is_agentevals(target))
+                returned = await evaluators.call(target, **arguments)
             return evaluators.read_langsmith(spec, returned, path), {}
-        instance = evaluators.instantiate(target)
-        context = evaluators.pydantic_context(case, outputs, latencies)
+        instance = evaluators.instantiate(target, evaluator_args(spec))
+        context = evaluators.pydantic_context(played)
         returned = await evaluators.call(instance.evaluate, context)
         return evaluators.read_pydantic(spec, returned, path), {}
     except evaluators.EvaluatorError as exc:
@@ -420,11 +460,23 @@ class UserCodeMetric(Metric):
     async def evaluate(self, specs: Sequence[MetricSpec], ctx: ScoringContext) -> CaseScores:
         if not ctx.outputs:
             return CaseScores()
+        from evalward.metrics.evaluators import Played
+
         case_level: list[MetricResult] = []
         per_turn: dict[int, list[MetricResult]] = {}
         error: CaseError | None = None
         for spec in specs:
-            results, turns = await score_evaluator(spec, ctx.case, ctx.outputs, list(ctx.turn_latencies_s))
+            played = Played(
+                case=ctx.case,
+                outputs=ctx.outputs,
+                latencies=list(ctx.turn_latencies_s),
+                eval_set_id=ctx.eval_set_id,
+                eval_format=ctx.eval_format,
+                repetition=ctx.repetition,
+                started_at=ctx.started_at,
+                finished_at=ctx.finished_at,
+            )
+            results, turns = await score_evaluator(spec, ctx.case, ctx.outputs, played.latencies, played=played)
             case_level = replace_or_append(case_level, results)
             for turn, turn_results in turns.items():
                 per_turn[turn] = replace_or_append(per_turn.get(turn, []), turn_results)

@@ -134,10 +134,11 @@ def requires_judge(name: str) -> bool:
 
 
 def needs_judge(spec: MetricSpec) -> bool:
-    """True for a criterion scored with a judge: a judge metric, or a step metric with `match: judge`."""
+    """True for a criterion scored with a judge: a judge metric, or a step metric with `match: judge` — never a
+    user's metric that shares a built-in's name (`custom_metrics` shadow the built-ins)."""
     from evalward.metrics.step_judge import judges_steps
 
-    return requires_judge(spec.name) or judges_steps(spec)
+    return not is_custom(spec) and (requires_judge(spec.name) or judges_steps(spec))
 
 
 def is_stepwise(name: str) -> bool:

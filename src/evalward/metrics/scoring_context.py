@@ -123,6 +123,8 @@ class ScoringContext:
     specs: Sequence[MetricSpec]
     """The case's criteria (the eval set's, or the case's own)."""
     adk_efficiency: bool = False
+    eval_format: str | None = None
+    """The eval set's file format: LangSmith evaluators get mappings for a LangSmith dataset's references."""
     """Score ADK's informational efficiency metrics too, as ADK appends them to every eval of its formats."""
     outputs: Sequence[AgentOutput] = ()
     """One per answered turn (fewer than the case's turns when `agent_error` stopped it)."""

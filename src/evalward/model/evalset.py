@@ -239,6 +239,11 @@ class EvalCase(BaseModel):
     )
     must_pass: bool = Field(default=False, description="Hard gate: must pass on every repetition.")
     tags: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(
+        default_factory=dict,
+        description="The case's own metadata as its file gave it (a LangSmith example's or a pydantic-evals "
+        "case's `metadata`): handed to user evaluators (`example.metadata`, `ctx.metadata`).",
+    )
     cluster: str | None = Field(
         default=None,
         description="Cluster label g(i): cases that share it (same template, same document) are correlated, so "
@@ -257,6 +262,8 @@ class EvalCase(BaseModel):
         payload = self.model_dump(mode="json", exclude={"source", "content_hash", "cluster"})
         if payload.get("scenario") is None:  # scripted cases hash as they did before scenarios existed
             payload.pop("scenario", None)
+        if not payload.get("metadata"):  # and cases without metadata as they did before it was kept
+            payload.pop("metadata", None)
         for turn in payload["turns"]:
             turn.pop("source", None)
         return canonical_hash(payload)
@@ -294,6 +301,7 @@ EvalFormat = Literal[
     "langchain_benchmarks",
     "multi_agent",
     "native",
+    "pydantic_evals",
 ]
 
 

@@ -173,6 +173,10 @@ class MetricSummary(BaseModel):
     ci_high: float | None = None
     pass_rate: float | None = Field(default=None, description="Share of scored case results meeting the threshold.")
     higher_is_better: bool = True
+    labels: dict[str, int] = Field(
+        default_factory=dict,
+        description="Labels (an evaluator's string results) with how many case results got each, most given first.",
+    )
 
 
 class CaseSummary(BaseModel):

@@ -58,6 +58,15 @@ def threshold(value: float | None, higher_is_better: bool = True) -> str:
     return ("≥ " if higher_is_better else "≤ ") + SCORE_FORMAT.format(value)
 
 
+def mean_or_labels(summary: MetricSummary, *, most: int = 3) -> str:
+    """The summary's mean, or for a label-valued metric its most given labels: `friendly ×3, formal ×1`."""
+    if summary.mean is not None or not summary.labels:
+        return score(summary.mean)
+    shown = [f"{label[:40]} ×{count}" for label, count in list(summary.labels.items())[:most]]
+    hidden = len(summary.labels) - most
+    return ", ".join(shown) + (f", {hidden} more" if hidden > 0 else "")
+
+
 def interval(summary: MetricSummary) -> str:
     """`[0.512, 0.888]`, the 95% interval around the mean; `—` when not computed."""
     if summary.ci_low is None or summary.ci_high is None:
@@ -81,7 +90,7 @@ def tabled_metrics(
     shown: list[tuple[str, MetricSummary]] = []
     unreported: list[str] = []
     for name, summary in summaries.items():
-        if summary.mean is None and summary.threshold is None and summary.passed is None:
+        if summary.mean is None and summary.threshold is None and summary.passed is None and not summary.labels:
             unreported.append(name)
         else:
             shown.append((name, summary))

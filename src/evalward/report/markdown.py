@@ -142,7 +142,7 @@ def _summary_table(run: RunResult) -> str:
     for name, summary in shown:
         status = {"PASSED": "✅ passed", "FAILED": "❌ failed", "INFO": "ℹ️ info"}[fmt.summary_status(summary)]
         rows.append(
-            f"| {md_inline(name, max_len=80)} | {fmt.score(summary.mean)} | {fmt.interval(summary)} "
+            f"| {md_inline(name, max_len=80)} | {md_inline(fmt.mean_or_labels(summary), max_len=160)} | {fmt.interval(summary)} "
             f"| {fmt.threshold(summary.threshold, summary.higher_is_better)} | {fmt.pass_rate(summary)} | {status} |"
         )
     if unreported:

@@ -120,7 +120,7 @@ def _summary_table(run: RunResult) -> Table:
         style = {"PASSED": "green", "FAILED": "red", "INFO": "cyan"}[status]
         table.add_row(
             safe_label(name),
-            Text(fmt.score(summary.mean)),
+            Text(strip_unsafe_chars(fmt.mean_or_labels(summary))),
             Text(fmt.interval(summary)),
             Text(fmt.threshold(summary.threshold, summary.higher_is_better)),
             Text(fmt.pass_rate(summary)),
