@@ -9,19 +9,26 @@ lines. Agent results are also redacted once, as they are recorded, so everything
 clean before any escaping could split a secret.
 
 What is removed, each replaced by a marker naming it (`[redacted OPENAI_API_KEY]`):
-- the values of the environment's secrets: every variable whose name ends in `TOKEN`, `KEY`, `SECRET`,
-  `PASSWORD` (and `PASSWD`, `PASSPHRASE`, `CREDENTIALS`), values of at least 8 characters; passwords in
-  URLs held by any variable (`postgresql://u:pw@h/db`, `?password=pw`);
+- the values of the environment's secrets (`secrets_from_environment`): every variable whose name says it holds
+  one (`evalward.secret_names`: `…TOKEN`, `…_KEY`, `DB_PASS`…, not `…_KEY_FILE`); where the secret word is not
+  the last part (`SESSION_BACKEND`), plain lower-case words (`database`) are settings, not secrets. And every
+  variable named by `EVALWARD_SECRET_NAMES` or `secret_names` in evalward.toml; passwords in URLs held by any
+  variable (`postgresql://u:pw@h/db`, `?password=pw`);
 - values registered at run time (`register_secret`): tokens evalward mints, values it masks with
   `::add-mask::`;
 - well-known token shapes, wherever they come from: GitHub tokens (`ghp_`, `gho_`, `ghu_`, `ghs_`,
   `ghr_`, `github_pat_`), `sk-…` API keys, JWTs, AWS access key ids, PEM private keys, Slack tokens,
   `Bearer …` / `Authorization: token …` credentials;
-- credentials in URLs (`scheme://user:password@host`, secret-named query parameters).
+- credentials in URLs (`scheme://user:password@host`, secret-named query parameters) and `NAME=value`
+  assignments to a secret name.
+
+A secret value is found in every spelling an agent could give it (`evalward.secret_spellings`: reversed, hex,
+base64, URL-encoded, split by spaces, pieces of 16 characters or more…). Short or plain values are not secrets.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shlex
@@ -33,12 +40,17 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from pydantic import BaseModel
 
-MIN_SECRET_LENGTH = 8
-"""Shorter environment values are not treated as secrets: masking `1` or `true` would shred every report."""
+from evalward.secret_names import SECRET_NAMES_VARIABLE as SECRET_NAMES_VARIABLE
+from evalward.secret_names import STRONG, WEAK, name_strength, set_configured_names
+from evalward.secret_names import is_secret_name as is_secret_name
+from evalward.secret_names import secret_name_patterns as secret_name_patterns
+from evalward.secret_spellings import MIN_DISTINCT_CHARACTERS as MIN_DISTINCT_CHARACTERS
+from evalward.secret_spellings import MIN_FRAGMENT_LENGTH as MIN_FRAGMENT_LENGTH
+from evalward.secret_spellings import MIN_SECRET_LENGTH as MIN_SECRET_LENGTH
+from evalward.secret_spellings import Spellings, document_bytes, hideable, plain_bytes
+from evalward.secret_spellings import marker as marker
 
-_SECRET_NAME = re.compile(r"(?:TOKEN|KEY|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIALS?)$")
 _SECRET_PARAMETER = re.compile(r"token|key|secret|passw|pwd|auth|sig|credential", re.IGNORECASE)
-_PLAIN_VALUES = frozenset({"true", "false", "none", "null", "undefined", "changeme"})
 
 # (what it is, the pattern, literals one of which any match contains): the literal check is a fast
 # substring search, so the regexes (slow to scan: they start with \b) run only on text that may match.
@@ -67,33 +79,46 @@ _URL_SECRET_PARAMETER = re.compile(
     r"([?&][A-Za-z0-9_.-]*(?:token|key|secret|passw|pwd|credential|signature|sig)[A-Za-z0-9_.-]*=)([^&\s#\"'<>]+)",
     re.IGNORECASE,
 )
-_ASSIGNED_SECRET = re.compile(r"\b([A-Z][A-Z0-9_]*(?:TOKEN|KEY|SECRET|PASSWORD|PASSWD))=(\S{8,})")
-_ASSIGNED_LITERALS = ("TOKEN=", "KEY=", "SECRET=", "PASSWORD=", "PASSWD=")
+# `NAME=value` with a secret NAME (`is_secret_name`) and a value of 8 or more non-space characters.
+_ASSIGNED_NAME = re.compile(r"\b([A-Z][A-Z0-9_]*)=")
+_ASSIGNED_VALUE = re.compile(r"\S{8,}")
+_NAME_CHARACTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 # Every literal the steps of `Redactor.text` look for (besides `bearer`/`authorization`, checked in lower case),
 # in one pattern: most strings (keys, statuses, metric names) contain none, and one search rejects them in
 # ~0.3 µs where the per-step checks took ~6 µs (an agent result holds ~300 strings).
 _ANY_TRIGGER = re.compile("|".join(re.escape(t) for _, _, ts in _TOKEN_SHAPES for t in ts) + "|://|=")
-# For the whole-document check (`Redactor.could_change`): the assignment pattern without its leading `\b`,
-# which an escape sequence in JSON text (`\nMY_TOKEN=…`) would hide. Dropping an assertion only adds matches.
-_ASSIGNED_SECRET_ANYWHERE = re.compile(r"[A-Z][A-Z0-9_]*(?:TOKEN|KEY|SECRET|PASSWORD|PASSWD)=\S{8,}")
 _TOKEN_LITERALS: tuple[str, ...] = tuple(literal for _, _, literals in _TOKEN_SHAPES for literal in literals)
 
 
 def _literal_finders(literals: Sequence[str]) -> tuple[Callable[[str], object], ...]:
     """Tests for "does the text contain one of `literals`", fewer than one per literal: literals that share
     their first two characters become one pattern with that literal prefix (`gh(?:p_|o_|…)`), which the regex
-    engine finds with its fast substring search; a whole document is scanned ~6 times instead of ~12."""
+    engine finds with its fast substring search; a whole document is scanned ~6 times instead of ~12.
+
+    A group whose literals all hold an upper-case letter (`eyJ`, `AKIA`) is first tested for the rarest such
+    letter alone: a one-character search is a `memchr`, ~20 times faster than a search for the literal, and
+    agent results and prose seldom hold a `J` or a `K` at all."""
     by_prefix: dict[str, list[str]] = {}
     for literal in literals:
         by_prefix.setdefault(literal[:2], []).append(literal)
     finders: list[Callable[[str], object]] = []
     for prefix, group in by_prefix.items():
         if len(group) == 1:
-            finders.append(_contains(group[0]))
+            finder: Callable[[str], object] = _contains(group[0])
         else:
             rest = "|".join(re.escape(literal[2:]) for literal in group)
-            finders.append(re.compile(f"{re.escape(prefix)}(?:{rest})").search)
+            finder = re.compile(f"{re.escape(prefix)}(?:{rest})").search
+        shared = set.intersection(*(set(literal) for literal in group)) & set(_RARE_FIRST)
+        finders.append(_after(min(shared, key=_RARE_FIRST.index), finder) if shared else finder)
     return tuple(finders)
+
+
+# Upper-case letters, rarest first in English text and JSON (by letter frequency).
+_RARE_FIRST = "ZQJXKVBPYGFWMUCLDRHSNIOATE"
+
+
+def _after(letter: str, finder: Callable[[str], object]) -> Callable[[str], object]:
+    return lambda text: letter in text and finder(text)
 
 
 def _contains(literal: str) -> Callable[[str], bool]:
@@ -101,17 +126,9 @@ def _contains(literal: str) -> Callable[[str], bool]:
 
 
 _TOKEN_LITERAL_FINDERS = _literal_finders(_TOKEN_LITERALS)
-# Characters JSON writes as an escape sequence (`"`, `\`, controls): a secret holding one appears in JSON text
-# only in pieces, so the document check looks for its longest piece.
-_JSON_ESCAPED = re.compile(r'["\\\x00-\x1f]')
 _OPTION_WITH_SECRET = re.compile(
     r"^(--?[A-Za-z0-9_-]*(?:key|token|secret|passw|pwd|credential)[A-Za-z0-9_-]*)(=.*)?$", re.I
 )
-
-
-def marker(what: str) -> str:
-    """The text that stands where a secret was: says what was removed, never any part of it."""
-    return f"[redacted {what}]"
 
 
 @dataclass(frozen=True)
@@ -127,29 +144,30 @@ _Model = TypeVar("_Model", bound=BaseModel)
 
 
 class Redactor:
-    """Replaces known secret values and token shapes in text; immutable once built."""
+    """Replaces known secret values (in every spelling), token shapes and credentials in text; immutable once
+    built."""
 
     def __init__(self, secrets: Iterable[Secret] = ()) -> None:
-        names: dict[str, str] = {}
+        values: dict[str, str] = {}
         for secret in secrets:
-            for needle in _needles(secret.value):
-                names.setdefault(needle, secret.name)
-        self._names = names
-        self._pieces = {max(_JSON_ESCAPED.split(needle), key=len) for needle in names}
-        # Longest first, so a secret that contains another is replaced whole.
-        ordered = sorted(names, key=len, reverse=True)
-        self._values = re.compile("|".join(re.escape(n) for n in ordered)) if ordered else None
+            value = hideable(secret.value)
+            if value is not None:
+                values.setdefault(value, secret.name)
+        self._secret_names = frozenset(values.values())
+        self._spellings = Spellings(values) if values else None
 
     @property
     def secret_count(self) -> int:
-        return len(self._names)
+        """How many secret values this redactor masks (each in all its spellings)."""
+        return self._spellings.value_count if self._spellings is not None else 0
 
     def text(self, text: str) -> str:
-        """`text` with every secret value, token shape and URL credential replaced by its marker."""
+        """`text` with every secret value (in any spelling), token shape and credential replaced by its marker."""
         if not text:
             return text
-        if self._values is not None and any(needle in text for needle in self._names):
-            text = self._values.sub(lambda m: marker(self._names[m.group()]), text)
+        spellings = self._spellings
+        if spellings is not None and len(text) >= spellings.shortest and spellings.may_hold(plain_bytes(text)):
+            text = spellings.mask(text)
         if _ANY_TRIGGER.search(text) is None:
             lowered = text.lower()
             if "bearer" not in lowered and "authorization" not in lowered:
@@ -164,20 +182,43 @@ class Redactor:
             text = _URL_PASSWORD.sub(lambda m: m.group(1) + marker("password") + "@", text)
         if "=" in text:
             text = _URL_SECRET_PARAMETER.sub(lambda m: m.group(1) + marker("credential"), text)
-            if any(literal in text for literal in _ASSIGNED_LITERALS):
-                text = _ASSIGNED_SECRET.sub(lambda m: f"{m.group(1)}={marker(m.group(1))}", text)
+            if _assignment_in(text):
+                text = _mask_assignments(text)
         return text
+
+    def found(self, text: str) -> list[str]:
+        """What `self.text` would remove from `text`, each said without any part of it: "the value of MY_TOKEN",
+        "a GitHub token", "the password in DB_URL"; empty when `text` leaves it as it is."""
+        redacted = self.text(text)
+        if redacted == text:
+            return []
+        before = _MARKER.findall(text)
+        described: list[str] = []
+        for name in _MARKER.findall(redacted):
+            if name in before:
+                before.remove(name)  # a marker the text already held
+            elif (description := self._describe(name)) not in described:
+                described.append(description)
+        return described or ["a secret"]
+
+    def _describe(self, name: str) -> str:
+        if name in self._secret_names:
+            if name.endswith(" password"):
+                return f"the password in {name.removesuffix(' password')}"
+            return f"the value of {name}"
+        return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 
     def could_change(self, document: str) -> bool:
         """False only when `text` would leave every string of the JSON `document` as it is.
 
         Each step of `text` is checked once on the whole document, in a form that survives JSON escaping: the
-        secret values' longest unescaped pieces, the token shapes' literals, the scheme words, and the URL
-        and assignment patterns, which match escaped text as they match the raw string (their character
-        classes take `\\`, `u` and digits; the one `\\b` an escape could hide is dropped). A clean document
+        secret values' spellings (`Spellings.may_hold`, on the document with its spaces and `\\n`, `\\t`, `\\r`
+        escapes left out, as `text` leaves them out of each string), the token shapes' literals, the scheme
+        words, the URL patterns, which match escaped text as they match the raw string (their character classes
+        take `\\`, `u` and digits), and the assignments, found at each `=` by the name before it. A clean document
         — nearly every agent result — is then never walked string by string.
         """
-        if any(piece in document for piece in self._pieces):
+        if self._spellings is not None and self._spellings.may_hold(document_bytes(document)):
             return True
         if any(find(document) for find in _TOKEN_LITERAL_FINDERS):
             return True
@@ -189,11 +230,7 @@ class Redactor:
         if "=" not in document:
             return False
         # Each pattern's literal part first: a regex scan of a few kilobytes costs ~10 µs, a substring test ~1.
-        if _url_secret_parameter_in(document):
-            return True
-        return any(literal in document for literal in _ASSIGNED_LITERALS) and bool(
-            _ASSIGNED_SECRET_ANYWHERE.search(document)
-        )
+        return _url_secret_parameter_in(document) or _assignment_in(document)
 
     def data(self, data: _Data) -> _Data:
         """JSON-like `data` (dicts, lists, tuples, strings, scalars) with every string redacted.
@@ -269,31 +306,77 @@ def _walk(redactor: Redactor, node: Any) -> Any:
     return node
 
 
-def _needles(value: str) -> list[str]:
-    """The strings to search for: the value, and each line of a multi-line value (logs re-wrap them)."""
-    value = value.strip()
-    if len(value) < MIN_SECRET_LENGTH or value.lower() in _PLAIN_VALUES:
-        return []
-    needles = [value]
-    if "\n" in value:
-        needles.extend(line.strip() for line in value.splitlines() if len(line.strip()) >= MIN_SECRET_LENGTH)
-    return needles
+def _assignment_in(text: str) -> bool:
+    """True when `text` may assign a value of 8+ non-space characters to a secret name (`NAME=value`, as
+    `_mask_assignments` masks): checked at each `=` by the name before it, which is cheaper than a regex scan.
+    Digits leading that name are left out: in JSON text they may end an escape (`\\u0001MY_TOKEN=…`)."""
+    position = text.find("=", 1)
+    while position != -1:
+        if text[position - 1] in _NAME_CHARACTERS:  # most `=` follow a lower-case word (`order_id=7`): no name
+            start = position - 1
+            while start > 0 and text[start - 1] in _NAME_CHARACTERS:
+                start -= 1
+            name = text[start:position].lstrip("0123456789")
+            if name and _assigned_secret(name) and _ASSIGNED_VALUE.match(text, position + 1):
+                return True
+        position = text.find("=", position + 1)
+    return False
 
 
-def is_secret_name(name: str) -> bool:
-    """True for an environment variable whose value is a secret by its name (`…_TOKEN`, `…_KEY`, …).
+def _mask_assignments(text: str) -> str:
+    """`text` with the value of every `NAME=value` whose NAME is a secret's (`is_secret_name`) masked; the
+    value runs to the next space and has 8 characters or more. Each `NAME=` is tried, even one inside another
+    assignment's value (`A=B_TOKEN=…`)."""
+    pieces: list[str] = []
+    done = 0
+    for found in _ASSIGNED_NAME.finditer(text):
+        if found.start() < done or not _assigned_secret(found.group(1)):
+            continue
+        value = _ASSIGNED_VALUE.match(text, found.end())
+        if value is None:
+            continue
+        pieces += [text[done : found.end()], marker(found.group(1))]
+        done = value.end()
+    return "".join([*pieces, text[done:]]) if pieces else text
 
-    Actions inputs arrive as `INPUT_<NAME>` with the input's own spelling (`INPUT_GITHUB-TOKEN`), so `-`
-    counts as `_`.
-    """
-    return _SECRET_NAME.search(name.upper().replace("-", "_")) is not None
+
+@functools.lru_cache(maxsize=4096)
+def _assigned_secret(name: str) -> bool:
+    """`is_secret_name(name)`, remembered: the same few names (`P=`, `R=` in metric explanations) come back in
+    every document. Forgotten when the settings name more secrets (`configure_secret_names`)."""
+    return is_secret_name(name)
+
+
+_MARKER = re.compile(r"\[redacted ([^\]]*)\]")
+
+# -- which variables hold secrets -------------------------------------------------------------------------
+
+
+def configure_secret_names(names: Iterable[str]) -> None:
+    """More names of secret variables, from evalward.toml (`secret_names`): globs (`MYCORP_*`), matched without
+    regard to case, added to `EVALWARD_SECRET_NAMES` and the built-in rule (`is_secret_name`). Takes effect at
+    the next use of the process's redactor."""
+    global _current
+    with _lock:
+        set_configured_names(names)
+        _current = None
+        _assigned_secret.cache_clear()
+
+
+# A setting rather than a secret, in a weakly secret-named variable: lower-case words (`database`, `redis`,
+# `mean_over_runs`). Secrets mix cases, digits or symbols.
+_PLAIN_WORDS = re.compile(r"[a-z]+(?:[._-][a-z]+)*")
 
 
 def secrets_from_environment(environ: Mapping[str, str]) -> list[Secret]:
-    """The secrets an environment holds: secret-named variables, and passwords inside any URL value."""
+    """The secrets an environment holds: the values of secret-named variables (`name_strength`, with the globs
+    of its own `EVALWARD_SECRET_NAMES`; a weakly named one's plain lower-case words are left out), and
+    passwords inside any URL value."""
+    extra = secret_name_patterns(environ.get(SECRET_NAMES_VARIABLE))
     found: list[Secret] = []
     for name, value in environ.items():
-        if is_secret_name(name):
+        strength = name_strength(name, extra)
+        if strength == STRONG or (strength == WEAK and not _PLAIN_WORDS.fullmatch(value.strip())):
             found.append(Secret(value, name))
         if "://" in value or "password=" in value.lower():
             found.extend(Secret(password, f"{name} password") for password in _url_passwords(value))
@@ -322,7 +405,7 @@ _current: Redactor | None = None
 def register_secret(value: str | None, name: str = "secret") -> None:
     """Add a value found at run time (a minted token, a value masked with `::add-mask::`)."""
     global _current
-    if not value or not _needles(value):
+    if not value or hideable(value) is None:
         return
     with _lock:
         if value not in _registered:
@@ -362,6 +445,12 @@ def current() -> Redactor:
 def redact(text: str) -> str:
     """`text` as it may leave evalward (see the module docstring for what is removed)."""
     return current().text(text)
+
+
+def secrets_in(text: str) -> list[str]:
+    """What `redact` would remove from `text`, each said without any part of it ("the value of MY_TOKEN",
+    "a GitHub token"): empty when `text` may leave evalward as it is. For identifiers, which must not change."""
+    return current().found(text)
 
 
 def redact_data(data: _Data) -> _Data:

@@ -127,7 +127,7 @@ def cli(ctx: click.Context, config_file: str | None, debug: bool, max_file_size:
 
     # Set on every invocation, so an in-process caller's earlier value never leaks into the next command.
     set_max_file_size(max_file_size or DEFAULT_MAX_FILE_SIZE)
-    from evalward.redact import refresh_from_environment
+    from evalward.redact import configure_secret_names, refresh_from_environment
 
     # Each invocation reads the environment's secrets afresh (the process may have changed it since).
     refresh_from_environment()
@@ -144,6 +144,7 @@ def cli(ctx: click.Context, config_file: str | None, debug: bool, max_file_size:
     from evalward.config import command_defaults, load_config
 
     loaded = load_config(config_file)
+    configure_secret_names(loaded.settings.secret_names)  # secret variables the settings name, masked too
     defaults = command_defaults(loaded.settings)
     ctx.default_map = {
         "run": defaults,
