@@ -64,7 +64,12 @@ def free_port() -> int:
 
 
 def start_server(db: str, port: int, workdir: Path) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "EVALWARD_WEBHOOK_SECRET": SECRET, "EVALWARD_LOG_LEVEL": "WARNING"}
+    env = {
+        **os.environ,
+        "EVALWARD_WEBHOOK_SECRET": SECRET,
+        "EVALWARD_LOG_LEVEL": "WARNING",
+        "EVALWARD_METRICS_PUBLIC": "true",
+    }  # it reads /metrics, closed by default
     cmd = [sys.executable, "-m", "evalward", "serve", "--role", "web", "--port", str(port), "--db", db]
     proc = subprocess.Popen(cmd, cwd=workdir, env=env, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 30

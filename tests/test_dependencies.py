@@ -37,6 +37,13 @@ DISTRIBUTION = {
     # The LangGraph test graph builds its messages and tools from langchain-core, which langgraph depends on.
     "langchain_core": "langgraph",
     "cryptography": "pyjwt",  # pyjwt[crypto]
+    "pydantic_core": "pydantic",  # pydantic's own core, at pydantic's version
+    "anyio": "starlette",  # the server's thread offloading; starlette is built on it
+    # The span-tree oracle runs real pydantic-ai agents; pydantic-ai-slim comes with pydantic-evals.
+    "pydantic_ai": "pydantic-evals",
+    "opentelemetry": "opentelemetry-sdk",  # the API and the SDK the trace tests export through
+    "openinference": "openinference-instrumentation-openai",
+    "wrapt": "opentelemetry-instrumentation-openai",  # the instrumentations wrap the openai client with it
 }
 # Imported although no extra declares it, and why that is right.
 UNDECLARED = {

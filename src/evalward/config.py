@@ -11,6 +11,8 @@ paths = ["evals/"]
 agent = "my_agent.agent:run"
 repeat = 3
 concurrency = 8
+custom_evaluator_types = ["evals.checks:MyEvaluator"]  # classes pydantic-evals Dataset files name
+secret_names = ["MYCORP_*", "LEGACY_SIGNING_MATERIAL"]  # masked like `…_TOKEN`, `…_KEY`
 
 [gate]
 alpha = 0.05
@@ -26,11 +28,12 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from evalward.errors import EvalFileError, FileProblem
 
 CONFIG_FILE_NAMES = ("evalward.toml", ".evalward.toml")
+_CLASS_PATH = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?::[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*|\.[A-Za-z_]\w*)")
 
 
 class RunSettings(BaseModel):
@@ -58,6 +61,25 @@ class RunSettings(BaseModel):
     gate: dict[str, Any] = Field(
         default_factory=dict, description="The gate policy (see `evalward.gate.GatePolicy`); validated by the gate."
     )
+    custom_evaluator_types: list[str] = Field(
+        default_factory=list,
+        description="Your pydantic-evals evaluator classes, `pkg.module:Class`: the names pydantic-evals Dataset "
+        "files give them (the class name) resolve to these, as `Dataset.from_file(custom_evaluator_types=...)`.",
+    )
+    secret_names: list[str] = Field(
+        default_factory=list,
+        description="More names of environment variables whose values are secrets (globs such as `MYCORP_*`, any "
+        "case), besides the ones evalward recognises (`evalward.redact.is_secret_name`); `EVALWARD_SECRET_NAMES` adds "
+        "more (comma or space separated). Their values are masked in every output and refused in ids.",
+    )
+
+    @field_validator("custom_evaluator_types")
+    @classmethod
+    def _class_paths(cls, paths: list[str]) -> list[str]:
+        wrong = [path for path in paths if not _CLASS_PATH.fullmatch(path)]
+        if wrong:
+            raise ValueError(f"expected class paths 'package.module:Class', found {', '.join(map(repr, wrong))}")
+        return paths
 
 
 class LoadedConfig(BaseModel):
@@ -170,6 +192,7 @@ def command_defaults(settings: RunSettings) -> dict[str, Any]:
         "test_config": settings.test_config,
         "metrics": settings.metrics or None,
         "metrics_mode": settings.metrics_mode,
+        "custom_evaluator_types": settings.custom_evaluator_types or None,
         "repeat": settings.repeat,
         "concurrency": settings.concurrency,
         "timeout_s": settings.timeout,

@@ -15,6 +15,10 @@ DICE = Path(__file__).resolve().parents[2] / "examples" / "dice_agent"
 # atexit callback, whether the objects alive at exit were frozen.
 PROBE = (
     "import atexit, gc, sys\n"
+    # The start-up pause ends by itself after START_UP_SECONDS: on a loaded machine a command outlasts that and
+    # its objects are frozen by the timer, not by the command. The probe asks what the command itself does.
+    "import evalward.gc_tuning\n"
+    "evalward.gc_tuning.START_UP_SECONDS = 600.0\n"
     "atexit.register(lambda: print(repr(gc.get_freeze_count() > 0), file=sys.stderr))\n"
     "from evalward._cli.main import main\n"
     "sys.argv = ['evalward', *sys.argv[1:]]\n"

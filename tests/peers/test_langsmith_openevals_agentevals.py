@@ -268,7 +268,10 @@ def test_langsmith_evaluators_see_run_and_example_as_langsmith_gives_them(
     (project / "test_config.json").write_text(json.dumps(config), encoding="utf-8")
     ours = run_verdicts("capitals.json")
 
-    import user_evaluators
+    import importlib
+
+    module_name = "user_evaluators"  # written to the project above, as a user's own module
+    user_evaluators = importlib.import_module(module_name)
 
     dataset_id = uuid.uuid4()
     examples = [

@@ -64,7 +64,16 @@ def test_over_long_paths_and_query_values_are_400(api: Daemon) -> None:
     assert_client_error(api.http.get("/api/v1/jobs?repo=" + "a" * 2000), 400, "longer than 1024")
 
 
-def test_bodies_that_are_not_json_or_nest_too_deep_or_hold_nul_are_400(api: Daemon) -> None:
+def test_bodies_that_are_not_json_or_nest_too_deep_or_hold_nul_are_400(api: Daemon, tmp_path: Path) -> None:
+    from tests.server.runs import dice_run
+
+    from evalward.run_json import render_json
+    from evalward.store import open_store
+
+    # The verdict and baseline bodies are read only for a stored run the token may see (authenticate, then read).
+    with open_store(f"sqlite:///{tmp_path / 'action.db'}") as action_store:
+        stored = dice_run(action_store, tmp_path, run_id="r1", repository=REPO, commit="a" * 40)
+    assert upload(api.http, render_json(stored)).status_code == 201
     assert_client_error(upload(api.http, b"{not json"), 400, "not valid JSON")
     assert_client_error(upload(api.http, b"\xff\xfe"), 400, "not UTF-8")
     deep = "[" * 10_000 + "]" * 10_000

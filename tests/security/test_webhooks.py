@@ -38,7 +38,9 @@ def rerun_body(sha: str, *, check_run_id: int = 4) -> bytes:
 @pytest.fixture
 def quiet_daemon(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> Any:
     """The daemon for tests in which no job may reach the worker (so it never mints a token)."""
-    with start_daemon(tmp_path, caplog, expect_tokens=False) as running:
+    from evalward._server.tokens import hash_token
+
+    with start_daemon(tmp_path, caplog, expect_tokens=False, metrics_token_hashes=[hash_token(METRICS)]) as running:
         yield running
 
 
@@ -159,8 +161,13 @@ def test_replaying_one_signed_rerun_under_new_delivery_ids_makes_at_most_one_job
 # -- /metrics ---------------------------------------------------------------------------------------------
 
 
+METRICS = "ewt_metrics-token"
+
+
 def series(daemon: Daemon) -> set[str]:
-    text = daemon.http.get("/metrics").text
+    response = daemon.http.get("/metrics", headers={"Authorization": f"Bearer {METRICS}"})
+    assert response.status_code == 200, response.text
+    text = response.text
     return {line.rsplit(" ", 1)[0] for line in text.splitlines() if line.startswith("evalward_webhook_deliveries")}
 
 

@@ -23,12 +23,13 @@ import httpx
 import pytest
 from tests.fakes.github_server import FakeGitHub
 from tests.github.contract import check_requests
+from tests.server.chaos import sandbox_setting
 from tests.server.conftest import delivery_headers, example, make_settings
 from tests.server.live import LiveServer
 
 from evalward._server.app import create_app
 from evalward._server.runtime import build_pool
-from evalward.store import open_store
+from evalward.store import Store, open_store
 from evalward.store.job_queue import JobQueue, JobView
 
 REPO = "acme/agent"
@@ -78,6 +79,7 @@ class Daemon:
     queue: JobQueue
     http: httpx.Client
     waits: list[float] = field(default_factory=list)
+    store: Store | None = None
 
     def deliver(self, event: str, payload: dict[str, Any]) -> dict[str, Any]:
         body = json.dumps(payload).encode()
@@ -107,28 +109,38 @@ def start_daemon(
     *,
     expect_tokens: bool = True,
     db: str | None = None,
+    key_file: Path | None = None,
     **overrides: Any,
 ) -> Iterator[Daemon]:
     """The daemon with one worker; on exit, checks that no token reached a log line and every request the
     fake GitHub received fits GitHub's REST description. `expect_tokens=False` for tests in which no job
-    reaches the worker; `db` another database than a fresh SQLite file; `overrides` change the settings."""
+    reaches the worker; `db` another database than a fresh SQLite file; `key_file` where the App's key is
+    read from (`github_private_key_file`) instead of a setting; `overrides` change the settings. Jobs run in
+    bubblewrap where it works here (`chaos.sandbox_setting`), else unsandboxed."""
     private, public = KEYS
     db = db or f"sqlite:///{tmp_path / 'server.db'}"
     caplog.set_level(logging.DEBUG, logger="evalward")
+    key: dict[str, Any] = {"github_private_key": private}
+    if key_file is not None:
+        key_file.parent.mkdir(parents=True, exist_ok=True)
+        key_file.write_text(private, encoding="utf-8")
+        key_file.chmod(0o600)
+        key = {"github_private_key_file": str(key_file)}
     with FakeGitHub(app_public_key=public) as github, open_store(db) as store:
-        settings = make_settings(
-            db, role="all", workers=1, github_app_id=github.app_id, github_private_key=private,
-            github_api_url=github.url, clone_url_template=f"file://{tmp_path}/nowhere/{{repo}}.git", allow_file_clone_urls=True,
-            work_dir=str(tmp_path / "jobs"), poll_s=0.02, heartbeat_s=0.5, max_attempts=1,
-            redeliver_on_start=False, **overrides,
-        )  # fmt: skip
+        values: dict[str, Any] = {
+            "role": "all", "workers": 1, "github_app_id": github.app_id, **key, "github_api_url": github.url,
+            "clone_url_template": f"file://{tmp_path}/nowhere/{{repo}}.git", "allow_file_clone_urls": True,
+            "work_dir": str(tmp_path / "jobs"), "poll_s": 0.02, "heartbeat_s": 0.5, "max_attempts": 1,
+            "redeliver_on_start": False, "sandbox": sandbox_setting(),
+        }  # fmt: skip
+        settings = make_settings(db, **{**values, **overrides})
         waits: list[float] = []
         options = {"sleep": waits.append, "jitter": lambda: 1.0}
         app = create_app(
             settings, store, pool_factory=lambda state: build_pool(settings, store, github_options=options)
         )
         with LiveServer(app) as server, httpx.Client(base_url=server.url, timeout=30) as http:
-            yield Daemon(github, JobQueue(store.engine), http, waits)
+            yield Daemon(github, JobQueue(store.engine), http, waits, store)
         # Tokens and the App's JWT never reach a log line.
         minted = list(github.installation_tokens)
         assert minted or not expect_tokens, "the worker never asked for an installation token"

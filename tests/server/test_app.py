@@ -11,6 +11,7 @@ import pytest
 from tests.server.conftest import WEBHOOKS, delivery_headers, example, make_settings
 
 from evalward._server.app import create_app
+from evalward._server.settings import ServerSettings
 from evalward.store import Store
 from evalward.store.job_queue import JobQueue
 
@@ -170,13 +171,17 @@ async def test_without_a_configured_secret_every_delivery_is_refused(sqlite_url:
             assert response.status_code == 503
 
 
-async def test_healthz_and_metrics(client: httpx.AsyncClient) -> None:
+async def test_healthz_and_metrics(client: httpx.AsyncClient, settings: ServerSettings) -> None:
+    from evalward._server.tokens import hash_token
+
     health = await client.get("/healthz")
     assert health.status_code == 200 and health.json()["status"] == "ok"
     body = body_of("installation.created.1")
     await client.post("/webhooks/github", content=body, headers=delivery_headers("installation", body))
     await client.post("/webhooks/github", content=body, headers=delivery_headers("installation", body, secret="x"))
-    metrics = await client.get("/metrics")
+    assert (await client.get("/metrics")).status_code == 401  # closed unless a token is configured and sent
+    settings.metrics_token_hashes = [hash_token("ewt_metrics")]
+    metrics = await client.get("/metrics", headers={"Authorization": "Bearer ewt_metrics"})
     assert metrics.headers["content-type"].startswith("text/plain; version=0.0.4")
     text = metrics.text
     assert 'evalward_webhook_deliveries_total{event="installation",outcome="enqueued"} 1' in text

@@ -15,6 +15,7 @@ import httpx
 import pytest
 from tests.fakes.github_server import FakeGitHub
 from tests.github.contract import check_requests
+from tests.server.chaos import sandbox_setting
 from tests.server.conftest import delivery_headers, example, make_settings
 from tests.server.live import LiveServer
 from tests.server.runs import dice_project
@@ -89,7 +90,8 @@ def pr_payload(head: str, base: str) -> dict[str, Any]:
 
 
 def daemon_settings(tmp_path: Path, db: str, github: FakeGitHub, private: str) -> Any:
-    """One worker serving everything, cloning from the bare repositories under `tmp_path/git`."""
+    """One worker serving everything, cloning from the bare repositories under `tmp_path/git`; the evals run in
+    bubblewrap wherever it works."""
     return make_settings(
         db,
         role="all",
@@ -103,6 +105,7 @@ def daemon_settings(tmp_path: Path, db: str, github: FakeGitHub, private: str) -
         poll_s=0.1,
         heartbeat_s=1.0,
         job_timeout_s=120,
+        sandbox=sandbox_setting(),
     )
 
 

@@ -107,17 +107,14 @@ def run_server(settings: Any) -> None:
         import uvicorn
 
         from evalward._server.app import create_app
+        from evalward._server.listen import listening_socket, uvicorn_config
 
         factory = (lambda state: build_pool(settings, store, metrics=state.metrics)) if settings.role == "all" else None
         app = create_app(settings, store, pool_factory=factory)
-        config = uvicorn.Config(
-            app, host=settings.host, port=settings.port, log_config=None, access_log=False, lifespan="on",
-            timeout_graceful_shutdown=int(settings.shutdown_grace_s) + 5,
-        )  # fmt: skip
+        # Header deadline and size, connection cap, keep-alive and concurrency limits: see listen.py.
+        config = uvicorn_config(app, settings)
         # Listen before the app starts: connections made during start-up (webhooks GitHub resends at our
         # start-up redelivery request) wait in the backlog instead of being refused.
-        from evalward._server.listen import listening_socket
-
         sock = listening_socket(settings.host, settings.port, backlog=config.backlog)
         # uvicorn re-raises the signal it caught once it has shut down; with this handler in place a
         # SIGTERM ends the process with exit code 0 after the graceful shutdown instead of killing it.

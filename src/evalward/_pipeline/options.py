@@ -8,6 +8,7 @@ judges, user simulators) is computed here from the prepared sets.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +45,8 @@ class RunOptions:
     metric_overrides: list[MetricSpec] = field(default_factory=list)
     metrics_mode: MetricsMode = "add"
     config_path: str | None = None
+    custom_evaluator_types: list[str] = field(default_factory=list)
+    """`pkg.module:Class` paths of the evaluator classes pydantic-evals Dataset files name by class name."""
     repeat: int = 1
     first_repetition: int = 0
     """Repetitions are numbered from here: the gate's top-up continues a run's numbering, so an agent seeded by the
@@ -107,31 +110,100 @@ class PreparedRun:
         return self._infos
 
 
+_EVALUATOR_PATH = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
+
+
 def parse_metric_option(text: str) -> MetricSpec:
     """`NAME`, `NAME=THRESHOLD` → MetricSpec (a bare name is informational: no threshold).
 
     A user evaluator (`metrics.evaluators`, any idiom) is named by a `module:attr` path: `pkg.mod:attr`
-    (named `attr`), `pkg.mod:attr=THRESHOLD`, or `NAME=pkg.mod:attr`."""
-    from evalward.metrics.custom import CUSTOM_OPTION
+    (named `attr`), `pkg.mod:attr=THRESHOLD`, `NAME=pkg.mod:attr` or `NAME=pkg.mod:attr=THRESHOLD`. An evaluator
+    class created with arguments is written as a call with literal arguments, all by keyword or all by position:
+    `paris=pydantic_evals.evaluators:Contains(value="Paris")`, `pydantic_evals.evaluators:IsInstance("str")`."""
+    from evalward.metrics.custom import evaluator_spec
 
-    name, sep, value = text.partition("=")
-    name, value = name.strip(), value.strip()
-    if not name:
-        raise UsageError(f"--metric {text!r}: expected NAME, NAME=THRESHOLD, module:evaluator or NAME=module:evaluator")
-    path: str | None = None
-    if ":" in name:
-        path, name = name, name.rpartition(":")[2].rpartition(".")[2]
-    elif sep and ":" in value:
-        path, sep = value, ""
-    threshold: float | None = None
-    if sep:
-        try:
-            threshold = float(value)
-        except ValueError:
-            raise UsageError(f"--metric {text!r}: threshold {value!r} is not a number") from None
-    if path is None:
-        return MetricSpec(name=name, threshold=threshold)
-    return MetricSpec(name=name, threshold=threshold, options={CUSTOM_OPTION: {"code_config": {"name": path}}})
+    found = _EVALUATOR_PATH.search(text)
+    if found is None:
+        name, sep, value = text.partition("=")
+        name, value = name.strip(), value.strip()
+        if not name:
+            raise UsageError(
+                f"--metric {text!r}: expected NAME, NAME=THRESHOLD, module:evaluator or NAME=module:evaluator"
+            )
+        return MetricSpec(name=name, threshold=_threshold(text, value) if sep else None)
+    path = found.group()
+    before, rest = text[: found.start()].strip(), text[found.end() :]
+    args: dict[str, Any] | list[Any] | None = None
+    if rest.startswith("("):
+        closing = rest.rfind(")")
+        if closing < 0:
+            raise UsageError(f"--metric {text!r}: the arguments of {path} are not closed with ')'")
+        args, rest = _call_arguments(text, path, rest[: closing + 1]), rest[closing + 1 :]
+    rest = rest.strip()
+    if before and not before.endswith("="):
+        raise UsageError(f"--metric {text!r}: expected NAME=module:evaluator, found {before!r} before the path")
+    if rest and not rest.startswith("="):
+        raise UsageError(f"--metric {text!r}: expected =THRESHOLD after the evaluator, found {rest!r}")
+    name = before[:-1].strip() or path.rpartition(":")[2].rpartition(".")[2]
+    threshold = _threshold(text, rest[1:].strip()) if rest else None
+    return evaluator_spec(name, path, threshold=threshold, args=args)
+
+
+def split_metric_options(text: str) -> list[str]:
+    """Several `--metric` values in one string (an environment variable, the Action's `metrics` input), split
+    on whitespace outside an evaluator's parenthesised arguments and quotes: `a=0.5 m:C(value="x y")`."""
+    items: list[str] = []
+    current: list[str] = []
+    depth, quote = 0, ""
+    for char in text:
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "\"'":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth = max(depth - 1, 0)
+        elif char.isspace() and depth == 0:
+            if current:
+                items.append("".join(current))
+                current = []
+            continue
+        current.append(char)
+    if current:
+        items.append("".join(current))
+    return items
+
+
+def _threshold(text: str, value: str) -> float:
+    try:
+        return float(value)
+    except ValueError:
+        raise UsageError(f"--metric {text!r}: threshold {value!r} is not a number") from None
+
+
+def _call_arguments(text: str, path: str, call: str) -> dict[str, Any] | list[Any]:
+    """`(value="Paris", case_sensitive=False)` → keywords; `("str",)` → positional; literals only."""
+    import ast
+
+    try:
+        parsed = ast.parse(f"_{call}", mode="eval").body
+    except SyntaxError as exc:
+        raise UsageError(f"--metric {text!r}: the arguments of {path} are not valid: {exc.msg}") from None
+    if not isinstance(parsed, ast.Call):
+        raise UsageError(f"--metric {text!r}: expected {path}(ARGUMENTS), found {call!r}")
+    if parsed.args and parsed.keywords:
+        raise UsageError(f"--metric {text!r}: give {path}'s arguments all by keyword or all by position")
+    try:
+        if parsed.keywords:
+            if any(keyword.arg is None for keyword in parsed.keywords):
+                raise ValueError("**")
+            return {str(keyword.arg): ast.literal_eval(keyword.value) for keyword in parsed.keywords}
+        return [ast.literal_eval(argument) for argument in parsed.args]
+    except ValueError:
+        raise UsageError(
+            f"--metric {text!r}: {path}'s arguments must be literals (strings, numbers, booleans, None, lists, dicts)"
+        ) from None
 
 
 def apply_metric_overrides(sets: list[EvalSet], overrides: Sequence[MetricSpec], mode: MetricsMode) -> None:
@@ -262,10 +334,12 @@ def prepare(options: RunOptions) -> PreparedRun:
         known_metrics=known,
         config_path=options.config_path,
         initial_session_path=options.initial_session_file,
+        custom_evaluator_types=options.custom_evaluator_types,
     )
     if not loaded.sets:
         raise UsageError(f"no eval files found in {', '.join(options.paths)}")
     sets, selection = select_run_cases(loaded.sets, options, loaded.selection)
+    refuse_secret_identifiers(sets, options)
     if options.step:
         apply_step_mode(sets, options.metric_overrides)
     else:
@@ -276,6 +350,46 @@ def prepare(options: RunOptions) -> PreparedRun:
     )
     prepared.set_infos()  # content hashes are part of loading: the fingerprint of what was read
     return prepared
+
+
+def refuse_secret_identifiers(sets: Sequence[EvalSet], options: RunOptions) -> None:
+    """Bad input (exit 2) when an id the run is stored under holds a secret (`redact.secrets_in`): an eval set
+    or case id of the cases that run, the run id, the branch, the base branch or the group id.
+
+    Ids are keys: they are stored and shown as they are, so one cannot be masked — two case ids masked alike
+    would collide in the history database, and an unmasked one would print the secret. Every such id is
+    named, with its place and the secret's name (never its value), before anything is stored."""
+    from evalward.model.cases import id_sources
+    from evalward.redact import redact, secrets_in
+
+    problems: list[FileProblem] = []
+    for eval_set in sets:
+        where = eval_set.path or eval_set.eval_set_id
+        ids = [(eval_set.eval_set_id, None, "eval set id"), *((i, s, "case id") for i, s in id_sources(eval_set.cases))]
+        # One look at all of a set's ids (a NUL between two: neither a space nor part of a token shape) tells
+        # whether any needs a look of its own: a large set's ids are not redacted one by one.
+        joined = "\0".join(identifier for identifier, _, _ in ids)
+        if redact(joined) == joined:
+            continue
+        for identifier, source, what in ids:
+            if found := secrets_in(identifier):
+                message = f"{what} {redact(identifier)!r} contains {' and '.join(found)}: ids are stored and shown "
+                message += "as they are, so a secret in one cannot be masked; rename it"
+                problems.append(_problem_at(source, where, "", message))
+    if problems:
+        raise EvalFileError(problems)
+    context = options.context
+    for what, value in (
+        ("run id (--run-id)", options.run_id),
+        ("branch (--branch)", context.branch),
+        ("base branch (--base-branch)", context.base_branch),
+        ("group id (--group-id)", context.group_id),
+    ):
+        if value and (found := secrets_in(value)):
+            raise UsageError(
+                f"the {what} {redact(value)!r} contains {' and '.join(found)}: it would be stored and shown as it "
+                "is, so a secret in it cannot be masked; use another"
+            )
 
 
 def select_run_cases(

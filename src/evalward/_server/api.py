@@ -2,7 +2,7 @@
 
 | method, path | auth | answer |
 | --- | --- | --- |
-| `POST /api/v1/runs` | upload token of the run's repository | 201 `{run_id, url}`; 409 when the run id exists (append-only) |
+| `POST /api/v1/runs` | upload token of the run's repository | 201 `{run_id, url}`; 409 when the run id is already stored for a repository the token may upload to (append-only) |
 | `GET /api/v1/repos/{owner}/{repo}/runs` | read | run rows, newest first (`branch`, `status`, `limit`) |
 | `GET /api/v1/runs/{run_id}` | read | the stored `RunResult` |
 | `POST /api/v1/runs/{run_id}/baseline` | upload token of the run's repository, or read | the baseline search for a stored run, given the merge-base and ancestors the caller's checkout knows (see `evalward.remote_history`) |
@@ -13,15 +13,32 @@
 | `GET /api/v1/jobs` | read | jobs, newest first (`status`, `repo`, `limit`) |
 
 Read endpoints need `Authorization: Bearer <read token>` (or the dashboard's cookie) unless the server
-is configured `public_read`. Input is checked where it enters (`boundary.py`): a path or query value with a
-control character (NUL included) or over its length, and a body that is not JSON, nests deeper than 100 or
-holds a NUL character, are 400; a value the database refuses anyway is 422. Only evalward's own faults are
-500, logged (through the redactor) with their traceback. Tokens are compared by hash (`tokens.py`). Every error is
+is configured `public_read`.
+
+**Authenticate, then read.** The POST endpoints check the token before they read a byte of the body: no
+token is 401, a token that may upload to no repository (or read nothing) is 403, answered at once with
+`Connection: close`, so a refused upload is never read, parsed or held in memory. Only then is the body
+read (`api_bodies.py`), capped (`max_upload_bytes` for runs, 16 MiB for verdicts, 1 MiB for baseline queries;
+413 as soon as it is over, without reading the rest) and within `body_timeout_s` (408), and parsed and
+validated in a worker thread when it is large, so the event loop keeps serving other requests.
+
+**Other repositories stay invisible to an upload token.** A run of a repository the token may not upload
+to is answered exactly as a run that is not stored (404 on verdicts and baseline queries). An upload whose
+run id is taken by another repository's run gets the same 422 as a run id the server cannot use (one with
+`/`, `?`, `#`, `%`, `\\` or control characters, `.`/`..`, or over 200 characters) — not a 409, which is kept
+for the token's own repositories (where it means "already uploaded", and `evalward ci` takes it as success).
+
+Input is checked where it enters (`boundary.py`): a path or query value with a control character (NUL
+included) or over its length, and a body that is not JSON, nests deeper than 100 or holds a NUL character,
+are 400; a value the database refuses anyway is 422. Only evalward's own faults are 500, logged (through the
+redactor) with their traceback. Tokens are compared by hash (`tokens.py`). Every error is
 `{"error": {"status", "message"}}` with the matching status code.
 """
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -30,12 +47,25 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from evalward._server.tokens import bearer_token, token_matches
-from evalward.errors import EvalFileError, EvalwardError, GateInputError, InfrastructureError, UsageError
+from evalward._server.api_bodies import (
+    MAX_BASELINE_QUERY_BYTES,
+    MAX_VERDICT_BYTES,
+    parse_baseline_query,
+    parse_run,
+    parse_verdict,
+    read_body,
+)
+from evalward._server.boundary import off_loop
+from evalward._server.settings import MAX_UPLOAD_BYTES
+from evalward._server.tokens import bearer_token, repositories_of, token_matches
+from evalward.errors import EvalwardError, GateInputError, InfrastructureError
 
 READ_COOKIE = "evalward_read"
-MAX_UPLOAD_BYTES = 64 * 1024 * 1024
+MAX_RUN_ID_CHARS = 200
 MAX_LIMIT = 500
+__all__ = ["MAX_UPLOAD_BYTES", "READ_COOKIE", "api_routes", "can_read", "evalward_error_handler"]
+
+_UNUSABLE_IN_RUN_ID = re.compile(r"[/\\?#%\x00-\x1f\x7f]")
 
 
 def _state(request: Request) -> Any:
@@ -64,90 +94,103 @@ def _limit(request: Request, default: int = 50) -> int:
     return int(raw)
 
 
-def checked_json(body: bytes | str) -> None:
-    """400 for a body that is not JSON, nests deeper than the boundary allows or holds a NUL character
-    (`boundary.load_json`): each would otherwise fail later, in the parser's recursion or the database."""
-    from evalward._server.boundary import BadRequest, load_json
-
-    try:
-        load_json(body, where="the request body")
-    except BadRequest as exc:
-        raise HTTPException(400, str(exc)) from None
-
-
 def _repo(request: Request) -> str:
     return f"{request.path_params['owner']}/{request.path_params['repo']}"
 
 
-async def upload_run(request: Request) -> Response:
-    from evalward._server.app import PayloadTooLarge, read_body_capped
-    from evalward.run_json import load_run_json
+def unusable_run_id_message(run_id: str) -> str:
+    """The one answer for a run id the server will not store under: malformed, or taken by a run the token
+    may not see (the two are not told apart)."""
+    return f"run id {run_id[:MAX_RUN_ID_CHARS]!r} cannot be used on this server; run again with another --run-id"
 
-    state = _state(request)
+
+def usable_run_id(run_id: str) -> bool:
+    """A run id that works in the API's paths: 1..200 characters, no `/ \\ ? # %` or control characters, not `.`
+    or `..`."""
+    return 0 < len(run_id) <= MAX_RUN_ID_CHARS and run_id not in (".", "..") and not _UNUSABLE_IN_RUN_ID.search(run_id)
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who is asking: a reader (read token, cookie or `public_read`) sees every run; an upload token only the
+    runs of the repositories it may upload to."""
+
+    reader: bool
+    repositories: frozenset[str]
+
+    def sees(self, repository: str | None) -> bool:
+        return self.reader or (repository is not None and repository in self.repositories)
+
+
+def upload_caller(request: Request, *, what: str) -> Caller:
+    """The caller of an upload endpoint, from its token alone (no body read): 401 without a token, 403 for a
+    token that may upload to no repository."""
     token = bearer_token(request.headers.get("authorization"))
     if token is None:
         raise HTTPException(401, "an upload token is required: send `Authorization: Bearer <token>`")
-    try:
-        body = await read_body_capped(request, MAX_UPLOAD_BYTES)
-    except PayloadTooLarge:
-        raise HTTPException(413, f"the run is larger than {MAX_UPLOAD_BYTES:,} bytes") from None
-    try:
-        text = body.decode("utf-8")
-        checked_json(text)
-        run = load_run_json(text, source="request body")
-    except UnicodeDecodeError:
-        raise HTTPException(400, "the body is not UTF-8 text") from None
-    except (EvalFileError, GateInputError, UsageError) as exc:
-        raise HTTPException(422, str(exc)) from None
+    repositories = repositories_of(token, _state(request).settings.upload_token_hashes)
+    if not repositories:
+        raise HTTPException(403, f"this token may not {what}")
+    return Caller(reader=False, repositories=repositories)
+
+
+async def visible_run(request: Request, caller: Caller) -> str:
+    """The path's run id when the run is stored and `caller` may see it; else 404, the same answer whether the
+    run does not exist or belongs to a repository the caller may not see."""
+    run_id: str = request.path_params["run_id"]
+    stored, repository = await run_in_threadpool(_state(request).store.run_repository, run_id)
+    if not stored or not caller.sees(repository):
+        raise HTTPException(404, f"run {run_id!r} is not stored; upload it first")
+    return run_id
+
+
+async def upload_run(request: Request) -> Response:
+    state = _state(request)
+    caller = upload_caller(request, what="upload runs")
+    body = await read_body(request, state.settings.max_upload_bytes, "the run")
+    run = await off_loop(len(body), parse_run, body)
     repo = run.context.repository
     if not repo:
         raise HTTPException(422, "the run has no context.repository (owner/name); run with --repo or in Actions")
-    if not token_matches(token, state.settings.upload_token_hashes.get(repo, [])):
+    if repo not in caller.repositories:
         raise HTTPException(403, f"this token may not upload runs of {repo}")
+    if not usable_run_id(run.run_id):
+        raise HTTPException(422, unusable_run_id_message(run.run_id))
 
-    def store_it() -> bool:
-        if state.store.has_run(run.run_id):
-            return False
-        state.store.import_run(run)
-        return True
+    def store_it() -> str:
+        stored, owner = state.store.run_repository(run.run_id)
+        if not stored:
+            if state.store.import_new_run(run):
+                return "stored"
+            stored, owner = state.store.run_repository(run.run_id)  # another upload of this id came first
+        return "again" if caller.sees(owner) else "taken"
 
-    if not await run_in_threadpool(store_it):
+    outcome = await run_in_threadpool(store_it)
+    if outcome == "again":
         raise HTTPException(409, f"run {run.run_id!r} is already stored; runs are append-only")
+    if outcome == "taken":
+        raise HTTPException(422, unusable_run_id_message(run.run_id))
     return JSONResponse({"run_id": run.run_id, "url": f"/api/v1/runs/{run.run_id}"}, status_code=201)
 
 
 async def baseline_for_run(request: Request) -> Response:
     """Select the baseline of a stored run as `evalward gate` would, with the git facts sent by the caller."""
-    from pydantic import ValidationError
-
-    from evalward._server.app import PayloadTooLarge, read_body_capped
-    from evalward.remote_history import BaselineAnswer, BaselineQuery, flip_rate_rows
+    from evalward.remote_history import BaselineAnswer, flip_rate_rows
     from evalward.store import search_baseline
 
     state = _state(request)
-    run_id = request.path_params["run_id"]
-    token = bearer_token(request.headers.get("authorization"))
-    if token is None and not can_read(request):
+    if can_read(request):
+        caller = Caller(reader=True, repositories=frozenset())
+    elif bearer_token(request.headers.get("authorization")) is None:
         raise HTTPException(401, "a read token or the run's upload token is required: send `Authorization: Bearer`")
-    try:
-        body = await read_body_capped(request, 1024 * 1024)
-    except PayloadTooLarge:
-        raise HTTPException(413, "the baseline query is larger than 1 MiB") from None
-    checked_json(body or b"{}")
-    try:
-        query = BaselineQuery.model_validate_json(body or b"{}")
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "body"
-        raise HTTPException(422, f"invalid baseline query at {where}: {first['msg']}") from None
+    else:
+        caller = upload_caller(request, what="read the history of any repository")
+    run_id = await visible_run(request, caller)
+    body = await read_body(request, MAX_BASELINE_QUERY_BYTES, "the baseline query")
+    query = await off_loop(len(body), parse_baseline_query, body)
 
     def search() -> BaselineAnswer:
-        if not state.store.has_run(run_id):
-            raise HTTPException(404, f"run {run_id!r} is not stored; upload it first")
         current = state.store.load_run(run_id)
-        repo = current.context.repository or ""
-        if not (can_read(request) or token_matches(token, state.settings.upload_token_hashes.get(repo, []))):
-            raise HTTPException(403, f"this token may not read the history of {repo or 'this run'}")
         found = search_baseline(
             state.store,
             query.spec,
@@ -165,39 +208,14 @@ async def baseline_for_run(request: Request) -> Response:
 
 async def record_run_verdict(request: Request) -> Response:
     """Keep the verdict a CI job reached for an uploaded run (the run's upload token is required)."""
-    from pydantic import ValidationError
-
-    from evalward._server.app import PayloadTooLarge, read_body_capped
-    from evalward.model.verdict import Verdict
-
     state = _state(request)
-    run_id = request.path_params["run_id"]
-    token = bearer_token(request.headers.get("authorization"))
-    if token is None:
-        raise HTTPException(401, "an upload token is required: send `Authorization: Bearer <token>`")
-    try:
-        body = await read_body_capped(request, 16 * 1024 * 1024)
-    except PayloadTooLarge:
-        raise HTTPException(413, "the verdict is larger than 16 MiB") from None
-    checked_json(body)
-    try:
-        verdict = Verdict.model_validate_json(body)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "body"
-        raise HTTPException(422, f"invalid verdict at {where}: {first['msg']}") from None
+    caller = upload_caller(request, what="record verdicts")
+    run_id = await visible_run(request, caller)
+    body = await read_body(request, MAX_VERDICT_BYTES, "the verdict")
+    verdict = await off_loop(len(body), parse_verdict, body)
     if verdict.current_run_id != run_id:
         raise HTTPException(422, f"the verdict is for run {verdict.current_run_id!r}, not {run_id!r}")
-
-    def keep() -> None:
-        if not state.store.has_run(run_id):
-            raise HTTPException(404, f"run {run_id!r} is not stored; upload it first")
-        repo = state.store.load_run(run_id).context.repository or ""
-        if not token_matches(token, state.settings.upload_token_hashes.get(repo, [])):
-            raise HTTPException(403, f"this token may not record verdicts for {repo or 'this run'}")
-        state.store.record_verdict(verdict, source="upload")
-
-    await run_in_threadpool(keep)
+    await run_in_threadpool(lambda: state.store.record_verdict(verdict, source="upload"))
     return JSONResponse({"run_id": run_id, "outcome": verdict.outcome}, status_code=201)
 
 
@@ -336,7 +354,7 @@ _ERROR = {"$ref": "#/components/schemas/Error"}
 
 def _responses(ok: str, *errors: int, ok_status: str = "200") -> dict[str, Any]:
     names = {400: "Bad request", 401: "No or wrong token", 403: "Token not allowed", 404: "Not found",
-             409: "Already stored", 413: "Too large", 422: "Invalid content"}  # fmt: skip
+             408: "Body too slow", 409: "Already stored", 413: "Too large", 422: "Invalid content"}  # fmt: skip
     out: dict[str, Any] = {
         ok_status: {"description": ok, "content": {"application/json": {"schema": {"type": "object"}}}}
     }
@@ -387,7 +405,7 @@ def openapi_document() -> dict[str, Any]:
                     "summary": "Upload a run (the JSON `evalward run --json` writes); append-only.",
                     "security": [{"uploadToken": []}],
                     "requestBody": {"required": True, "content": {"application/json": {"schema": {"type": "object"}}}},
-                    "responses": _responses("Stored", 400, 401, 403, 409, 413, 422, ok_status="201"),
+                    "responses": _responses("Stored", 400, 401, 403, 408, 409, 413, 422, ok_status="201"),
                 }
             },
             "/api/v1/repos/{owner}/{repo}/runs": {
@@ -419,7 +437,7 @@ def openapi_document() -> dict[str, Any]:
                         "content": {"application/json": {"schema": BaselineQuery.model_json_schema()}},
                     },
                     "responses": _responses(
-                        "The search and the base branch's flip rates", 400, 401, 403, 404, 413, 422
+                        "The search and the base branch's flip rates", 400, 401, 403, 404, 408, 413, 422
                     ),
                 }
             },
@@ -430,7 +448,7 @@ def openapi_document() -> dict[str, Any]:
                     "security": [{"uploadToken": []}],
                     "parameters": [_param("run_id", "path")],
                     "requestBody": {"required": True, "content": {"application/json": {"schema": {"type": "object"}}}},
-                    "responses": _responses("Recorded", 400, 401, 403, 404, 413, 422, ok_status="201"),
+                    "responses": _responses("Recorded", 400, 401, 403, 404, 408, 413, 422, ok_status="201"),
                 },
                 "get": {
                     "operationId": "listVerdicts",

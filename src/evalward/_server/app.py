@@ -10,6 +10,11 @@ of the last 3 days it never recorded (`redeliver.py`), in a background thread.
 A signed webhook is still input from outside: its headers, JSON shape and identifiers are checked
 (`boundary.py`, `github/events.py`) before anything is queued, and each refusal is a 400 with the reason.
 
+Authenticate, then read: a webhook's body is streamed up to `max_webhook_bytes` (413 beyond, unread) and its
+signature verified before the JSON is parsed; large bodies are verified and parsed in a worker thread. Other
+routes' bodies are capped by `boundary.BodyGuard`; the API's tokens are checked before their bodies are read
+(`api.py`). `/metrics` needs a metrics or read token unless `metrics_public` is set.
+
 Routes: `POST /webhooks/github`, `GET /healthz`, `GET /metrics`, `GET /openapi.json`, `/api/v1/…`
 (see `api.py`), and the dashboard at `/` (see `dashboard.py`).
 """
@@ -35,16 +40,23 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from evalward._server.boundary import (
+    KIB,
     BadRequest,
+    BodyGuard,
+    BodyTimeout,
+    PayloadTooLarge,
     RequestLineGuard,
     check_action,
     check_delivery_id,
     check_event_name,
     load_json,
+    off_loop,
+    read_body_capped,
 )
 from evalward._server.metrics import ServerMetrics, gauge_lines, webhook_event_label
 from evalward._server.settings import ServerSettings
-from evalward._server.webhooks import WebhookPlan, plan_delivery, verify_signature
+from evalward._server.tokens import bearer_token, token_matches
+from evalward._server.webhooks import WebhookPlan, plan_delivery, verify_signature, well_formed_signature
 from evalward.store.job_queue import Enqueued, JobQueue, ValueRefused
 
 if TYPE_CHECKING:
@@ -78,23 +90,12 @@ def error_response(status: int, message: str, **extra: Any) -> JSONResponse:
     return JSONResponse({"error": {"status": status, "message": message, **extra}}, status_code=status)
 
 
-class PayloadTooLarge(Exception):
-    pass
+LOGIN_BODY_LIMIT = 16 * KIB
+"""`POST /login` carries one form field, the read token."""
 
-
-async def read_body_capped(request: Request, limit: int) -> bytes:
-    """The raw body, refusing (PayloadTooLarge) past `limit` bytes without reading the rest."""
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise PayloadTooLarge
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise PayloadTooLarge
-        chunks.append(chunk)
-    return b"".join(chunks)
+OWN_BODY_LIMITS = ("/webhooks/github", "/api/v1/runs")
+"""Routes whose handlers authenticate and then read their bodies with their own caps (`BodyGuard` leaves
+them alone): the webhook (`max_webhook_bytes`), runs (`max_upload_bytes`), verdicts and baseline queries."""
 
 
 def _payload_of(body: bytes, content_type: str) -> Any:
@@ -142,6 +143,41 @@ def carry_out(queue: JobQueue, plan: WebhookPlan) -> tuple[list[Enqueued], list[
     return enqueued, released, cancelled
 
 
+class _Refused(Exception):
+    def __init__(self, outcome: str, message: str) -> None:
+        super().__init__(message)
+        self.outcome = outcome
+
+
+def _plan_of(
+    body: bytes, content_type: str, event: str, delivery: str, settings: ServerSettings
+) -> tuple[dict[str, Any], WebhookPlan]:
+    """The verified body parsed and planned: (payload, plan); `_Refused` (a 400) for a body that is not a
+    well-formed delivery. Pure CPU work, run in a worker thread for large bodies."""
+    from evalward.github.events import EventPayloadError
+
+    try:
+        payload = _payload_of(body, content_type)
+    except BadRequest as exc:
+        raise _Refused("bad_json", str(exc)) from None
+    if not isinstance(payload, dict):
+        raise _Refused("bad_json", f"expected a JSON object, found {type(payload).__name__}")
+    try:
+        check_action(payload)
+        plan = plan_delivery(
+            event,
+            delivery,
+            payload,
+            run_label=settings.run_label,
+            check_name=settings.check_name,
+            base_branches=settings.base_branches,
+            body_digest=hashlib.sha256(body).hexdigest(),
+        )
+    except (EventPayloadError, BadRequest) as exc:
+        raise _Refused("bad_payload", str(exc)) from None
+    return payload, plan
+
+
 async def github_webhook(request: Request) -> Response:
     state = state_of(request)
     settings = state.settings
@@ -159,14 +195,21 @@ async def github_webhook(request: Request) -> Response:
             return error_response(status, str(body.get("message", outcome)), delivery=delivery or None)
         return JSONResponse(body, status_code=status)
 
-    try:
-        body = await read_body_capped(request, settings.max_webhook_bytes)
-    except PayloadTooLarge:
-        return answer(413, "too_large", {"message": f"payload larger than {settings.max_webhook_bytes:,} bytes"})
     secrets = [s.get_secret_value() for s in settings.webhook_secrets]
     if not secrets:
         return answer(503, "unconfigured", {"message": "no webhook secret is configured (EVALWARD_WEBHOOK_SECRET)"})
-    if not verify_signature(secrets, body, request.headers.get("x-hub-signature-256")):
+    presented = request.headers.get("x-hub-signature-256")
+    if not well_formed_signature(presented):
+        return answer(401, "bad_signature", {"message": "missing or invalid X-Hub-Signature-256"})
+    try:
+        body = await read_body_capped(
+            request, settings.max_webhook_bytes, timeout_s=settings.body_timeout_s, what="the payload"
+        )
+    except PayloadTooLarge as exc:
+        return answer(413, "too_large", {"message": str(exc)})
+    except BodyTimeout as exc:
+        return answer(408, "too_slow", {"message": str(exc)})
+    if not await off_loop(len(body), verify_signature, secrets, body, presented):
         return answer(401, "bad_signature", {"message": "missing or invalid X-Hub-Signature-256"})
     verified = True
     if not event or not delivery:
@@ -178,27 +221,11 @@ async def github_webhook(request: Request) -> Response:
     except BadRequest as exc:
         delivery = ""  # not echoed back: it is what was wrong
         return answer(400, "bad_headers", {"message": str(exc)})
+    content_type = request.headers.get("content-type", "application/json")
     try:
-        payload = _payload_of(body, request.headers.get("content-type", "application/json"))
-    except BadRequest as exc:
-        return answer(400, "bad_json", {"message": str(exc)})
-    if not isinstance(payload, dict):
-        return answer(400, "bad_json", {"message": f"expected a JSON object, found {type(payload).__name__}"})
-    from evalward.github.events import EventPayloadError
-
-    try:
-        check_action(payload)
-        plan = plan_delivery(
-            event,
-            delivery,
-            payload,
-            run_label=settings.run_label,
-            check_name=settings.check_name,
-            base_branches=settings.base_branches,
-            body_digest=hashlib.sha256(body).hexdigest(),
-        )
-    except (EventPayloadError, BadRequest) as exc:
-        return answer(400, "bad_payload", {"message": str(exc)})
+        payload, plan = await off_loop(len(body), _plan_of, body, content_type, event, delivery, settings)
+    except _Refused as exc:
+        return answer(400, exc.outcome, {"message": str(exc)})
     if not plan.jobs and plan.release is None and plan.cancel_pr is None:
         status = 200 if event == "ping" else 202
         outcome = "ignored" if event != "ping" else "ping"
@@ -253,8 +280,23 @@ async def healthz(request: Request) -> Response:
     )
 
 
+def metrics_allowed(request: Request) -> bool:
+    """`/metrics` is closed unless `metrics_public`: a metrics token or a read token opens it."""
+    settings = state_of(request).settings
+    if settings.metrics_public:
+        return True
+    token = bearer_token(request.headers.get("authorization"))
+    return token_matches(token, [*settings.metrics_token_hashes, *settings.read_token_hashes])
+
+
 async def metrics_endpoint(request: Request) -> Response:
     state = state_of(request)
+    if not metrics_allowed(request):
+        return error_response(
+            401,
+            "a metrics token is required: send `Authorization: Bearer <token>` "
+            "(configure metrics_token_hashes, or metrics_public = true)",
+        )
     extra: list[list[str]] = []
     try:
         counts = await run_in_threadpool(state.queue.counts)
@@ -344,7 +386,15 @@ def create_app(
     ]
     app = Starlette(
         routes=routes,
-        middleware=[Middleware(RequestLineGuard)],
+        middleware=[
+            Middleware(
+                BodyGuard,
+                timeout_s=settings.body_timeout_s,
+                own_limits=OWN_BODY_LIMITS,
+                limits={"/login": LOGIN_BODY_LIMIT},
+            ),
+            Middleware(RequestLineGuard, max_header_bytes=settings.max_header_bytes),
+        ],
         lifespan=lifespan,
         exception_handlers={
             HTTPException: _http_error,

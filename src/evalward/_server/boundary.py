@@ -13,16 +13,31 @@ in the JSON parser, a value PostgreSQL refuses, a column too narrow) as a 500 or
 
 `RequestLineGuard` applies the path and query checks to every route; the webhook and the API apply the
 body checks (`load_json`, `check_json_value`) to the bodies they read.
+
+**Bodies: authenticate, then read.** A body is never read before the request has shown it may send one:
+the API checks its token first, the webhook streams the body only up to its cap and verifies the signature
+before parsing. Every body is read with a cap and a deadline (`read_body_capped`: 413 past the cap, without
+reading the rest; 408 past the deadline) and big ones are parsed in a worker thread (`off_loop`), so the
+event loop keeps answering `/healthz`. `BodyGuard` caps the bodies of every other route (`/login` included)
+the same way, and adds `Connection: close` to any answer given before its request's body was read to the
+end, so the server stops reading instead of draining an unwanted upload.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qsl
 
-from starlette.types import ASGIApp, Receive, Scope, Send
+import anyio
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
 
 from evalward.errors import CONTROL_CHARACTER
 
@@ -116,18 +131,28 @@ def check_text(value: str, *, where: str, max_chars: int) -> str:
 class RequestLineGuard:
     """ASGI middleware: a path or query value with a control character (NUL included) or beyond its length
     limit is answered 400 before any route sees it — such a value can only fail later, in the database or
-    a file name, as a 500."""
+    a file name, as a 500. Request line and headers over `max_header_bytes` are 431: the server's HTTP
+    parser bounds what it buffers of headers still arriving, not headers that arrive in one read."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, *, max_header_bytes: int | None = None) -> None:
         self.app = app
+        self.max_header_bytes = max_header_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
+            from evalward._server.app import error_response
+
+            size = len(scope.get("raw_path", b"")) + len(scope.get("query_string", b""))
+            size += sum(len(name) + len(value) + 4 for name, value in scope.get("headers", []))
+            if self.max_header_bytes is not None and size > self.max_header_bytes:
+                message = f"the request line and headers are larger than {self.max_header_bytes:,} bytes"
+                response = error_response(431, message)
+                response.headers["connection"] = "close"
+                await response(scope, receive, send)
+                return
             try:
                 check_request_line(scope.get("path", ""), scope.get("query_string", b""))
             except BadRequest as exc:
-                from evalward._server.app import error_response
-
                 await error_response(400, str(exc))(scope, receive, send)
                 return
         await self.app(scope, receive, send)
@@ -143,3 +168,191 @@ def check_request_line(path: str, query_string: bytes) -> None:
     for name, value in pairs:
         check_text(name, where="a query parameter name", max_chars=MAX_HEADER_CHARS)
         check_text(value, where=f"query parameter {name!r}", max_chars=MAX_QUERY_VALUE_CHARS)
+
+
+# -- bodies ------------------------------------------------------------------------------------------------
+
+T = TypeVar("T")
+
+KIB = 1024
+MIB = 1024 * KIB
+
+DEFAULT_BODY_LIMIT = 64 * KIB
+"""The body cap of every route that does not read (and cap) its body itself."""
+
+INLINE_BYTES = 64 * KIB
+"""Bodies up to this size are parsed on the event loop (a thread hop costs more than the parse)."""
+
+DRAIN_BYTES = 64 * KIB
+DRAIN_S = 1.0
+"""An answer given before a small body was read (a 401 to an unsigned webhook) first reads and discards the
+rest of it, at most this much for this long, so the connection can be kept; a larger body is not read."""
+
+
+class PayloadTooLarge(Exception):
+    """A body over its route's cap; `str(exc)` is the answer's message."""
+
+
+class BodyTimeout(Exception):
+    """A body that did not arrive within the deadline; `str(exc)` is the answer's message."""
+
+
+class BodyTooLarge(HTTPException):
+    """Raised by `BodyGuard`'s receive: answered 413 by the app's HTTPException handler."""
+
+
+def too_large_message(what: str, limit: int) -> str:
+    return f"{what} is larger than {size_text(limit)}; the server did not read the rest"
+
+
+def too_slow_message(what: str, timeout_s: float) -> str:
+    return f"{what} did not arrive within {timeout_s:g} s"
+
+
+def size_text(size: int) -> str:
+    """`64 MiB`, `16 KiB` or `1,000 bytes`: a limit as the operator configured it."""
+    for unit, name in ((MIB, "MiB"), (KIB, "KiB")):
+        if size >= unit and size % unit == 0:
+            return f"{size // unit:,} {name}"
+    return f"{size:,} bytes"
+
+
+def declared_length(headers: Mapping[str, str]) -> int | None:
+    """The request's `Content-Length`, when it declares a well-formed one."""
+    raw = headers.get("content-length")
+    return int(raw) if raw is not None and raw.strip().isdigit() else None
+
+
+async def read_body_capped(request: Request, limit: int, *, timeout_s: float, what: str = "the body") -> bytes:
+    """The raw body, read as it arrives. PayloadTooLarge as soon as it is (or declares to be) over `limit` bytes,
+    without reading the rest; BodyTimeout when it has not arrived `timeout_s` after this call."""
+    declared = declared_length(request.headers)
+    if declared is not None and declared > limit:
+        raise PayloadTooLarge(too_large_message(what, limit))
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        with anyio.fail_after(timeout_s):
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limit:
+                    raise PayloadTooLarge(too_large_message(what, limit))
+                chunks.append(chunk)
+    except TimeoutError:
+        raise BodyTimeout(too_slow_message(what, timeout_s)) from None
+    return b"".join(chunks)
+
+
+async def off_loop(size: int, function: Callable[..., T], *args: Any) -> T:
+    """`function(*args)` — in a worker thread when it works on more than `INLINE_BYTES` (parsing and validating
+    megabytes of JSON would stall every other request on the event loop), inline otherwise."""
+    if size <= INLINE_BYTES:
+        return function(*args)
+    return await run_in_threadpool(function, *args)
+
+
+class BodyGuard:
+    """ASGI middleware for every request body.
+
+    - Routes that read their body themselves (`own_limits`: path prefixes whose handlers authenticate first
+      and then call `read_body_capped`) are left to do so. Every other route's body (`/login`'s included)
+      is capped at `limits.get(path, default_limit)` bytes: a larger `Content-Length` is 413 before the
+      app runs, a larger stream is 413 once it passes the cap; and it must arrive within `timeout_s` (408).
+    - An answer that starts before its request's body was read to the end first reads and discards what is
+      left when that is small (`DRAIN_BYTES`, within `DRAIN_S`) and the answer is not about the body (408,
+      413); otherwise it carries `Connection: close`: the server then closes the connection instead of
+      reading on, so a refused upload costs nothing more (`listen.HeaderGuard` lingers briefly so the answer
+      still reaches the client).
+    """
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        timeout_s: float,
+        own_limits: tuple[str, ...] = (),
+        limits: Mapping[str, int] | None = None,
+        default_limit: int = DEFAULT_BODY_LIMIT,
+    ) -> None:
+        self.app = app
+        self.timeout_s = timeout_s
+        self.own_limits = own_limits
+        self.limits = dict(limits or {})
+        self.default_limit = default_limit
+
+    def limit_for(self, path: str) -> int | None:
+        """The cap this middleware applies to `path`; None when the route caps its body itself."""
+        if path.startswith(self.own_limits):
+            return None
+        return self.limits.get(path, self.default_limit)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        declared = declared_length(headers)
+        pending = "transfer-encoding" in headers or bool(declared)
+        limit = self.limit_for(scope.get("path", ""))
+        what = "the request body"
+        started = False
+        received = 0
+        deadline: float | None = None
+
+        async def guarded_receive() -> Message:
+            nonlocal pending, received, deadline
+            if limit is None:
+                message = await receive()
+            else:
+                if deadline is None:
+                    deadline = anyio.current_time() + self.timeout_s
+                try:
+                    with anyio.fail_after(max(0.0, deadline - anyio.current_time())):
+                        message = await receive()
+                except TimeoutError:
+                    if started:
+                        return {"type": "http.disconnect"}
+                    raise HTTPException(408, too_slow_message(what, self.timeout_s)) from None
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if not message.get("more_body", False):
+                    pending = False
+                if limit is not None and received > limit:
+                    if started:  # too late to answer 413: the app sees a client that went away
+                        return {"type": "http.disconnect"}
+                    raise BodyTooLarge(413, too_large_message(what, limit))
+            elif message["type"] == "http.disconnect":
+                pending = False
+            return message
+
+        async def drain() -> None:
+            """Read and discard the rest of a small body; `pending` stays True when it did not all come."""
+            nonlocal pending, received
+            left = declared - received if declared is not None else DRAIN_BYTES
+            if left > DRAIN_BYTES:
+                return
+            with anyio.move_on_after(DRAIN_S):
+                while pending and received <= (declared or 0) + DRAIN_BYTES:
+                    message = await receive()
+                    if message["type"] != "http.request":
+                        pending = False
+                    else:
+                        received += len(message.get("body", b""))
+                        pending = bool(message.get("more_body", False))
+
+        async def guarded_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+                if pending and message["status"] not in (408, 413):
+                    await drain()
+                if pending:
+                    message = {**message, "headers": [*message.get("headers", []), (b"connection", b"close")]}
+            await send(message)
+
+        if limit is not None and declared is not None and declared > limit:
+            from evalward._server.app import error_response
+
+            await error_response(413, too_large_message(what, limit))(scope, receive, guarded_send)
+            return
+        await self.app(scope, guarded_receive, guarded_send)

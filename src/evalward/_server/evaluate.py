@@ -9,17 +9,21 @@
    **held**, never run: a neutral check run says why and how a maintainer approves (the run label, or
    re-running the check), and the job waits in `held`.
 1b. The job's check run goes `in_progress` (with `started_at`); every later outcome completes that same
-   check run by id. An earlier attempt's run is reused while it is not completed (`checks.start_check_run`,
-   `external_id` = `evalward:{suite}:job{id}`). A job cancelled by a newer head completes it `cancelled`; a
-   final failed attempt or an unexpected error completes it `failure`.
-2. `git clone` of `clone_url_template.format(repo=…)` into a fresh folder under `work_dir`, then a detached
-   checkout of the head SHA. The token travels as an `http.extraHeader` set through `GIT_CONFIG_*`
-   variables — never in the URL, the command line, a file or a log line.
+   check run by id, and **every check run the daemon opens is completed** whatever ends the job, each with
+   one line of why — the check runs' bookkeeping and their sweeper are `check_runs.py`.
+1c. **The sandbox** (`sandbox.resolve`): bubblewrap, probed once; when it cannot run here and the operator
+   has not set `sandbox = "unsandboxed"`, the job is refused (`JobRefused`, the check run says why).
+2. `git clone` of `clone_url_template.format(repo=…)` into a fresh folder `work_dir/job-{id}-{attempt}-…`,
+   then a detached checkout of the head SHA. The token travels as an `http.extraHeader` set through
+   `GIT_CONFIG_*` variables — never in the URL, the command line, a file or a log line. A cancelled job's
+   git is killed at once (`workspace.supervise`); folders of jobs nobody holds any more (a worker killed
+   with `kill -9`) are removed by `maintenance`.
 3. The repository's own settings (`evalward.toml` or `[tool.evalward]`) name the eval paths and the agent;
    without them the check run says how to add them (conclusion `neutral`).
-4. `evalward run … --json` in a subprocess in the checkout, under `sandbox.py`'s limits, with a wall-clock
-   timeout and an environment stripped of every server variable (no secrets reach repository code).
-   Exit 0/1 are verdicts (data); other exits become a `failure` check run showing the tail of stderr.
+4. `evalward run … --json` in a subprocess in the checkout, in the sandbox and under `sandbox.py`'s limits,
+   with a wall-clock timeout and an environment stripped of every server variable (no secrets reach
+   repository code). Exit 0/1 are verdicts (data); other exits become a `failure` check run showing the
+   tail of stderr.
 5. The run is stored (`Store.import_run`, idempotent by run id). When no stored run at the PR's merge-base
    covers its cases, the base side is run on demand (`_run_base_side`): the merge-base in a git worktree of
    the job's clone, its agent on the PR's eval files, in the same sandbox, stored at the merge-base.
@@ -35,19 +39,21 @@ from __future__ import annotations
 
 import logging
 import shutil
-import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evalward._server import sandbox as sandboxes
+from evalward._server.check_runs import CheckRuns
 from evalward._server.github_access import GitHubAccess
 from evalward._server.settings import ServerSettings
-from evalward._server.worker import Handler, JobAborted, JobContext, JobHeld, RetryableJobError
-from evalward._server.workspace import checkout, run_evals
+from evalward._server.worker import Handler, JobAborted, JobContext, JobHeld, JobRefused, RetryableJobError
+from evalward._server.workspace import checkout, job_folder, job_folders, run_evals
 
 if TYPE_CHECKING:
     from evalward._gating import GateOutcome
+    from evalward._server.sandbox import Sandbox
     from evalward.model import RunResult
     from evalward.store import Store
     from evalward.store.job_queue import JobQueue
@@ -72,13 +78,16 @@ class Published:
 
 
 @dataclass
-class Handlers:
-    """The production handlers, sharing the store, the queue and GitHub access."""
+class Handlers(CheckRuns):
+    """The production handlers, sharing the store, the queue and GitHub access (their check runs: `CheckRuns`)."""
 
     settings: ServerSettings
     store: Store
     queue: JobQueue
     github: GitHubAccess
+    _sandbox_checked: bool = field(default=False, init=False, repr=False)
+    _sweep_retry: dict[int, tuple[int, float]] = field(default_factory=dict, init=False, repr=False)
+    """{job id: (failed completions, when to try again)} for check runs GitHub would not let us complete."""
 
     def table(self) -> dict[str, Handler]:
         return {"evaluate": self.evaluate, "notice": self.notice, "installation": lambda ctx: None}
@@ -127,9 +136,6 @@ class Handlers:
             f" The label `{label}` was removed: it approved an earlier commit, and every new commit pushed by "
             "someone without write access needs its own approval."
         )
-
-    def _external_prefix(self, p: Mapping[str, Any]) -> str:
-        return f"evalward:{p.get('suite', 'default')}"
 
     # -- write access
 
@@ -198,82 +204,74 @@ class Handlers:
         self._confirm_write_access(ctx, p, token)
         check_id = self._start_check(ctx, p, token)
         try:
-            return self._evaluate(ctx, p, token, check_id)
+            try:
+                sandbox = sandboxes.resolve(self.settings)
+            except sandboxes.SandboxUnavailable as exc:
+                self._close_check(ctx.job.id, p, token, check_id, "failure", "The evals did not run", str(exc))
+                raise JobRefused(str(exc)) from exc
+            result = self._evaluate(ctx, p, token, check_id, sandbox)
         except JobAborted:
-            self._close_aborted(ctx, p, token, check_id)
+            self._close_interrupted(ctx, p, token, check_id)
             raise
-        except JobHeld:
+        except (JobHeld, JobRefused):
             raise
         except RetryableJobError as exc:
             if ctx.job.attempt >= self.queue.max_attempts:
-                self._close_failed(p, token, check_id, f"Giving up after {ctx.job.attempt} attempts: {exc}")
+                self._close_failed(ctx, p, token, check_id, f"Giving up after {ctx.job.attempt} attempts: {exc}")
             raise
         except Exception as exc:
             self._close_failed(
-                p, token, check_id, f"evalward hit an internal error ({type(exc).__name__}); see the server log."
+                ctx, p, token, check_id, f"evalward hit an internal error ({type(exc).__name__}); see the server log."
             )
             raise
-
-    def _start_check(self, ctx: JobContext, p: Mapping[str, Any], token: str | None) -> int | None:
-        """The job's check run, now `in_progress` (None without GitHub access)."""
-        from evalward.github.checks import start_check_run
-        from evalward.github.client import GitHubError, GitHubPermissionError
-
-        if token is None:
-            return None
-        sha = str(p["head_sha"])
-        try:
-            with self.github.client(token) as client:
-                run = start_check_run(
-                    client,
-                    str(p["repo"]),
-                    sha,
-                    name=self.settings.check_name,
-                    external_id=f"{self._external_prefix(p)}:job{ctx.job.id}",
-                    title="Running the evals",
-                    summary=f"evalward is running the evals at `{sha[:12]}` (attempt {ctx.job.attempt}).",
-                    details_url=f"{self.settings.base_url.rstrip('/')}/jobs" if self.settings.base_url else None,
-                )
-        except GitHubPermissionError:
-            raise
-        except GitHubError as exc:
-            raise RetryableJobError(str(exc)) from exc
-        return int(run["id"])
-
-    def _close_aborted(self, ctx: JobContext, p: Mapping[str, Any], token: str | None, check_id: int | None) -> None:
-        """A job cancelled by a newer head completes its check run `cancelled`; a shutdown leaves it for the retry."""
-        if check_id is None:
-            return
-        view = self.queue.get(ctx.job.id)
-        if view is None or view.status != "cancelled":
-            return
-        why = view.last_error or "cancelled"
-        self._close_quietly(p, token, check_id, "cancelled", "Cancelled", f"This run was cancelled: {why}.")
-
-    def _close_failed(self, p: Mapping[str, Any], token: str | None, check_id: int | None, message: str) -> None:
         if check_id is not None:
-            self._close_quietly(p, token, check_id, "failure", "The evals did not run", message)
+            self.queue.check_run_closed(ctx.job.id)  # completed with the verdict or the problem
+        return result
 
-    def _close_quietly(
-        self, p: Mapping[str, Any], token: str | None, check_id: int, conclusion: str, title: str, summary: str
-    ) -> None:
-        from evalward.github.client import GitHubError
+    # -- housekeeping
 
-        try:
-            self._post_check(p, conclusion, title, summary, token=token, check_run_id=check_id)
-        except (GitHubError, RetryableJobError) as exc:
-            log.warning("could not complete check run %s: %s", check_id, exc, extra={"repo": p.get("repo")})
+    def maintenance(self) -> None:
+        """What a worker does between jobs: `sweep_check_runs`, then `remove_stale_folders` (and, the first time,
+        find out whether repository code can be sandboxed here, so an operator sees it in the log at start)."""
+        if not self._sandbox_checked:
+            self._sandbox_checked = True
+            try:
+                found = sandboxes.resolve(self.settings)
+            except sandboxes.SandboxUnavailable as exc:
+                log.error("every job that runs repository code will be refused: %s", exc)
+            else:
+                log.info("repository code runs %s", "in bubblewrap" if found.mode == "bwrap" else "UNSANDBOXED")
+        self.sweep_check_runs()
+        self.remove_stale_folders()
 
-    def _evaluate(self, ctx: JobContext, p: dict[str, Any], token: str | None, check_id: int | None) -> dict[str, Any]:
+    def remove_stale_folders(self) -> list[str]:
+        """Remove the job folders under `work_dir` whose (job, attempt) no worker holds any more — left by a
+        worker that was killed, or that stopped before removing them; the names removed."""
+        folders = job_folders(self.settings)
+        if not folders:
+            return []
+        held = self.queue.running_attempts(job_id for _, job_id, _ in folders)
+        removed = []
+        for folder, job_id, attempt in folders:
+            if job_id in held and attempt in (held[job_id], None):
+                continue
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder.name)
+        if removed:
+            log.info("removed %d stale job folders", len(removed), extra={"folders": removed[:20]})
+        return removed
+
+    def _evaluate(
+        self, ctx: JobContext, p: dict[str, Any], token: str | None, check_id: int | None, sandbox: Sandbox
+    ) -> dict[str, Any]:
         from evalward.config import find_config, load_config
         from evalward.errors import EvalwardError
 
         repo, sha = str(p["repo"]), str(p["head_sha"])
-        Path(self.settings.work_dir).mkdir(parents=True, exist_ok=True)
-        workdir = Path(tempfile.mkdtemp(prefix=f"job-{ctx.job.id}-", dir=self.settings.work_dir))
+        workdir = job_folder(self.settings, ctx.job.id, ctx.job.attempt)
         try:
             ctx.check()
-            repo_dir = checkout(self.settings, repo, sha, token, workdir)
+            repo_dir = checkout(self.settings, repo, sha, token, workdir, ctx)
             ctx.check()
             try:
                 found = find_config(repo_dir)
@@ -302,7 +300,7 @@ class Handlers:
                 args += ["--base-sha", str(p["base_sha"])]
             if p.get("pr_number") is not None:
                 args += ["--pr", str(p["pr_number"])]
-            result = run_evals(ctx, self.settings, workdir, repo_dir, args)
+            result = run_evals(ctx, self.settings, workdir, repo_dir, args, sandbox=sandbox)
             if result.run is None:
                 why = (
                     f"the evals did not finish within {self.settings.job_timeout_s:.0f} s"
@@ -315,13 +313,20 @@ class Handlers:
             ctx.check()
             self.store.import_run(result.run)
             if p.get("mode") != "baseline":
-                self._run_base_side(ctx, p, result.run, config.settings, repo_dir, workdir)
+                self._run_base_side(ctx, p, result.run, config.settings, repo_dir, workdir, sandbox)
             return self._gate_and_report(ctx, p, token, result.run, config.settings, found, repo_dir, check_id)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
 
     def _run_base_side(
-        self, ctx: JobContext, p: Mapping[str, Any], run: RunResult, settings: Any, repo_dir: Path, workdir: Path
+        self,
+        ctx: JobContext,
+        p: Mapping[str, Any],
+        run: RunResult,
+        settings: Any,
+        repo_dir: Path,
+        workdir: Path,
+        sandbox: Sandbox,
     ) -> None:
         """The base side on demand, as `evalward ci` makes it (docs/gate.md §9), in the job's sandbox: when no stored
         run at the merge-base covers the PR's cases, the merge-base is checked out beside the PR's checkout and
@@ -369,7 +374,9 @@ class Handlers:
                         args += [flag, str(value)]
                 folder = workdir / "base-side"
                 folder.mkdir(exist_ok=True)
-                result = run_evals(ctx, self.settings, folder, base.cwd, args)
+                result = run_evals(
+                    ctx, self.settings, folder, base.cwd, args, sandbox=sandbox, writable=[workdir, base.root]
+                )
         except bs.BaseSideUnavailable as exc:
             log.info("no base side for job %s: %s", ctx.job.id, exc, extra={"job": ctx.job.id})
             return
@@ -501,43 +508,3 @@ class Handlers:
         summary = message + (f"\n\n{md_code_block(stderr)}" if stderr else "")
         check = self._post_check(p, conclusion, title, summary, token=token, check_run_id=check_id)
         return {"conclusion": conclusion, "problem": message[:500], "check_run": check}
-
-    def _post_check(
-        self,
-        p: Mapping[str, Any],
-        conclusion: str,
-        title: str,
-        summary: str,
-        *,
-        token: str | None = None,
-        details_url: str | None = None,
-        check_run_id: int | None = None,
-        external_id: str | None = None,
-    ) -> int | None:
-        """Complete `check_run_id`, or create a completed check run (`external_id` recognises a retried create);
-        None when there is no GitHub access (no App configured)."""
-        from evalward.github.checks import post_check_run
-        from evalward.github.client import GitHubError, GitHubPermissionError
-
-        token = token or self.github.token(p.get("installation_id"))
-        if token is None:
-            return None
-        try:
-            with self.github.client(token) as client:
-                answer = post_check_run(
-                    client,
-                    str(p["repo"]),
-                    str(p["head_sha"]),
-                    name=self.settings.check_name,
-                    conclusion=conclusion,
-                    title=title,
-                    summary=summary,
-                    details_url=details_url,
-                    external_id=external_id,
-                    check_run_id=check_run_id,
-                )
-        except GitHubPermissionError:
-            raise
-        except GitHubError as exc:
-            raise RetryableJobError(str(exc)) from exc
-        return int(answer["id"])

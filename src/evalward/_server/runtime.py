@@ -27,8 +27,9 @@ def build_pool(
     transport_factory: Callable[[], Any] | None = None,
     github_options: Mapping[str, Any] | None = None,
 ) -> WorkerPool:
-    """`settings.workers` worker threads running the production handlers (`github_options`: extra
-    `GitHubClient` arguments, e.g. a recording `sleep` in tests)."""
+    """`settings.workers` worker threads running the production handlers, and their housekeeping between jobs
+    (`Handlers.maintenance`: closing check runs of jobs that ended without their worker, removing stale job
+    folders). `github_options`: extra `GitHubClient` arguments, e.g. a recording `sleep` in tests."""
     from evalward._server.evaluate import Handlers
     from evalward._server.github_access import GitHubAccess
     from evalward._server.worker import WorkerOptions, WorkerPool
@@ -46,5 +47,8 @@ def build_pool(
         heartbeat_s=settings.heartbeat_s,
         poll_s=settings.poll_s,
         max_per_repo=settings.max_jobs_per_repo,
+        sweep_s=settings.sweep_s,
     )
-    return WorkerPool(queue, handlers.table(), options, size=settings.workers, metrics=metrics)
+    return WorkerPool(
+        queue, handlers.table(), options, size=settings.workers, metrics=metrics, maintenance=handlers.maintenance
+    )

@@ -13,6 +13,7 @@ github_private_key_file = "/run/secrets/app.pem"
 max_jobs_per_repo = 2
 public_read = false
 read_token_hashes = ["sha256:…"]                          # `evalward serve --new-token` prints one
+metrics_token_hashes = ["sha256:…"]                       # /metrics is closed without one (or a read token)
 [server.upload_token_hashes]
 "octo/agent" = ["sha256:…"]
 ```
@@ -37,6 +38,9 @@ Role = Literal["web", "worker", "all"]
 
 MAX_WEBHOOK_BYTES = 25 * 1024 * 1024
 """GitHub sends no payload over 25 MB (docs/github.md §10); a larger body is refused with 413 before reading on."""
+
+MAX_UPLOAD_BYTES = 64 * 1024 * 1024
+"""The largest run `POST /api/v1/runs` accepts by default (`max_upload_bytes`)."""
 
 DEFAULT_CLONE_URL = "https://github.com/{repo}.git"
 
@@ -109,10 +113,49 @@ class ServerSettings(BaseModel):
     job_memory_mb: int | None = Field(default=4096, ge=64, description="Address-space limit of the eval subprocess.")
     job_cpu_s: int | None = Field(default=None, ge=1, description="CPU-seconds limit of the eval subprocess.")
     work_dir: str = Field(default=".evalward/work", description="Where checkouts are made (removed after each job).")
+    sandbox: Literal["bwrap", "unsandboxed"] = Field(
+        default="bwrap",
+        description="How repository code is isolated: `bwrap` (bubblewrap; a job is refused when it cannot run "
+        "here) or `unsandboxed` (as the daemon's own user: the operator accepts that PR code can read its files).",
+    )
+    sandbox_bwrap: str = Field(default="bwrap", description="The bubblewrap executable (a name on PATH or a path).")
+    sandbox_network: bool = Field(
+        default=False, description="Give sandboxed repository code the host's network (default: none, not even DNS)."
+    )
+    sandbox_read_paths: list[str] = Field(
+        default_factory=list,
+        description="More folders the sandbox shows read-only (a tool outside /usr and the Python environment); "
+        "comma-separated in EVALWARD_SANDBOX_READ_PATHS.",
+    )
+    sweep_s: float = Field(
+        default=30.0, gt=0, description="Idle workers close check runs of finished jobs and stale checkouts this often."
+    )
     shutdown_grace_s: float = Field(
         default=30.0, ge=0, description="SIGTERM: running jobs get this long, then are released."
     )
     max_webhook_bytes: int = Field(default=MAX_WEBHOOK_BYTES, ge=1)
+    max_upload_bytes: int = Field(
+        default=MAX_UPLOAD_BYTES, ge=1, description="Largest run `POST /api/v1/runs` reads (413 above)."
+    )
+    body_timeout_s: float = Field(
+        default=60.0, gt=0, description="A request body must arrive within this long of its first read (408 after)."
+    )
+    header_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        description="A request's headers must be complete this long after its first byte (a new connection: after "
+        "it opened); slower senders get 408 and are disconnected.",
+    )
+    max_header_bytes: int = Field(
+        default=32 * 1024, ge=1024, description="Request line and headers of one request, at most (400/431 above)."
+    )
+    max_connections: int = Field(
+        default=512, ge=1, description="Open connections; one more is answered 503 and closed at once."
+    )
+    metrics_public: bool = Field(default=False, description="Serve /metrics without a token (closed by default).")
+    metrics_token_hashes: list[str] = Field(
+        default_factory=list, description="Tokens (hashes) that may read /metrics; read tokens may too."
+    )
     public_read: bool = Field(default=False, description="Read endpoints and the dashboard need no token.")
     read_token_hashes: list[str] = Field(default_factory=list)
     upload_token_hashes: dict[str, list[str]] = Field(default_factory=dict, description="owner/repo -> token hashes")
@@ -120,7 +163,7 @@ class ServerSettings(BaseModel):
     log_format: Literal["json", "text"] = "json"
     log_level: str = "INFO"
 
-    @field_validator("read_token_hashes")
+    @field_validator("read_token_hashes", "metrics_token_hashes")
     @classmethod
     def _hashes(cls, value: list[str]) -> list[str]:
         from evalward._server.tokens import check_hash
@@ -133,6 +176,14 @@ class ServerSettings(BaseModel):
         from evalward._server.tokens import check_hash
 
         return {repo: [check_hash(v) for v in hashes] for repo, hashes in value.items()}
+
+    @field_validator("sandbox_read_paths", mode="before")
+    @classmethod
+    def _split_paths(cls, value: Any) -> Any:
+        """EVALWARD_SANDBOX_READ_PATHS is one comma-separated string."""
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
 
     @model_validator(mode="after")
     def _clone_url_is_safe(self) -> ServerSettings:
@@ -163,7 +214,7 @@ class ServerSettings(BaseModel):
         )
 
 
-_LIST_FIELDS = {"webhook_secrets", "read_token_hashes", "base_branches"}
+_LIST_FIELDS = {"webhook_secrets", "read_token_hashes", "base_branches", "metrics_token_hashes"}
 
 
 def env_values(environ: Mapping[str, str]) -> dict[str, Any]:

@@ -11,7 +11,7 @@ import hashlib
 import hmac
 import re
 import secrets
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 TOKEN_PREFIX = "ewt_"
 _HASH = re.compile(r"^sha256:[0-9a-f]{64}$")
@@ -44,6 +44,23 @@ def token_matches(token: str | None, hashes: Iterable[str]) -> bool:
     for stored in hashes:
         matched |= hmac.compare_digest(presented, stored.encode("ascii"))
     return matched
+
+
+def repositories_of(token: str | None, upload_token_hashes: Mapping[str, Iterable[str]]) -> frozenset[str]:
+    """The repositories `token` may upload to (empty for no token or an unknown one). Every hash of every
+    repository is compared, so the time taken does not say which repository, if any, matched. Needs no
+    request body: the API answers a wrong token before it reads one."""
+    if not token:
+        return frozenset()
+    presented = hash_token(token).encode("ascii")
+    found: set[str] = set()
+    for repo, hashes in upload_token_hashes.items():
+        matched = False
+        for stored in hashes:
+            matched |= hmac.compare_digest(presented, stored.encode("ascii"))
+        if matched:
+            found.add(repo)
+    return frozenset(found)
 
 
 def bearer_token(authorization: str | None) -> str | None:

@@ -1,8 +1,9 @@
 """GitHub webhooks (docs/github.md §10): signature check, then a plan of what to enqueue — no I/O here.
 
 Signature: `X-Hub-Signature-256: sha256=<hex>` where hex = HMAC-SHA256(secret, raw body bytes); compared
-in constant time against every configured secret (several during a rotation). Checked before the body is
-parsed, so an unsigned or forged request costs one HMAC.
+in constant time against every configured secret (several during a rotation). A request without a
+well-formed header is refused before its body is read; otherwise the body is streamed up to the cap and
+verified before it is parsed, so a forged request costs one HMAC and never a JSON parse.
 
 What each event becomes (dispatch on `X-GitHub-Event` + `action`; anything else is ignored with 202):
 
@@ -37,6 +38,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,6 +54,7 @@ from evalward.github.events import (
 from evalward.store.job_queue import JobSpec
 
 SIGNATURE_PREFIX = "sha256="
+_SIGNATURE = re.compile(r"sha256=[0-9a-fA-F]{64}")
 PR_ACTIONS = frozenset({"opened", "synchronize", "reopened", "ready_for_review"})
 HEAD_MOVING_ACTIONS = frozenset({"synchronize", "reopened"})
 """Actions after which the head may be a commit no maintainer has seen: a run label approves no such head."""
@@ -62,6 +65,12 @@ _NULL_SHA = "0" * 40
 def signature(secret: str, body: bytes) -> str:
     """`sha256=` + hex HMAC-SHA256(secret, body): what GitHub puts in `X-Hub-Signature-256`."""
     return SIGNATURE_PREFIX + hmac.new(secret.encode("utf-8"), body, hashlib.sha256).hexdigest()
+
+
+def well_formed_signature(header: str | None) -> bool:
+    """True when `header` has the shape of `X-Hub-Signature-256` (`sha256=` and 64 hex digits): anything else
+    cannot verify, so the body need not be read to refuse it."""
+    return header is not None and _SIGNATURE.fullmatch(header.strip()) is not None
 
 
 def verify_signature(secrets: Iterable[str], body: bytes, header: str | None) -> bool:

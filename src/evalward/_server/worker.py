@@ -2,12 +2,17 @@
 
 One `Worker.run_once`:
 1. `queue.claim(lease_s, max_per_repo)`; nothing → sleep `poll_s`;
-2. a heartbeat thread extends the lease every `heartbeat_s`; when a heartbeat finds the job is no longer
-   ours (cancelled by a newer head SHA, or re-claimed after our lease expired) it sets `ctx.abort`, the
-   handler stops its subprocess, and the worker reports nothing;
+2. a heartbeat thread extends the lease every `heartbeat_s` and, in between, looks every `cancel_poll_s`
+   whether the job is still ours; when it is not (cancelled by a newer head SHA, or re-claimed after our
+   lease expired) it sets `ctx.abort`, the handler kills its child processes (their process group) and
+   stops, and the worker reports nothing;
 3. the handler's result → `complete`; `RetryableJobError` (clone failed, GitHub unreachable) → back to
    `queued` while attempts remain; `JobHeld` (the author has no write access) → `held` until a maintainer
-   approves; any other exception → `failed` with the message.
+   approves; `JobRefused` (e.g. no sandbox) → `failed` with its message; any other exception → `failed`
+   with the message (and a traceback in the log).
+4. `maintenance` (the handlers' housekeeping: close the check runs of jobs that ended without their worker,
+   remove job folders nobody holds) runs when the worker starts, after every job, and every `sweep_s`
+   while it is idle.
 
 Shutdown (`WorkerPool.stop(grace_s)`, on SIGTERM): no new claims; running jobs get `grace_s` to finish,
 then are aborted and released (`queued`, attempt not counted) for another worker to take.
@@ -42,6 +47,10 @@ class JobHeld(Exception):
     """Not to be run until a maintainer approves it; the message says why (stored as the job's last error)."""
 
 
+class JobRefused(Exception):
+    """Never to be run as things are (no sandbox on this machine); the job fails with the message as its error."""
+
+
 @dataclass
 class JobContext:
     job: ClaimedJob
@@ -59,6 +68,7 @@ class JobContext:
 
 
 Handler = Callable[[JobContext], Mapping[str, Any] | None]
+Maintenance = Callable[[], object]
 
 
 @dataclass
@@ -67,6 +77,10 @@ class WorkerOptions:
     heartbeat_s: float = 10.0
     poll_s: float = 1.0
     max_per_repo: int | None = 2
+    sweep_s: float = 30.0
+    """An idle worker runs `maintenance` this often."""
+    cancel_poll_s: float = 1.0
+    """A running job is checked for cancellation this often (a read; the lease is written every `heartbeat_s`)."""
 
 
 class Worker:
@@ -80,25 +94,41 @@ class Worker:
         *,
         metrics: ServerMetrics | None = None,
         worker_id: str | None = None,
+        maintenance: Maintenance | None = None,
     ) -> None:
         self.queue = queue
         self.handlers = dict(handlers)
         self.options = options
         self.metrics = metrics
         self.worker_id = worker_id or uuid.uuid4().hex[:8]
+        self.maintenance = maintenance
         self.stop = threading.Event()
         self.abort_running = threading.Event()
         self.current: ClaimedJob | None = None
+        self._maintained = float("-inf")
 
     def run(self) -> None:
+        self.maintain()
         while not self.stop.is_set():
             try:
                 worked = self.run_once()
             except Exception:
                 log.exception("worker %s: queue unavailable, retrying", self.worker_id)
                 worked = False
+            if worked or time.monotonic() - self._maintained >= self.options.sweep_s:
+                self.maintain()
             if not worked:
                 self.stop.wait(self.options.poll_s)
+
+    def maintain(self) -> None:
+        """Run `maintenance`, logging (not raising) its failures."""
+        if self.maintenance is None:
+            return
+        self._maintained = time.monotonic()
+        try:
+            self.maintenance()
+        except Exception:
+            log.exception("worker %s: maintenance failed; trying again later", self.worker_id)
 
     def run_once(self) -> bool:
         """Claim and run one job; False when there was none."""
@@ -121,9 +151,16 @@ class Worker:
         extra = {"job": job.id, "kind": job.kind, "repo": job.repo, "attempt": job.attempt, "worker": self.worker_id}
 
         def heartbeat() -> None:
-            while not done.wait(self.options.heartbeat_s):
+            every = min(self.options.cancel_poll_s, self.options.heartbeat_s)
+            beaten = time.monotonic()
+            while not done.wait(every):
                 try:
-                    if not self.queue.heartbeat(job, lease_s=self.options.lease_s):
+                    if time.monotonic() - beaten >= self.options.heartbeat_s:
+                        beaten = time.monotonic()
+                        ours = self.queue.heartbeat(job, lease_s=self.options.lease_s)
+                    else:
+                        ours = self.queue.still_ours(job)
+                    if not ours:
                         lost.set()
                         abort.set()
                         return
@@ -150,6 +187,10 @@ class Worker:
         except JobHeld as exc:
             status = "held"
             self.queue.hold(job, str(exc))
+        except JobRefused as exc:
+            status = "failed"
+            log.error("job refused: %s", exc, extra=extra)
+            self.queue.fail(job, str(exc), retry=False)
         except RetryableJobError as exc:
             status = "retry"
             self.queue.fail(job, f"{type(exc).__name__}: {exc}", retry=True)
@@ -176,6 +217,7 @@ class WorkerPool:
     options: WorkerOptions
     size: int = 1
     metrics: ServerMetrics | None = None
+    maintenance: Maintenance | None = None
     workers: list[Worker] = field(default_factory=list)
     threads: list[threading.Thread] = field(default_factory=list)
 
@@ -191,6 +233,7 @@ class WorkerPool:
                 self.options,
                 metrics=self.metrics,
                 worker_id=f"{uuid.uuid4().hex[:6]}-{index}",
+                maintenance=self.maintenance,
             )
             thread = threading.Thread(target=worker.run, name=f"evalward-worker-{index}", daemon=True)
             self.workers.append(worker)

@@ -1,22 +1,31 @@
 """A job's workspace: the repository cloned at the head SHA with the installation token kept out of URLs,
-command lines and logs, and `evalward run` started in it under the sandbox's limits with a wall-clock
-timeout and an environment stripped of every server variable."""
+command lines and logs, and `evalward run` started in it in the sandbox (`sandbox.py`), under its limits,
+with a wall-clock timeout and an environment stripped of every server variable.
+
+Every child process — each git command, each eval run — is started through the launcher in a session (so a
+process group) of its own and watched: when the job is cancelled or the worker shuts down
+(`ctx.aborted`) the whole group is killed at once (SIGTERM, then SIGKILL) and `JobAborted` raised; a
+worker killed outright takes its children with it (the launcher's parent-death signal, bubblewrap's
+`--die-with-parent`). A job's folder is `work_dir/job-{id}-{attempt}-…`, so a worker can tell which
+folders belong to jobs nobody holds any more (`job_folders`, `Handlers.remove_stale_folders`) and remove them."""
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
+import re
 import signal
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
-from evalward._server.sandbox import limited_command
+from evalward._server.sandbox import Sandbox, launcher_command
 from evalward._server.settings import ServerSettings
 from evalward._server.worker import JobAborted, JobContext, RetryableJobError
 
@@ -52,26 +61,78 @@ def git_env(token: str | None, *, allow_file: bool = False) -> dict[str, str]:
     return env
 
 
-def _git(args: list[str], cwd: Path | None, env: Mapping[str, str], secrets: list[str]) -> None:
+GIT_TIMEOUT_S = 600.0
+"""One git command's wall-clock limit (a clone that hangs is retried, not waited for forever)."""
+_WATCH_S = 0.05
+"""How often a running child is checked for the job's abort."""
+
+
+def supervise(
+    ctx: JobContext | None,
+    command: Sequence[str],
+    *,
+    cwd: Path | None,
+    env: Mapping[str, str],
+    timeout_s: float,
+    stderr: IO[bytes] | int,
+) -> tuple[int, bool]:
+    """Run `command` in a session of its own until it exits; (exit code, timed out).
+
+    Its process group is killed when `timeout_s` passes (timed out) or the job is aborted (then `JobAborted`)."""
+    process = subprocess.Popen(
+        list(command),
+        cwd=cwd,
+        env=dict(env),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=stderr,
+        start_new_session=True,  # its own process group: killing it reaches every child
+    )
+    deadline = time.monotonic() + timeout_s
     try:
-        done = subprocess.run(
-            ["git", *args], cwd=cwd, env=dict(env), capture_output=True, text=True, timeout=600, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise RetryableJobError(f"git {args[0]}: {exc}") from exc
-    if done.returncode != 0:
-        message = done.stderr.strip()[-1000:]
-        for secret in secrets:
-            message = message.replace(secret, "***")
-        raise RetryableJobError(f"git {args[0]} failed ({done.returncode}): {message}")
+        while True:
+            try:
+                return process.wait(timeout=_WATCH_S), False
+            except subprocess.TimeoutExpired:
+                pass
+            if ctx is not None and ctx.aborted:
+                raise JobAborted
+            if time.monotonic() > deadline:
+                kill_group(process)
+                return process.returncode, True
+    except BaseException:
+        kill_group(process)
+        raise
 
 
-def checkout(settings: ServerSettings, repo: str, sha: str, token: str | None, into: Path) -> Path:
+def _git(ctx: JobContext | None, args: list[str], cwd: Path | None, env: Mapping[str, str], secrets: list[str]) -> None:
+    with tempfile.TemporaryFile() as err:
+        try:
+            code, timed_out = supervise(
+                ctx, launcher_command(["git", *args]), cwd=cwd, env=env, timeout_s=GIT_TIMEOUT_S, stderr=err
+            )
+        except OSError as exc:
+            raise RetryableJobError(f"git {args[0]}: {exc}") from exc
+        if timed_out:
+            raise RetryableJobError(f"git {args[0]}: no answer within {GIT_TIMEOUT_S:.0f} s")
+        if code == 0:
+            return
+        err.seek(0)
+        message = err.read().decode("utf-8", errors="replace").strip()[-1000:]
+    for secret in secrets:
+        message = message.replace(secret, "***")
+    raise RetryableJobError(f"git {args[0]} failed ({code}): {message}")
+
+
+def checkout(
+    settings: ServerSettings, repo: str, sha: str, token: str | None, into: Path, ctx: JobContext | None = None
+) -> Path:
     """Clone `repo` and check out `sha` (detached) in `into/checkout`; return the checkout folder.
 
     The job's values came from a webhook that was checked where it entered, but the job row sits in a
     database between there and here, so the SHA and repository name are checked again right before git sees
-    them, and every positional argument follows `--end-of-options`: nothing can be read as an option."""
+    them, and every positional argument follows `--end-of-options`: nothing can be read as an option.
+    With `ctx`, an abort of the job kills the git command that is running (`supervise`)."""
     from evalward.identifiers import check_repo_full_name, check_sha
 
     check_sha(sha, "job payload head_sha")
@@ -80,10 +141,10 @@ def checkout(settings: ServerSettings, repo: str, sha: str, token: str | None, i
     env = git_env(token, allow_file=settings.allow_file_clone_urls)
     secrets = [token] if token else []
     target = into / "checkout"
-    _git(["clone", "--quiet", "--no-checkout", "--end-of-options", url, str(target)], None, env, secrets)
-    _git(["fetch", "--quiet", "--end-of-options", "origin", sha], target, env, secrets)
+    _git(ctx, ["clone", "--quiet", "--no-checkout", "--end-of-options", url, str(target)], None, env, secrets)
+    _git(ctx, ["fetch", "--quiet", "--end-of-options", "origin", sha], target, env, secrets)
     switch = ["-c", "advice.detachedHead=false", "switch", "--quiet", "--detach", "--end-of-options", sha]
-    _git(switch, target, env, secrets)
+    _git(ctx, switch, target, env, secrets)
     return target
 
 
@@ -106,8 +167,18 @@ class EvalProcess:
     timed_out: bool = False
 
 
-def run_evals(ctx: JobContext, settings: ServerSettings, workdir: Path, repo_dir: Path, args: list[str]) -> EvalProcess:
-    """`evalward run ARGS --json FILE` in `repo_dir` under the sandbox; see the module docstring."""
+def run_evals(
+    ctx: JobContext,
+    settings: ServerSettings,
+    workdir: Path,
+    repo_dir: Path,
+    args: list[str],
+    *,
+    sandbox: Sandbox,
+    writable: Sequence[Path] = (),
+) -> EvalProcess:
+    """`evalward run ARGS --json FILE` in `repo_dir` in `sandbox`, which lets it write to `workdir` and `writable`
+    only (bubblewrap); see the module docstring."""
     from evalward.run_json import load_run_json
 
     out = workdir / "run.json"
@@ -115,41 +186,62 @@ def run_evals(ctx: JobContext, settings: ServerSettings, workdir: Path, repo_dir
     command = [sys.executable, "-m", "evalward", "run", *args, "--json", str(out), "--no-history", "--quiet"]
     env = {k: os.environ[k] for k in _KEEP_ENV if k in os.environ}
     env.update({"HOME": str(workdir), "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"})
+    boxed = sandbox.command(command, cwd=repo_dir, writable=[workdir, *writable])
     with stderr_path.open("wb") as err:
-        process = subprocess.Popen(
-            limited_command(command, memory_mb=settings.job_memory_mb, cpu_s=settings.job_cpu_s),
+        code, timed_out = supervise(
+            ctx,
+            launcher_command(boxed, memory_mb=settings.job_memory_mb, cpu_s=settings.job_cpu_s),
             cwd=repo_dir,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
+            env=sandbox.environment(env),
+            timeout_s=settings.job_timeout_s,
             stderr=err,
-            start_new_session=True,  # its own process group, so a timeout kills the agent's children too
         )
-        deadline = time.monotonic() + settings.job_timeout_s
-        timed_out = False
-        while process.poll() is None:
-            if ctx.aborted or time.monotonic() > deadline:
-                timed_out = not ctx.aborted
-                _kill_group(process)
-                break
-            time.sleep(0.2)
-    if ctx.aborted:
-        raise JobAborted
     stderr = stderr_path.read_text(encoding="utf-8", errors="replace")[-STDERR_TAIL_CHARS:]
     run = None
     if out.is_file() and not timed_out:
         run = load_run_json(out.read_text(encoding="utf-8"), source=str(out))
-    return EvalProcess(exit_code=process.returncode, stderr=stderr, run=run, timed_out=timed_out)
+    return EvalProcess(exit_code=code, stderr=stderr, run=run, timed_out=timed_out)
 
 
-def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+def kill_group(process: subprocess.Popen[bytes]) -> None:
+    """End the process group of `process` (its own session): SIGTERM, up to 2 s for its leader to exit, then
+    SIGKILL for whatever is left in the group; the leader is reaped."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            process.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+        except (ProcessLookupError, PermissionError):
+            break
+        if sig == signal.SIGTERM:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=2.0)
+    with contextlib.suppress(subprocess.TimeoutExpired):  # a process stuck in uninterruptible I/O stays a zombie
+        process.wait(timeout=10.0)
+
+
+# -- job folders ---------------------------------------------------------------------------------------
+
+_JOB_FOLDER = re.compile(r"^job-(\d+)-(?:(\d+)-)?")
+"""`job-{id}-{attempt}-…`, or `job-{id}-…` as folders were named before the attempt was part of the name."""
+
+
+def job_folder(settings: ServerSettings, job_id: int, attempt: int) -> Path:
+    """A fresh folder for this attempt of the job under `work_dir` (`job-{id}-{attempt}-…`)."""
+    root = Path(settings.work_dir)
+    root.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f"job-{job_id}-{attempt}-", dir=root))
+
+
+def job_folders(settings: ServerSettings) -> list[tuple[Path, int, int | None]]:
+    """(folder, job id, attempt — None for an old-style name) of every job folder under `work_dir`."""
+    root = Path(settings.work_dir)
+    try:
+        entries = list(root.iterdir())
+    except OSError:
+        return []
+    found: list[tuple[Path, int, int | None]] = []
+    for entry in entries:
+        match = _JOB_FOLDER.match(entry.name)
+        if match and entry.is_dir() and not entry.is_symlink():
+            attempt = int(match.group(2)) if match.group(2) else None
+            found.append((entry, int(match.group(1)), attempt))
+    return found

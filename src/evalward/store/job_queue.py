@@ -1,4 +1,4 @@
-"""The daemon's durable job queue: rows of the `jobs` table (store migration 0002), nothing else.
+"""The daemon's durable job queue: rows of the `jobs` table (store migrations 0002 and 0006), nothing else.
 
 Life of a job (`status`):
 
@@ -20,7 +20,9 @@ Life of a job (`status`):
 - **Fencing.** A claim increments `attempts`; heartbeats and the final update match `(id, attempts,
   status='running')`. A worker whose lease expired and whose job was re-claimed (or cancelled) updates
   no row, learns it lost the job, and stops without reporting — so a job is reported once.
-- After `max_attempts` claims a job whose lease expires again is marked `failed`.
+- After `max_attempts` claims a job whose lease expires again is marked `failed` (`LEASE_EXPIRED`).
+- **Check runs** (migration 0006): the check run each `evaluate` job opens is kept in its row, from
+  `opening` to `closed` (`job_check_runs.py`).
 
 Times come from the database's clock on PostgreSQL (`now()`), so hosts with skewed clocks agree on
 leases; SQLite (one host) uses this process's UTC clock.
@@ -42,6 +44,7 @@ from pydantic import BaseModel
 from sqlalchemy.exc import DataError
 
 from evalward.store.engine import read_transaction, write_transaction
+from evalward.store.job_check_runs import JobCheckRuns
 from evalward.store.schema import jobs_table, webhook_deliveries_table
 
 if TYPE_CHECKING:
@@ -53,6 +56,8 @@ FINAL_STATUSES: tuple[str, ...] = ("done", "failed", "cancelled")
 _CANDIDATES = 32
 """Rows looked at per claim; enough to skip past repositories that are at their limit."""
 ERROR_MAX_CHARS = 4000
+LEASE_EXPIRED = "its worker stopped heartbeating"
+"""How the last error of a job failed by its expired lease begins."""
 
 ValueRefused = DataError
 """What the database raises for a value it cannot store (a number out of its column's range, a NUL byte in
@@ -156,8 +161,9 @@ def _view(row: Any) -> JobView:
     )
 
 
-class JobQueue:
-    """Every read and write of the jobs table. Thread-safe; several processes and hosts may share it."""
+class JobQueue(JobCheckRuns):
+    """Every read and write of the jobs table (its check-run columns: `JobCheckRuns`). Thread-safe; several
+    processes and hosts may share it."""
 
     def __init__(self, engine: Engine, *, max_attempts: int = 3) -> None:
         self.engine = engine
@@ -303,7 +309,7 @@ class JobQueue:
                             status="failed",
                             lease_until=None,
                             updated_at=now,
-                            last_error=f"its worker stopped heartbeating {row.attempts} times (lease expired)",
+                            last_error=f"{LEASE_EXPIRED} {row.attempts} times (lease expired)",
                         )
                     )
                     continue
@@ -416,6 +422,27 @@ class JobQueue:
                 values["payload"] = {**payload, "result": dict(result)}
             changed = conn.execute(update(jobs_table).where(self._fenced(conn, job)).values(**values))
             return bool(changed.rowcount)
+
+    def still_ours(self, job: ClaimedJob) -> bool:
+        """Whether `job` is still running under this claim (a read: the lease is not extended)."""
+        from sqlalchemy import select
+
+        with read_transaction(self.engine) as conn:
+            return conn.execute(select(jobs_table.c.id).where(self._fenced(conn, job))).first() is not None
+
+    def running_attempts(self, job_ids: Iterable[int]) -> dict[int, int]:
+        """{job id: claim number} of those of `job_ids` that are running (held by some worker)."""
+        from sqlalchemy import select
+
+        j = jobs_table.c
+        wanted = sorted(set(job_ids))
+        found: dict[int, int] = {}
+        with read_transaction(self.engine) as conn:
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start : start + 500]
+                rows = conn.execute(select(j.id, j.attempts).where(j.id.in_(chunk), j.status == "running")).all()
+                found.update({int(r.id): int(r.attempts) for r in rows})
+        return found
 
     # -- webhook deliveries -------------------------------------------------------------------------
 

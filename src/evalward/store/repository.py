@@ -171,6 +171,18 @@ class Store(HistoryViews):
             self._insert_cases(conn, run.run_id, run.cases)
         return run.run_id
 
+    def import_new_run(self, run: RunResult) -> bool:
+        """`import_run` of a run whose id was not stored a moment ago (an upload): False, instead of raising,
+        when another writer stored a run under that id first — a different run (GateInputError) or the same id
+        inserted at the same time (IntegrityError)."""
+        from sqlalchemy.exc import IntegrityError
+
+        try:
+            self.import_run(run)
+        except (GateInputError, IntegrityError):
+            return False
+        return True
+
     def record_verdict(self, verdict: Verdict, *, source: str) -> None:
         """Keep the verdict that gated `verdict.current_run_id` (append-only; `source`: gate, ci, serve, upload)."""
         from sqlalchemy import insert
@@ -212,6 +224,14 @@ class Store(HistoryViews):
     def has_run(self, run_id: str) -> bool:
         with read_transaction(self.engine) as conn:
             return self._run_exists(conn, run_id)
+
+    def run_repository(self, run_id: str) -> tuple[bool, str | None]:
+        """(whether `run_id` is stored, the repository of that run): one indexed row, not the run."""
+        from sqlalchemy import select
+
+        with read_transaction(self.engine) as conn:
+            row = conn.execute(select(runs_table.c.repository).where(runs_table.c.run_id == run_id)).one_or_none()
+        return (False, None) if row is None else (True, row[0])
 
     def load_run(self, run_id: str) -> RunResult:
         """The run rebuilt from its rows: the recorded run with every stored case result.

@@ -198,7 +198,12 @@ jobs_table = Table(
     _optional("last_error", Text()),
     _required("created_at", UTCDateTime()),
     _required("updated_at", UTCDateTime()),
+    # The check run the job opened (`in_progress`) and whether it still has to be completed: NULL (none),
+    # `opening` (being created: find it by external_id), `open`, `closed`. Migration 0006.
+    _optional("check_run_id", BigInteger()),
+    _optional("check_run_state", String(16)),
     Index(None, "status", "lease_until"),
+    Index(None, "check_run_state"),
 )
 
 webhook_deliveries_table = Table(
