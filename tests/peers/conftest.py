@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.fakes.openai_server import FakeOpenAI, Reply, ToolCallReply
 
 REPOSITORY = Path(__file__).parents[2]
 
@@ -71,3 +73,21 @@ def evaluate_sync(dataset: Any, task: Any) -> Any:
     loop.close()
     asyncio.set_event_loop(None)
     return report
+
+
+def grading_reply(request: dict[str, Any], grading: dict[str, Any]) -> Reply:
+    """A judge's structured verdict as the client asked for it: a call of its output tool, or JSON content."""
+    tools = [tool["function"]["name"] for tool in request.get("tools") or []]
+    if tools:
+        return Reply.calls(ToolCallReply(tools[0], grading))
+    return Reply.json(grading)
+
+
+def serve_judge(monkeypatch: pytest.MonkeyPatch, judge: Callable[[dict[str, Any]], Reply]) -> Iterator[FakeOpenAI]:
+    """The fake OpenAI server answering as `judge`, where the peers' clients look for it (OPENAI_BASE_URL). Every
+    response closes its connection: pydantic-ai caches one httpx client per provider across event loops."""
+    with FakeOpenAI(models=["judge-1"], keep_alive=False) as server:
+        server.responder = judge
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-secret-value")
+        yield server

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.fakes.openai_server import FakeOpenAI, Reply, ToolCallReply
-from tests.peers.conftest import evalward, results_by_case, verdict
+from tests.fakes.openai_server import Reply
+from tests.peers.conftest import evalward, grading_reply, results_by_case, serve_judge, verdict
 
 pytest.importorskip("openevals")
 pytest.importorskip("agentevals")
@@ -62,19 +62,12 @@ def judge(request: dict[str, Any]) -> Reply:
     reference = re.search(r"REFERENCE: (.*)", prompt)
     right = bool(answer and reference and answer.group(1).strip() == reference.group(1).strip())
     grading = {"reasoning": "compared the answer with the reference", "score": right}
-    tools = [tool["function"]["name"] for tool in request.get("tools") or []]
-    if tools:
-        return Reply.calls(ToolCallReply(tools[0], grading))
-    return Reply.json(grading)
+    return grading_reply(request, grading)
 
 
 @pytest.fixture
 def judge_server(monkeypatch: pytest.MonkeyPatch) -> Any:
-    with FakeOpenAI(models=["judge-1"], keep_alive=False) as server:
-        server.responder = judge
-        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-secret-value")
-        yield server
+    yield from serve_judge(monkeypatch, judge)
 
 
 def write(project: Path, cases: list[dict[str, Any]], evaluators: dict[str, str]) -> None:

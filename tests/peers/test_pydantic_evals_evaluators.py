@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.fakes.openai_server import FakeOpenAI, Reply, ToolCallReply
-from tests.peers.conftest import cli, evaluate_sync, evalward, results_by_case, verdict
+from tests.fakes.openai_server import Reply
+from tests.peers.conftest import cli, evaluate_sync, evalward, grading_reply, results_by_case, serve_judge, verdict
 
 pydantic_evals = pytest.importorskip("pydantic_evals")
 
@@ -69,19 +69,12 @@ def judge(request: dict[str, Any]) -> Reply:
     passed = bool(output and expected and output.group(1) == expected.group(1))
     grading = {"reason": f"output {'matches' if passed else 'differs from'} the expected one", "pass": passed}
     grading["score"] = 1.0 if passed else 0.0
-    tools = [tool["function"]["name"] for tool in request.get("tools") or []]
-    if tools:
-        return Reply.calls(ToolCallReply(tools[0], grading))
-    return Reply.json(grading)
+    return grading_reply(request, grading)
 
 
 @pytest.fixture
 def judge_server(monkeypatch: pytest.MonkeyPatch) -> Any:
-    with FakeOpenAI(models=["judge-1"], keep_alive=False) as server:
-        server.responder = judge
-        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-secret-value")
-        yield server
+    yield from serve_judge(monkeypatch, judge)
 
 
 def write_project(project: Path) -> None:

@@ -2,23 +2,30 @@
 
 from __future__ import annotations
 
+import base64
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 
 def any_value(value: Any) -> dict[str, Any]:
-    """A Python value as an OTLP JSON `AnyValue` (ints as strings, as the protobuf JSON mapping writes them)."""
+    """A Python value (an attribute, a log body) as an OTLP JSON `AnyValue`: ints as strings and bytes as base64, as
+    the protobuf JSON mapping writes them; None as the empty value."""
+    if value is None:
+        return {}
     if isinstance(value, bool):
         return {"boolValue": value}
     if isinstance(value, int):
         return {"intValue": str(value)}
     if isinstance(value, float):
         return {"doubleValue": value}
-    if isinstance(value, list):
-        return {"arrayValue": {"values": [any_value(v) for v in value]}}
-    if isinstance(value, dict):
+    if isinstance(value, bytes):
+        return {"bytesValue": base64.b64encode(value).decode("ascii")}
+    if isinstance(value, Mapping):
         return {"kvlistValue": {"values": [{"key": k, "value": any_value(v)} for k, v in value.items()]}}
+    if isinstance(value, list | tuple):
+        return {"arrayValue": {"values": [any_value(v) for v in value]}}
     return {"stringValue": str(value)}
 
 

@@ -12,7 +12,6 @@ resource and instrumentation scope.
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -21,27 +20,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanKind, StatusCode
-
-
-def any_value(value: Any) -> dict[str, Any]:
-    """A Python attribute value or log body as an OTLP JSON `AnyValue`."""
-    if value is None:
-        return {}
-    if isinstance(value, bool):
-        return {"boolValue": value}
-    if isinstance(value, int):
-        return {"intValue": str(value)}
-    if isinstance(value, float):
-        return {"doubleValue": value}
-    if isinstance(value, str):
-        return {"stringValue": value}
-    if isinstance(value, bytes):
-        return {"bytesValue": base64.b64encode(value).decode("ascii")}
-    if isinstance(value, Mapping):
-        return {"kvlistValue": {"values": key_values(value)}}
-    if isinstance(value, Sequence):
-        return {"arrayValue": {"values": [any_value(item) for item in value]}}
-    raise TypeError(f"not an OTLP value: {value!r}")
+from tests.traces.otlp_builders import any_value
 
 
 def key_values(attributes: Mapping[str, Any] | None) -> list[dict[str, Any]]:

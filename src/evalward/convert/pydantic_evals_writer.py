@@ -163,13 +163,7 @@ class _Writer:
             self.name_entries(own, dataset, dataset_names, where)
         turn = case.turns[0]
         written: dict[str, Any] = {"name": case.case_id, "inputs": self.inputs(turn, where)}
-        metadata = dict(case.metadata)
-        if case.description and "description" not in metadata:
-            metadata["description"] = case.description
-        if case.tags and "tags" not in metadata:
-            metadata["tags"] = list(case.tags)
-        if case.cluster is not None and "cluster" not in metadata:
-            metadata["cluster"] = case.cluster
+        metadata = case.described_metadata()
         if metadata:
             written["metadata"] = metadata
         if turn.expected_outputs:

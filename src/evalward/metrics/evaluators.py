@@ -246,17 +246,6 @@ def _stable_uuid(*parts: str) -> uuid.UUID:
         return uuid.uuid5(_ID_NAMESPACE, "/".join(parts))
 
 
-def _case_metadata(case: EvalCase) -> dict[str, Any]:
-    metadata: dict[str, Any] = dict(case.metadata)
-    if case.description and "description" not in metadata:
-        metadata["description"] = case.description
-    if case.tags and "tags" not in metadata:
-        metadata["tags"] = list(case.tags)
-    if case.cluster is not None and "cluster" not in metadata:
-        metadata["cluster"] = case.cluster
-    return metadata
-
-
 def langsmith_records(played: Played) -> tuple[Any, Any]:
     """The `run` and `example` of a LangSmith evaluator: `langsmith.schemas.Run` / `Example` when langsmith is
     installed, else `Record`s with the same attributes."""
@@ -284,7 +273,7 @@ def langsmith_records(played: Played) -> tuple[Any, Any]:
         "dataset_id": _stable_uuid(played.eval_set_id or "evalward", "dataset"),
         "inputs": _inputs(case),
         "outputs": expected_mapping(played.turn),
-        "metadata": _case_metadata(case) or None,
+        "metadata": case.described_metadata() or None,
         "created_at": started,
     }
     try:
@@ -329,7 +318,7 @@ def pydantic_context(played: Played) -> Any:
         "inputs": dict(turn.inputs) if turn.inputs else turn.query,
         "output": actual,
         "expected_output": expected,
-        "metadata": _case_metadata(case) or None,
+        "metadata": case.described_metadata() or None,
         "duration": sum(x for x in played.latencies if x is not None),
         "attributes": attributes,
         "metrics": recorded_metrics(played.outputs),

@@ -283,6 +283,18 @@ class EvalCase(BaseModel):
             given["scenario"] = self.scenario.model_dump(mode="json")
         return canonical_hash(given)
 
+    def described_metadata(self) -> dict[str, Any]:
+        """The case's metadata with its description, tags and cluster added where it does not set those keys: what
+        user evaluators see as `ctx.metadata` / `example.metadata`, and what a pydantic-evals Dataset file keeps."""
+        metadata: dict[str, Any] = dict(self.metadata)
+        if self.description and "description" not in metadata:
+            metadata["description"] = self.description
+        if self.tags and "tags" not in metadata:
+            metadata["tags"] = list(self.tags)
+        if self.cluster is not None and "cluster" not in metadata:
+            metadata["cluster"] = self.cluster
+        return metadata
+
     def played(self, queries: list[str]) -> EvalCase:
         """This case with the turns a run actually played: for a scenario case, one turn per user message sent
         (the first is the starting prompt), without expectations; a scripted case is returned unchanged."""
