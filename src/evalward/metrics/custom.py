@@ -465,17 +465,17 @@ class UserCodeMetric(Metric):
         case_level: list[MetricResult] = []
         per_turn: dict[int, list[MetricResult]] = {}
         error: CaseError | None = None
+        played = Played(  # the same for every criterion of the case
+            case=ctx.case,
+            outputs=ctx.outputs,
+            latencies=list(ctx.turn_latencies_s),
+            eval_set_id=ctx.eval_set_id,
+            eval_format=ctx.eval_format,
+            repetition=ctx.repetition,
+            started_at=ctx.started_at,
+            finished_at=ctx.finished_at,
+        )
         for spec in specs:
-            played = Played(
-                case=ctx.case,
-                outputs=ctx.outputs,
-                latencies=list(ctx.turn_latencies_s),
-                eval_set_id=ctx.eval_set_id,
-                eval_format=ctx.eval_format,
-                repetition=ctx.repetition,
-                started_at=ctx.started_at,
-                finished_at=ctx.finished_at,
-            )
             results, turns = await score_evaluator(spec, ctx.case, ctx.outputs, played.latencies, played=played)
             case_level = replace_or_append(case_level, results)
             for turn, turn_results in turns.items():
