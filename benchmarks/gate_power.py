@@ -19,7 +19,8 @@ share decided at the second look, the mean agent runs per pull request as a mult
     python benchmarks/gate_power.py --trials 50     # a quicker look
     python benchmarks/gate_power.py --only flaky-few drop10-100x3
 
-A statistical simulation, not a timing: nothing here depends on the machine's speed or load.
+A statistical simulation, not a timing: nothing here depends on the machine's speed or load (it runs in this
+process, and no figure printed is a time; the load average is printed at the start and the end all the same).
 `tests/benchmarks/test_gate_power.py` runs a reduced version with fixed seeds in CI.
 """
 
@@ -27,8 +28,8 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import random
+import sys
 import tempfile
 import time
 from collections import Counter
@@ -50,6 +51,10 @@ from evalward.model import (
     RunResult,
     Verdict,
 )
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from measuring import load_average  # a sibling script, found through the path above
 
 METRIC = "tool_trajectory_avg_score"
 SET = "bench"
@@ -417,11 +422,9 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", help="scenario names to run")
     args = parser.parse_args()
     chosen = [s for s in SCENARIOS if not args.only or s.name in args.only]
-    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    bytecode = "not written (PYTHONDONTWRITEBYTECODE set)" if os.environ.get("PYTHONDONTWRITEBYTECODE") else "cached"
     print(
         f"default policy (GatePolicy()), {args.trials} trials per scenario (× weight), seed {args.seed}; a seeded "
-        f"simulation, so the figures do not depend on the machine (load average {load}; bytecode {bytecode})\n"
+        f"simulation in this process, nothing timed, so the figures do not depend on the machine ({load_average()})\n"
     )
     print(
         "| scenario | situation | trials | fail | inconclusive | pass | error | fail rate 95% CI | second look "
@@ -438,6 +441,7 @@ def main() -> None:
             f"{scenario.goal.text()} | {'yes' if scenario.goal.met(tally) else 'NOT met'} |",
             flush=True,
         )
+    print(f"\n{load_average()} at the end")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,10 @@ second measurement — writing each result to a SQLite history database as it co
 Loading the eval file (parsing, validation, content hashes) happens before the run starts and is not part
 of the ratio; it is printed beside it so it cannot hide there.
 
+Both settings run in this process, after a warm-up run of each (no latency, not counted: the metrics, the gate
+and the history database imported and used once, so no import or first-use compile falls inside a timing),
+then in turns, round by round; the load average is printed at the start and the end of the timed rounds.
+
 Goal: ratio ≤ 1.05 without history. Run: `python benchmarks/overhead.py [--cases N] [--latency S] [-j N]`.
 """
 
@@ -17,6 +21,7 @@ import argparse
 import asyncio
 import json
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -24,6 +29,11 @@ from typing import Any
 
 from evalward._pipeline import RunOptions, prepare, run_blocking
 from evalward.model import AgentOutput, AgentRequest, AgentTarget
+from evalward.store import open_store
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from measuring import IN_PROCESS, load_average  # a sibling script, found through the path above
 
 
 class SleepyAgent:
@@ -94,21 +104,22 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="measurements per setting (median reported)")
     args = parser.parse_args()
     ideal = args.cases * args.latency / args.concurrency
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, open_store(f"sqlite:///{tmp}/history.db") as store:
         path = write_eval_set(Path(tmp), args.cases)
-        measure(path, latency=0.0, concurrency=args.concurrency, store=None)  # warm imports (metrics, gate)
-        plain = [
-            measure(path, latency=args.latency, concurrency=args.concurrency, store=None) for _ in range(args.rounds)
-        ]
-        from evalward.store import open_store
-
-        store = open_store(f"sqlite:///{tmp}/history.db")
-        stored = [
-            measure(path, latency=args.latency, concurrency=args.concurrency, store=store) for _ in range(args.rounds)
-        ]
+        for warm_up in (None, store):  # not counted: imports (metrics, gate, store) and first uses
+            measure(path, latency=0.0, concurrency=args.concurrency, store=warm_up)
+        del LOAD_TIMES[:]
+        load_at_start = load_average()
+        plain: list[float] = []
+        stored: list[float] = []
+        for _ in range(args.rounds):  # in turns, so a noisy neighbour slows both settings alike
+            plain.append(measure(path, latency=args.latency, concurrency=args.concurrency, store=None))
+            stored.append(measure(path, latency=args.latency, concurrency=args.concurrency, store=store))
+        load_at_end = load_average()
     print(
         f"cases={args.cases} latency={args.latency}s concurrency={args.concurrency} ideal={ideal:.3f}s, {args.rounds} rounds"
     )
+    print(f"{IN_PROCESS}; {load_at_start} at the start, {load_at_end} at the end")
     for label, walls in (("without history", plain), ("with SQLite history", stored)):
         median = statistics.median(walls)
         print(

@@ -17,7 +17,8 @@ Each command runs as a subprocess, timed from outside (wall time; peak RSS from 
 - `load_recordings(outputs.jsonl)` alone under `tracemalloc` (peak and kept): the part of the run's memory
   the recordings cost; the rest belongs to the eval set and the run's results.
 Every run must score and pass every case × repetition (its exit code and the count it prints), or the
-benchmark stops.
+benchmark stops. Each command runs as a user's does, bytecode cached (`measuring.user_env`), after a warm-up
+round on at most `WARM_UP_OUTPUTS` outputs that is not counted; each row shows the load average when it finished.
 
 Goal (issue #16): a 1,000,000-output `replay:` run ≤ 500 MB peak RSS; the recordings alone well under 100 MB.
 Run: `python benchmarks/replay_scale.py [--sizes 10000,100000] [--repeat 10] [--import-traces]`; for the goal,
@@ -35,7 +36,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from measuring import in_child, measure, passed_cases
+from measuring import BYTECODE, in_child, load_average, measure, passed_cases
 from vs_adk_eval import write_project  # the same generated project as the `adk eval` benchmark
 
 RUN_RSS_GOAL_MB = 500.0
@@ -44,6 +45,11 @@ LOAD_GOAL_MB = 100.0
 TRACES_PER_LINE = 100
 CASES_PER_FILE = 25_000
 """Cases per eval file: ~625,000 JSON values, under the loader's 1,000,000 a document."""
+WARM_UP_OUTPUTS = 2_000
+"""The warm-up round's size at most: past the 500 results a run keeps in memory, so its spill path is warm too."""
+
+Row = tuple[str, int, int, float, float, str]
+"""(command, outputs, cases, wall seconds, peak RSS in MB, load average when it finished)."""
 
 LOAD_PROBE = """
 import json, sys, tracemalloc
@@ -164,6 +170,37 @@ def generate(folder: Path, cases: int, repeat: int, cases_per_file: int, traces:
         write_traces(folder / "traces.jsonl", cases)
 
 
+def measure_size(
+    outputs: int, repeat: int, cases_per_file: int, import_traces: bool
+) -> tuple[list[Row], tuple[int, float, float]]:
+    """The rows of one size (module docstring), and what `load_recordings` alone kept and peaked at (lines, MB,
+    MB); exits when a command failed or did not pass every case."""
+    evalward = [sys.executable, "-m", "evalward"]
+    cases = max(1, outputs // repeat)
+    outputs = cases * repeat
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        # In a process of its own, so this one stays small (measuring.py).
+        in_child("replay_scale", "generate", folder, cases, repeat, cases_per_file, import_traces)
+        common = ["--test-config", "test_config.json"]
+        command = [*evalward, "run", "evals", "--agent", "replay:outputs.jsonl", *common]
+        wall, rss, output = measure([*command, "--no-history", "-q", "--repeat", str(repeat)], folder)
+        if passed_cases(output) != outputs:
+            sys.exit(f"replay of {outputs} outputs did not pass every case:\n{output[-3000:]}")
+        rows.append(("run replay:", outputs, cases, wall, rss, load_average()))
+        _, _, probe = measure([sys.executable, "-c", LOAD_PROBE, "outputs.jsonl"], folder)
+        found = json.loads(probe.strip().splitlines()[-1])
+        if import_traces:
+            db = ["--db", f"sqlite:///{folder / 'history.db'}"]
+            command = [*evalward, "import-traces", "traces.jsonl", "--eval-set", "evals", *common, *db]
+            wall, rss, output = measure(command, folder)
+            if passed_cases(output) != cases:
+                sys.exit(f"import of {cases} traces did not pass every case:\n{output[-3000:]}")
+            rows.append(("import-traces", cases, cases, wall, rss, load_average()))
+    return rows, (found["turns"], found["kept"] / 1e6, found["peak"] / 1e6)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--sizes", default="10000,100000", help="recorded outputs (cases × --repeat), comma-separated")
@@ -172,36 +209,21 @@ def main() -> None:
     parser.add_argument("--cases-per-file", type=int, default=CASES_PER_FILE, help="cases per eval file")
     args = parser.parse_args()
     sizes = sorted(int(size) for size in args.sizes.split(","))
-    evalward = [sys.executable, "-m", "evalward"]
-    rows: list[tuple[str, int, int, float, float]] = []
+    rows: list[Row] = []
     loads: list[tuple[int, float, float]] = []
+    # The warm-up round (bytecode written, not counted).
+    measure_size(min(sizes[0], WARM_UP_OUTPUTS), args.repeat, args.cases_per_file, args.import_traces)
     for outputs in sizes:
-        cases = max(1, outputs // args.repeat)
-        outputs = cases * args.repeat
-        with tempfile.TemporaryDirectory() as tmp:
-            folder = Path(tmp)
-            # In a process of its own, so this one stays small (measuring.py).
-            in_child("replay_scale", "generate", folder, cases, args.repeat, args.cases_per_file, args.import_traces)
-            common = ["--test-config", "test_config.json"]
-            command = [*evalward, "run", "evals", "--agent", "replay:outputs.jsonl", *common]
-            wall, rss, output = measure([*command, "--no-history", "-q", "--repeat", str(args.repeat)], folder)
-            if passed_cases(output) != outputs:
-                sys.exit(f"replay of {outputs} outputs did not pass every case:\n{output[-3000:]}")
-            rows.append(("run replay:", outputs, cases, wall, rss))
-            _, _, probe = measure([sys.executable, "-c", LOAD_PROBE, "outputs.jsonl"], folder)
-            found = json.loads(probe.strip().splitlines()[-1])
-            loads.append((found["turns"], found["kept"] / 1e6, found["peak"] / 1e6))
-            if args.import_traces:
-                db = ["--db", f"sqlite:///{folder / 'history.db'}"]
-                command = [*evalward, "import-traces", "traces.jsonl", "--eval-set", "evals", *common, *db]
-                wall, rss, output = measure(command, folder)
-                if passed_cases(output) != cases:
-                    sys.exit(f"import of {cases} traces did not pass every case:\n{output[-3000:]}")
-                rows.append(("import-traces", cases, cases, wall, rss))
+        size_rows, recordings = measure_size(outputs, args.repeat, args.cases_per_file, args.import_traces)
+        rows += size_rows
+        loads.append(recordings)
     print(f"one-turn ADK cases, correct recorded outputs, --repeat {args.repeat} (outputs = cases × repetitions)")
-    print(f"{'command':<14} {'outputs':>9} {'cases':>8} {'wall':>9} {'per output':>11} {'peak RSS':>9}")
-    for command_name, count, cases, wall, rss in rows:
-        print(f"{command_name:<14} {count:>9} {cases:>8} {wall:>8.1f}s {wall / count * 1e3:>9.3f}ms {rss:>6.0f} MB")
+    print(BYTECODE)
+    print(f"{'command':<14} {'outputs':>9} {'cases':>8} {'wall':>9} {'per output':>11} {'peak RSS':>9}  load after it")
+    for command_name, count, cases, wall, rss, load in rows:
+        print(
+            f"{command_name:<14} {count:>9} {cases:>8} {wall:>8.1f}s {wall / count * 1e3:>9.3f}ms {rss:>6.0f} MB  {load}"
+        )
     print("load_recordings alone, under tracemalloc (slower than without)")
     for turns, kept, peak in loads:
         print(f"  {turns:>9} lines: kept {kept:6.1f} MB ({kept * 1e6 / turns:.0f} bytes a line), peak {peak:6.1f} MB")

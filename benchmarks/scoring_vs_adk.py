@@ -7,7 +7,9 @@ per case and metric) and by ADK (`TrajectoryEvaluator`, `RougeEvaluator`, one `e
 per case and metric, as ADK's eval service calls them). Inputs are built before timing on both sides;
 evaluators are built once per side; ADK (and the nltk it stems with) is imported before timing;
 evalward's stem cache starts empty. Every case's scores must agree, so the speed is measured on
-identical work.
+identical work. Both sides run in this process, after a warm-up call each (so no import or first-use
+compile falls inside a timing), and take turns, repeat by repeat; the load average is printed at the start
+and the end of the timed repeats.
 
 Goal: evalward ≥ 5× faster. Run: `python benchmarks/scoring_vs_adk.py [--cases N] [--repeat R]`.
 """
@@ -16,7 +18,9 @@ from __future__ import annotations
 
 import argparse
 import random
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from google.adk.evaluation.eval_case import IntermediateData
@@ -30,6 +34,10 @@ from evalward.metrics.adk import ResponseMatchScore, ToolTrajectoryAvgScore
 from evalward.metrics.base import TurnContext
 from evalward.metrics.rouge import stem
 from evalward.model import AgentOutput, EvalCase, Invocation, MetricSpec, ToolCall
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from measuring import IN_PROCESS, load_average  # a sibling script, found through the path above
 
 Call = tuple[str, dict[str, Any]]
 
@@ -125,14 +133,20 @@ def main() -> None:
     time_evalward(contexts[:5])
     time_adk(adk_pairs[:5])
 
-    evalward_runs = [time_evalward(contexts) for _ in range(args.repeat)]
-    adk_runs = [time_adk(adk_pairs) for _ in range(args.repeat)]
+    load_at_start = load_average()
+    evalward_runs: list[tuple[float, list[tuple[float, float]]]] = []
+    adk_runs: list[tuple[float, list[tuple[float, float]]]] = []
+    for _ in range(args.repeat):  # in turns, so a noisy neighbour slows both sides alike
+        evalward_runs.append(time_evalward(contexts))
+        adk_runs.append(time_adk(adk_pairs))
+    load_at_end = load_average()
     ours_scores, adk_scores = evalward_runs[0][1], adk_runs[0][1]
     mismatches = sum(1 for a, b in zip(ours_scores, adk_scores, strict=True) if a != b)
     evalward_s = min(seconds for seconds, _ in evalward_runs)
     adk_s = min(seconds for seconds, _ in adk_runs)
 
     print(f"cases: {args.cases} (tool_trajectory_avg_score IN_ORDER + response_match_score), best of {args.repeat}")
+    print(f"{IN_PROCESS}; {load_at_start} at the start, {load_at_end} at the end")
     print(f"score mismatches: {mismatches}")
     print(f"evalward: {evalward_s:.3f} s ({evalward_s / args.cases * 1e6:.0f} µs/case)")
     print(f"google-adk 2.13.0: {adk_s:.3f} s ({adk_s / args.cases * 1e6:.0f} µs/case)")

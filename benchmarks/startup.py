@@ -19,16 +19,19 @@ With `--instructions`, the floor and the two runs are counted in instructions in
 hash seed fixed): the count is the same run after run whatever the machine's load, so a change to start-up can be
 judged on a machine whose speed drifts by half within minutes (each count takes ~40 s under valgrind).
 
-Bytecode: `pip install` compiles every module, but an editable install under PYTHONDONTWRITEBYTECODE=1
-(common in containers) would recompile evalward's ~80 modules on every start; the benchmark compiles them
-first, as an installed evalward has them.
+Bytecode: `pip install` compiles every module, but under PYTHONDONTWRITEBYTECODE=1 (common in containers) an
+editable install would recompile evalward's ~80 modules, and the examples their agents, on every start. Every
+command runs as a user's does (`measuring.user_env`: without that variable, this checkout's `src/` first on the
+path), after a warm-up round that is not counted (against a history database of its own, so the first run
+measured still creates one), so the bytecode is cached as an installed evalward has it. Every command, from
+`python -c pass` to the runs, takes its turn in every round; the load average is printed at the start and the
+end of the rounds.
 Run: `python benchmarks/startup.py [--runs N] [--instructions]`.
 """
 
 from __future__ import annotations
 
 import argparse
-import compileall
 import json
 import os
 import re
@@ -40,6 +43,10 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from measuring import BYTECODE, load_average, user_env  # a sibling script, found through the path above
+
 ROOT = Path(__file__).resolve().parents[1]
 FLOOR_LIBRARIES = "sqlalchemy, sqlalchemy.dialects.sqlite, click, rich.console, rich.table, asyncio, pydantic"
 FLOOR = (
@@ -50,7 +57,7 @@ FLOOR = (
 )
 
 
-def measure(command: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
+def measure(command: list[str], env: dict[str, str]) -> tuple[float, float]:
     """(wall seconds, peak RSS in MB) of one run of `command`; the RSS is the child's own `ru_maxrss`."""
     started = time.perf_counter()
     process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -90,11 +97,6 @@ def count_instructions(commands: dict[str, list[str]], env: dict[str, str]) -> N
         print(f"{label + ':':<26} {count / 1e6:,.0f} M instructions ({count / floor:.2f}x the floor)")
 
 
-def median_of(command: list[str], runs: int, env: dict[str, str] | None = None) -> tuple[float, float]:
-    samples = [measure(command, env) for _ in range(runs)]
-    return statistics.median(s[0] for s in samples), statistics.median(s[1] for s in samples)
-
-
 def one_case_sets(folder: Path) -> dict[str, list[str]]:
     """The `evalward run` arguments of each 1-case example, its eval file written into `folder`."""
     dice = json.loads((ROOT / "examples/dice_agent/dice.evalset.json").read_text(encoding="utf-8"))
@@ -116,33 +118,41 @@ def main() -> None:
     parser.add_argument("--instructions", action="store_true", help="count instructions (callgrind), not time")
     args = parser.parse_args()
     evalward = [sys.executable, "-m", "evalward"]
-    compileall.compile_dir(ROOT / "src" / "evalward", quiet=1)
-    bare, _ = median_of([sys.executable, "-c", "pass"], args.runs)
-    help_, _ = median_of([*evalward, "--help"], args.runs)
-    run_help, _ = median_of([*evalward, "run", "--help"], args.runs)
-    print(f"python -c pass:            {bare:.3f}s")
-    print(f"evalward --help:           {help_:.3f}s (goal <= 0.4s; {help_ / bare:.1f}x a bare interpreter)")
-    print(f"evalward run --help:       {run_help:.3f}s")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        env = {**os.environ, "EVALWARD_DB": f"sqlite:///{folder}/history.db", "MUSIC_STORE_DB": str(folder / "m.db")}
-        commands = {"floor": [sys.executable, "-c", FLOOR]}
-        firsts: dict[str, tuple[float, float]] = {}
-        for label, run_args in one_case_sets(folder).items():
-            commands[label] = [*evalward, "run", *run_args]
-            firsts[label] = measure(commands[label], env)
+        env = user_env(EVALWARD_DB=f"sqlite:///{folder}/history.db", MUSIC_STORE_DB=str(folder / "m.db"))
+        commands = {
+            "bare": [sys.executable, "-c", "pass"],
+            "help": [*evalward, "--help"],
+            "run help": [*evalward, "run", "--help"],
+            "floor": [sys.executable, "-c", FLOOR],
+        }
+        runs = {label: [*evalward, "run", *run_args] for label, run_args in one_case_sets(folder).items()}
+        commands.update(runs)
+        # The warm-up round (bytecode written, not counted), against databases of its own.
+        warm_up = user_env(EVALWARD_DB=f"sqlite:///{folder}/warm-up.db", MUSIC_STORE_DB=str(folder / "warm-up-m.db"))
+        for command in commands.values():
+            measure(command, warm_up)
+        firsts = {label: measure(command, env) for label, command in runs.items()}
         if args.instructions:
-            count_instructions(commands, env)
+            count_instructions({"floor": commands["floor"], **runs}, env)
             return
+        load_at_start = load_average()
         samples: dict[str, list[tuple[float, float]]] = {label: [] for label in commands}
         for round_ in range(args.runs):
             order = list(commands)[round_ % len(commands) :] + list(commands)[: round_ % len(commands)]
             for label in order:
                 samples[label].append(measure(commands[label], env))
+        load_at_end = load_average()
     medians = {
         label: (statistics.median(s[0] for s in rows), statistics.median(s[1] for s in rows))
         for label, rows in samples.items()
     }
+    bare, help_, run_help = medians.pop("bare")[0], medians.pop("help")[0], medians.pop("run help")[0]
+    print(f"medians of {args.runs} rounds; {BYTECODE}; {load_at_start} at the start, {load_at_end} at the end")
+    print(f"python -c pass:            {bare:.3f}s")
+    print(f"evalward --help:           {help_:.3f}s (goal <= 0.4s; {help_ / bare:.1f}x a bare interpreter)")
+    print(f"evalward run --help:       {run_help:.3f}s")
     floor, floor_rss = medians.pop("floor")
     print(f"floor (the libraries):     {floor:.3f}s, peak RSS {floor_rss:.0f} MB (import {FLOOR_LIBRARIES}; one model)")
     for label, (wall, rss) in medians.items():

@@ -9,13 +9,15 @@ agents giving the same answers:
   agents do; with `--llm-agent` it is instead an `LlmAgent` whose model is a scripted `BaseLlm` and whose
   `lookup_order` is a real function tool, so each case also goes through ADK's LLM flow (two model calls);
 - `shop_callable.py:answer`, a plain Python function returning the same call and answer.
-Then, in one run, each command is timed as a subprocess (wall time, peak RSS from `os.wait4`), each at its
-default concurrency (4 for all three), interleaved run by run:
+Then, in one run, each command is timed as a subprocess (wall time, CPU time, peak RSS from `os.wait4`), each
+at its default concurrency (4 for all three), interleaved run by run, as a user runs it: with its bytecode
+cached (`measuring.user_env`: no `PYTHONDONTWRITEBYTECODE`), after a warm-up round that is not counted:
 - `adk eval shop_agent <set> --config_file_path test_config.json`;
 - `evalward run <set> --agent adk:shop_agent --test-config test_config.json --no-history -q`;
 - `evalward run <set> --agent shop_callable.py:answer --test-config test_config.json --no-history -q`.
 Every command must score every case and pass them all (exit code 0, and the count of passed cases it
-prints), or the benchmark stops: a fast run that skipped cases proves nothing.
+prints), or the benchmark stops: a fast run that skipped cases proves nothing. The load average is printed
+at the start and the end of the measured runs.
 
 Goals (issue #14): `adk eval` / `evalward --agent adk:` ≥ 3×; `adk eval` / `evalward` with a callable ≥ 8×
 (default agent). With `--llm-agent`, ADK's own LLM flow (~6 ms a turn, which both tools run) dominates and
@@ -28,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import shutil
 import statistics
@@ -38,7 +39,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from measuring import run_measured  # a sibling script, found through the path above
+from measuring import BYTECODE, load_average, run_measured, user_env  # a sibling script, found through the path above
 
 ROOT = Path(__file__).resolve().parents[1]
 GOALS = {"evalward adk:": 3.0, "evalward callable": 8.0}
@@ -190,7 +191,7 @@ def measure(label: str, command: list[str], folder: Path, cases: int) -> tuple[f
     """(wall seconds, CPU seconds, peak RSS in MB) of one run; exits when the command failed or scored too
     few cases. CPU time (user + system) is the steadier figure on a machine shared with other work."""
     shutil.rmtree(folder / "shop_agent" / ".adk", ignore_errors=True)  # adk eval's result history
-    done = run_measured(command, folder, {**os.environ, "PYTHONUNBUFFERED": "1"})
+    done = run_measured(command, folder, user_env(PYTHONUNBUFFERED="1"))
     found = scored_cases(label, done.output)
     if done.exit_code != 0 or found != cases:
         sys.exit(
@@ -208,15 +209,20 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         write_project(folder, args.cases, llm_agent=args.llm_agent)
+        for label, command in commands(folder).items():  # the warm-up round: bytecode written, not counted
+            measure(label, command, folder, args.cases)
+        load_at_start = load_average()
         samples: dict[str, list[tuple[float, float, float]]] = {label: [] for label in commands(folder)}
         for _ in range(args.runs):  # interleaved, so a noisy neighbour slows every command alike
             for label, command in commands(folder).items():
                 samples[label].append(measure(label, command, folder, args.cases))
+        load_at_end = load_average()
     medians = {label: tuple(statistics.median(s[i] for s in runs) for i in range(3)) for label, runs in samples.items()}
     agent = "LlmAgent + scripted model" if args.llm_agent else "scripted BaseAgent"
     print(
         f"{args.cases} one-turn cases ({agent}), tool_trajectory_avg_score + response_match_score, median of {args.runs}"
     )
+    print(f"{BYTECODE}; {load_at_start} at the start, {load_at_end} at the end")
     print(f"{'command':<20} {'wall':>9} {'per case':>10} {'CPU':>9} {'peak RSS':>10}")
     for label, (wall, cpu, rss) in medians.items():
         print(f"{label:<20} {wall:>8.2f}s {wall / args.cases * 1e3:>8.2f}ms {cpu:>8.2f}s {rss:>7.0f} MB")
