@@ -190,7 +190,7 @@ def test_a_history_database_failing_mid_run_stops_the_run_with_its_error(tmp_pat
     prepared = prepare(RunOptions(paths=[str(path)], agent="-", concurrency=2, timeout_s=30))
     store = open_store(f"sqlite:///{tmp_path / 'history.db'}")
 
-    def failing_write(run_id: str, results: Any) -> None:
+    def failing_write(run_id: str, results: Any, *_: Any, **__: Any) -> None:
         raise RuntimeError("disk I/O error")
 
     store.record_cases = failing_write  # type: ignore[method-assign]

@@ -168,6 +168,30 @@ def test_record_cases_writes_a_batch_once(store: Store) -> None:
     assert [(c.case_id, c.metrics["trajectory_f1"]) for c in store.load_run("run-1").cases] == [("a", 1.0), ("b", 1.0)]
 
 
+def test_a_fresh_batch_is_stored_as_encoded_and_a_repeat_still_lands_once(store: Store) -> None:
+    """The run's writer hands over each result with its redacted JSON and says the batch is fresh (never stored):
+    the rows hold that JSON as it is, and a result stored meanwhile by another writer is not stored twice."""
+    from evalward.spill import encode_record
+
+    store.begin_run(make_run("run-1", case_ids=["a", "b", "c"]), [("smoke", n, 0) for n in "abc"])
+    a, b, c = make_case("a"), make_case("b", score=0.25), make_case("c")
+    assert store.record_cases("run-1", [a, b], [encode_record(a), encode_record(b)], fresh=True) == 2
+    # "c" was written by a second process resuming the same run; the batch still claims to be fresh.
+    store.record_case("run-1", c)
+    d = make_case("d")
+    assert store.record_cases("run-1", [c, d], [encode_record(c), encode_record(d)], fresh=True) == 1
+
+    loaded = store.load_run("run-1").cases
+    assert [(x.case_id, x.metrics["trajectory_f1"]) for x in loaded] == [
+        ("a", 1.0),
+        ("b", 0.25),
+        ("c", 1.0),
+        ("d", 1.0),
+    ]
+    assert [x.model_dump(mode="json") for x in loaded] == [x.model_dump(mode="json") for x in (a, b, c, d)]
+    assert len(store.load_scores("run-1", ["trajectory_f1"])) == 4
+
+
 def test_record_case_for_an_unknown_run_names_the_run(store: Store) -> None:
     with pytest.raises(GateInputError, match="run 'nope' is not in the history database"):
         store.record_case("nope", make_case("a"))

@@ -10,6 +10,7 @@ request interleaved. Finished results reach the history database through one wri
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import uuid
 from collections.abc import Callable, Sequence
@@ -47,14 +48,22 @@ ProgressCallback = Callable[[int, int], None]
 
 WRITE_BATCH_MAX = 200
 """Most case results one history transaction takes."""
+WRITE_WINDOW_S = 0.1
+"""Longest a finished result waits for others to share its history transaction: what a kill -9 may lose (and
+`--resume` reruns)."""
+WRITE_POLL_S = 0.01
 WRITE_QUEUE_MAX = 4 * WRITE_BATCH_MAX
 """Most finished case results waiting for the history writer. Past it, finishing cases wait for the database:
 agents that outrun it (a replay, a model-free agent) would otherwise pile up every result in memory (2 GB
 at 100,000 cases before the bound)."""
 
 
+_Written = tuple[CaseResult, bytes]
+"""A finished result for the history writer: the redacted case and its JSON (`redact_encoded_model`)."""
+
+
 async def _hand_to_writer(
-    queue: asyncio.Queue[CaseResult | None], item: CaseResult | None, writer: asyncio.Task[None]
+    queue: asyncio.Queue[_Written | None], item: _Written | None, writer: asyncio.Task[None]
 ) -> None:
     """Put `item` on the writer's queue, waiting while it is full; raise the writer's error once it has stopped
     (the database failed: the run stops, and a full queue nobody drains would hang it)."""
@@ -72,26 +81,38 @@ async def _hand_to_writer(
 
 
 async def _write_results(
-    store: Store, run_id: str, queue: asyncio.Queue[CaseResult | None], writer: ThreadPoolExecutor
+    store: Store, run_id: str, queue: asyncio.Queue[_Written | None], writer: ThreadPoolExecutor
 ) -> None:
     """Drain `queue` into the store in batches until a None arrives (see run_prepared)."""
     loop = asyncio.get_running_loop()
     finished = False
     while not finished:
         first = await queue.get()
-        batch: list[CaseResult] = []
+        batch: list[_Written] = []
         if first is None:
             finished = True
         else:
             batch.append(first)
-        while not finished and not queue.empty() and len(batch) < WRITE_BATCH_MAX:
+        # A batch is what finishes within WRITE_WINDOW_S of its first result: a transaction per handful of
+        # results (a fast agent's pace) cost more than the rows it wrote.
+        deadline = loop.time() + WRITE_WINDOW_S
+        while not finished and len(batch) < WRITE_BATCH_MAX:
+            if queue.empty():
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    break
+                await asyncio.sleep(min(remaining, WRITE_POLL_S))
+                continue
             item = queue.get_nowait()
             if item is None:
                 finished = True
             else:
                 batch.append(item)
         if batch:
-            await loop.run_in_executor(writer, store.record_cases, run_id, batch)
+            cases, encoded = [case for case, _ in batch], [json for _, json in batch]
+            # Fresh: results this run just finished, never stored (a resumed run skips the stored ones).
+            write = functools.partial(store.record_cases, run_id, cases, encoded, fresh=True)
+            await loop.run_in_executor(writer, write)
 
 
 async def run_prepared(
@@ -212,7 +233,7 @@ async def run_prepared(
     # them in one transaction. Agents never wait for the database, writes from one process never contend for
     # its lock, and a batch is milliseconds of results (a kill -9 loses at most that; --resume reruns it).
     writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evalward-store")
-    to_write: asyncio.Queue[CaseResult | None] = asyncio.Queue(maxsize=WRITE_QUEUE_MAX)
+    to_write: asyncio.Queue[_Written | None] = asyncio.Queue(maxsize=WRITE_QUEUE_MAX)
     write_task = asyncio.create_task(_write_results(store, run.run_id, to_write, writer)) if store else None
 
     empty_answers = EmptyAnswers()
@@ -225,7 +246,7 @@ async def run_prepared(
         # The JSON the redaction reads is the one the result log writes (encoded once).
         result, encoded = redact_encoded_model(result, encode_record)
         if write_task is not None:
-            await _hand_to_writer(to_write, result, write_task)
+            await _hand_to_writer(to_write, (result, encoded), write_task)
         record(result, item.place, encoded)
 
     try:

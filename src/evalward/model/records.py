@@ -278,7 +278,8 @@ def _dump_facts_mappings(value: Any, serialize: SerializerFunctionWrapHandler) -
     if not isinstance(value, FactsMapping):
         return serialize(value)
     # Values may be mappings made on demand too (a case's source): dumped as the dicts they stand for.
-    return serialize({key: dict(item) if isinstance(item, Mapping) else item for key, item in value.items()})
+    # `items()`: one look at a mapping made on demand (`dict(item)` reads it once per key).
+    return serialize({key: dict(item.items()) if isinstance(item, Mapping) else item for key, item in value.items()})
 
 
 KeepFactsMapping = (WrapValidator(_keep_facts_mappings), WrapSerializer(_dump_facts_mappings))

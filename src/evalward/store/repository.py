@@ -46,6 +46,10 @@ if TYPE_CHECKING:
     from evalward.store.judge_replies import JudgeReplies
 
 
+KEYS_PER_LOOKUP = 100
+"""Most keys one "already stored?" query names (`Store._recorded_keys`)."""
+
+
 def _now() -> datetime:
     return datetime.now(UTC)
 
@@ -111,18 +115,28 @@ class Store(HistoryViews):
                     return False
             raise
 
-    def record_cases(self, run_id: str, cases: Sequence[CaseResult]) -> int:
+    def record_cases(
+        self, run_id: str, cases: Sequence[CaseResult], encoded: Sequence[bytes] | None = None, *, fresh: bool = False
+    ) -> int:
         """Store several finished case results in one transaction (a writer's batch); return how many were new.
 
         Same idempotence as `record_case`: results already stored are skipped. If another writer raced a row
         in, the batch falls back to one transaction per case, so exactly one row per key survives.
+
+        `encoded[i]`, when given, is what `redact.redact_encoded_model(cases[i], spill.encode_record)` returned
+        for it: the case already redacted and its JSON. The row stores that text as it is, so a case is neither
+        checked for secrets nor serialised a second time (~130 µs of the writer's time per case).
+
+        `fresh`: the caller ran these results itself and has not stored them (a run's writer): they are inserted
+        without first asking which are stored. The unique index still refuses a result stored meanwhile (a
+        second process resuming the same run), and the batch then falls back to one case at a time.
         """
         from sqlalchemy.exc import IntegrityError
 
         try:
             with write_transaction(self.engine) as conn:
                 self._require_run(conn, run_id)
-                return self._insert_cases(conn, run_id, cases)
+                return self._insert_cases(conn, run_id, cases, encoded, fresh=fresh)
         except IntegrityError:
             return sum(self.record_case(run_id, case) for case in cases)
 
@@ -476,15 +490,24 @@ class Store(HistoryViews):
                 ],
             )
 
-    def _insert_cases(self, conn: Connection, run_id: str, cases: Sequence[CaseResult]) -> int:
+    def _insert_cases(
+        self,
+        conn: Connection,
+        run_id: str,
+        cases: Sequence[CaseResult],
+        encoded: Sequence[bytes] | None = None,
+        *,
+        fresh: bool = False,
+    ) -> int:
         """Insert the cases not stored yet (checked under the caller's write transaction); return how many.
-        Only those are read (a run's cases may live in a temporary file, `evalward.spill`)."""
+        Only those are read (a run's cases may live in a temporary file, `evalward.spill`). `encoded`, `fresh`:
+        see `record_cases`."""
         from sqlalchemy import insert
 
         if not cases:
             return 0
         keys = record_keys(cases)
-        stored = self._recorded_keys(conn, run_id, keys)
+        stored = set() if fresh else self._recorded_keys(conn, run_id, keys)
         now = _now()
         case_rows: list[dict[str, Any]] = []
         score_rows: list[dict[str, Any]] = []
@@ -493,7 +516,7 @@ class Store(HistoryViews):
             if key in stored or key in seen:
                 continue
             seen.add(key)
-            row, scores = rows_of_case(run_id, cases[index], now)
+            row, scores = rows_of_case(run_id, cases[index], now, None if encoded is None else encoded[index])
             case_rows.append(row)
             score_rows.extend(scores)
         if case_rows:
@@ -513,10 +536,17 @@ class Store(HistoryViews):
 
         cc = cases_table.c
         query = select(cc.eval_set_id, cc.case_id, cc.repetition).where(cc.run_id == run_id)
-        if len(keys) <= 100:
-            # Small writes (one case) check just their keys through the unique index.
-            query = query.where(tuple_(cc.eval_set_id, cc.case_id, cc.repetition).in_([tuple(k) for k in keys]))
-        return {(r.eval_set_id, r.case_id, r.repetition) for r in conn.execute(query)}
+        if len(keys) > KEYS_PER_LOOKUP * 10:
+            # A large write (a whole run: finish_run, import) reads the run's keys once.
+            return {(r.eval_set_id, r.case_id, r.repetition) for r in conn.execute(query)}
+        # A writer's batch checks just its keys through the unique index, in chunks: reading every stored key
+        # of the run for each batch made a run's writes quadratic in its size.
+        found: set[ItemKey] = set()
+        for start in range(0, len(keys), KEYS_PER_LOOKUP):
+            chunk = [tuple(k) for k in keys[start : start + KEYS_PER_LOOKUP]]
+            in_chunk = query.where(tuple_(cc.eval_set_id, cc.case_id, cc.repetition).in_(chunk))
+            found.update((r.eval_set_id, r.case_id, r.repetition) for r in conn.execute(in_chunk))
+        return found
 
     @staticmethod
     def _run_exists(conn: Connection, run_id: str) -> bool:

@@ -123,9 +123,18 @@ def run_columns(run: RunResult, status: str) -> dict[str, Any]:
     }
 
 
-def rows_of_case(run_id: str, case: CaseResult, recorded_at: datetime) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The case_results row and the metric_scores rows of one case result (secrets redacted)."""
-    case = redact_model(case)
+def rows_of_case(
+    run_id: str, case: CaseResult, recorded_at: datetime, encoded: bytes | None = None
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The case_results row and the metric_scores rows of one case result (secrets redacted).
+
+    `encoded`: the case's JSON when the caller has it and the case is already redacted
+    (`redact.redact_encoded_model`, as the run pipeline records every result), stored as it is."""
+    if encoded is None:
+        case = redact_model(case)
+        case_json: Any = case.model_dump(mode="json")
+    else:
+        case_json = JSONText(encoded.decode("utf-8"))
     usage = case.usage
     row = {
         "run_id": run_id,
@@ -143,7 +152,7 @@ def rows_of_case(run_id: str, case: CaseResult, recorded_at: datetime) -> tuple[
         "started_at": case.started_at,
         "finished_at": case.finished_at,
         "recorded_at": recorded_at,
-        "case_json": case.model_dump(mode="json"),
+        "case_json": case_json,
     }
     scores: dict[str, dict[str, Any]] = {}
     for metric in case.metric_results:
