@@ -359,22 +359,24 @@ def refuse_secret_identifiers(sets: Sequence[EvalSet], options: RunOptions) -> N
     Ids are keys: they are stored and shown as they are, so one cannot be masked — two case ids masked alike
     would collide in the history database, and an unmasked one would print the secret. Every such id is
     named, with its place and the secret's name (never its value), before anything is stored."""
-    from evalward.model.cases import id_sources
+    from evalward.model.cases import case_ids, case_source
     from evalward.redact import redact, secrets_in
 
     problems: list[FileProblem] = []
     for eval_set in sets:
         where = eval_set.path or eval_set.eval_set_id
-        ids = [(eval_set.eval_set_id, None, "eval set id"), *((i, s, "case id") for i, s in id_sources(eval_set.cases))]
+        ids = case_ids(eval_set.cases)
         # One look at all of a set's ids (a NUL between two: neither a space nor part of a token shape) tells
         # whether any needs a look of its own: a large set's ids are not redacted one by one.
-        joined = "\0".join(identifier for identifier, _, _ in ids)
+        joined = "\0".join([eval_set.eval_set_id, *ids])
         if redact(joined) == joined:
             continue
-        for identifier, source, what in ids:
+        located = [(eval_set.eval_set_id, None, "eval set id"), *((i, n, "case id") for n, i in enumerate(ids))]
+        for identifier, index, what in located:
             if found := secrets_in(identifier):
                 message = f"{what} {redact(identifier)!r} contains {' and '.join(found)}: ids are stored and shown "
                 message += "as they are, so a secret in one cannot be masked; rename it"
+                source = None if index is None else case_source(eval_set.cases, index)
                 problems.append(_problem_at(source, where, "", message))
     if problems:
         raise EvalFileError(problems)

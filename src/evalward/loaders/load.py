@@ -50,7 +50,7 @@ from evalward.loaders.problems import Problems
 from evalward.loaders.streamed import load_streamed
 from evalward.loaders.test_config import adk_default_criteria, read_test_config
 from evalward.model import Criteria, EvalCase, EvalFormat, EvalSet, SessionInput
-from evalward.model.cases import edit_cases, id_sources, keep_ids
+from evalward.model.cases import case_ids, case_source, edit_cases, keep_ids
 from evalward.model.text import listed_ids
 
 ADK_FORMATS: frozenset[EvalFormat] = frozenset({"adk_evalset", "adk_legacy_test", "adk_legacy_evalset"})
@@ -363,10 +363,11 @@ def _check_id_characters(eval_set: EvalSet, collected: Problems) -> None:
                 expected="printable text",
                 found=found,
             )
-    for case_id, source in id_sources(eval_set.cases):
+    for index, case_id in enumerate(case_ids(eval_set.cases)):
         found = _control_character_found(case_id)
         if found is None:
             continue
+        source = case_source(eval_set.cases, index)
         collected.items.append(
             FileProblem(
                 path=collected.path,
@@ -381,12 +382,14 @@ def _check_id_characters(eval_set: EvalSet, collected: Problems) -> None:
 
 
 def _check_case_ids(eval_set: EvalSet, collected: Problems) -> None:
-    first_seen: dict[str, int | None] = {}
-    for case_id, source in id_sources(eval_set.cases):
+    first_seen: dict[str, int] = {}  # id -> index of its first case
+    for index, case_id in enumerate(case_ids(eval_set.cases)):
         if case_id not in first_seen:
-            first_seen[case_id] = source.line if source else None
+            first_seen[case_id] = index
             continue
-        first_line = first_seen[case_id]
+        first = case_source(eval_set.cases, first_seen[case_id])
+        first_line = first.line if first else None
+        source = case_source(eval_set.cases, index)
         collected.items.append(
             FileProblem(
                 path=collected.path,

@@ -247,14 +247,12 @@ def turn_count(cases: Sequence[EvalCase]) -> int:
     return sum(len(case.turns) for case in cases)
 
 
-def id_sources(cases: Sequence[EvalCase]) -> Iterator[tuple[str, SourceLocation | None]]:
-    """(case id, source) of every case in order, repeats included: what id checks report problems with."""
+def case_source(cases: Sequence[EvalCase], index: int) -> SourceLocation | None:
+    """Where the case at `index` was read from: what an id check (over `case_ids`, repeats included) reports a
+    problem with, built only for the few it reports."""
     if isinstance(cases, CaseSequence):
-        for index, case_id in enumerate(cases.ids()):
-            yield case_id, cases.source_at(index)
-        return
-    for case in cases:
-        yield case.case_id, case.source
+        return cases.source_at(index)
+    return cases[index].source
 
 
 def keep_ids(cases: Sequence[EvalCase], wanted: Callable[[str], bool]) -> Sequence[EvalCase]:
