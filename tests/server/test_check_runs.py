@@ -196,7 +196,7 @@ def _final(queue: JobQueue, job_id: int) -> Any:
 def test_migration_0006_keeps_the_jobs_and_adds_their_check_runs(db_url: str) -> None:
     from sqlalchemy import text
 
-    from evalward.store import upgrade_database
+    from evalward.store import HEAD_REVISION, upgrade_database
     from evalward.store.engine import create_db_engine
 
     assert upgrade_database(db_url, "0005") == "0005"
@@ -213,7 +213,7 @@ def test_migration_0006_keeps_the_jobs_and_adds_their_check_runs(db_url: str) ->
             )  # fmt: skip
     finally:
         engine.dispose()
-    assert upgrade_database(db_url) == "0006"
+    assert upgrade_database(db_url) == HEAD_REVISION
     with open_store(db_url) as store:
         queue = JobQueue(store.engine, max_attempts=1)
         job = queue.claim(lease_s=30)

@@ -122,7 +122,11 @@ def record(queue: JobQueue, delivery: str, event: str, payload: dict[str, Any], 
 
 
 def carry_out(queue: JobQueue, plan: WebhookPlan) -> tuple[list[Enqueued], list[int], list[int]]:
-    """Apply a plan: (enqueued, released job ids, cancelled job ids)."""
+    """Apply a plan: (enqueued, released job ids, cancelled job ids).
+
+    A PR job that the queue records cancelled at once (a newer push of the PR, or its close, is known: this
+    delivery came late) ends the plan there: the jobs after it (a fork's notice) would speak for a head that is no
+    longer the PR's. The plan's note says so, for the answer and the log."""
     released: list[int] = []
     if plan.release is not None:
         released = queue.release_held(*plan.release, updates=plan.release_updates)
@@ -137,9 +141,14 @@ def carry_out(queue: JobQueue, plan: WebhookPlan) -> tuple[list[Enqueued], list[
             supersede = (plan.cancel_pr[1], f"superseded by {keep[:12]}" if keep else "pull request closed")
         enqueued.append(queue.enqueue(spec, supersede=supersede))
         cancelled += enqueued[-1].cancelled
+        if enqueued[-1].superseded is not None:
+            plan.note += f"; recorded cancelled at once, {enqueued[-1].superseded} (a newer event of the PR is known)"
+            break
     if plan.cancel_pr is not None and not plan.jobs:
         repo, number, keep = plan.cancel_pr
-        cancelled = queue.cancel_pr_jobs(repo, number, keep_head_sha=keep, reason="pull request closed")
+        cancelled = queue.cancel_pr_jobs(
+            repo, number, keep_head_sha=keep, reason="pull request closed", closed=plan.closed
+        )
     return enqueued, released, cancelled
 
 

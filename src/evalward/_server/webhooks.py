@@ -9,11 +9,11 @@ What each event becomes (dispatch on `X-GitHub-Event` + `action`; anything else 
 
 | event / action | plan |
 | --- | --- |
-| `pull_request` opened, synchronize, reopened, ready_for_review | `evaluate` job keyed `evaluate:{repo}:{head_sha}:{suite}`, which the worker runs only once the author's write access is confirmed; other open jobs of the PR with another head are cancelled. Drafts wait for ready_for_review. |
+| `pull_request` opened, synchronize, reopened, ready_for_review | `evaluate` job keyed `evaluate:{repo}:{head_sha}:{suite}`, which the worker runs only once the author's write access is confirmed; other open jobs of the PR with another head are cancelled — unless a newer push of the PR (by `pull_request.updated_at`) or its close is known: then the job is recorded cancelled and cancels nothing. Drafts wait for ready_for_review. |
 | … from a fork | the same job `held`, plus a `notice` job that posts a check run saying a maintainer must approve |
 | `pull_request` labeled with the run label | the job, approved by the label (releases a held one); the worker confirms the labeller's write access |
 | … synchronize / reopened while the run label is on the PR | the label approved an older head: not an approval. A fork PR is held again (the `notice` job removes the label and says so); another PR runs once the author's write access is confirmed, else the label is removed the same way |
-| `pull_request` closed | the PR's open jobs are cancelled |
+| `pull_request` closed | the PR's open jobs are cancelled, and the close recorded (a `pull_request_closed` row born `done`) so an older push delivered late starts nothing |
 | `push` to the default branch (or a configured base branch) | `evaluate` job in baseline mode keyed `baseline:{repo}:{sha}:{suite}` |
 | `merge_group` checks_requested | `evaluate` job keyed `merge_group:{repo}:{head_sha}:{suite}`: the queue's temporary commit gated against the queue's base (`base_sha`), its check run on `head_sha`; approved (only users with write access can queue a merge) |
 | `check_run` / `check_suite` rerequested | held jobs at the head are released; if none, a `rerun` job keyed by the body's SHA-256 |
@@ -28,6 +28,13 @@ must confirm before it runs anything (`evaluate.py`); `None` means approved alre
 users with write access can request), `""` a login the payload did not give (held). A fork PR is held
 here without a call: its code is not in the repository, whoever wrote it.
 
+**Out of order.** Deliveries of one PR can arrive in another order than their events happened (redeliveries,
+GitHub's and the daemon's start-up one; requests overtaking each other). The head SHA says nothing about
+order, so each PR job carries `pull_request.updated_at` (`pr_updated_at`) and the queue lets the newest *push*
+win, not the newest delivery (`store/job_supersede.py`). A run label applies to the head it was added at, with
+the label's own time, so a late label on a head pushed over since runs nothing either; a maintainer's re-run
+(`check_run`/`check_suite` rerequested) runs the head it names, whatever is newer.
+
 **Replays.** The signature covers the body, not the headers: `X-GitHub-Delivery` can be changed on a
 captured delivery without breaking it. So the jobs that have no natural key (re-runs, installation
 records) are keyed by the SHA-256 of the signed body, never by the delivery id: replaying one signed body
@@ -41,6 +48,7 @@ import hmac
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from evalward.github.events import (
@@ -52,6 +60,7 @@ from evalward.github.events import (
     parse_event,
 )
 from evalward.store.job_queue import JobSpec
+from evalward.store.job_supersede import CLOSED_KIND
 
 SIGNATURE_PREFIX = "sha256="
 _SIGNATURE = re.compile(r"sha256=[0-9a-fA-F]{64}")
@@ -96,18 +105,48 @@ class WebhookPlan:
     """(repo, head_sha): release held jobs; `jobs` are enqueued only when nothing was held."""
     release_updates: dict[str, Any] = field(default_factory=dict)
     """Merged into the released jobs' payloads: how they were approved and whose write access to confirm."""
+    closed: JobSpec | None = None
+    """With `cancel_pr` of a close: the close's record, so a push made before it but delivered after starts nothing."""
 
 
 def _job_key(prefix: str, repo: str, sha: str, suite: str = DEFAULT_SUITE) -> str:
     return f"{prefix}:{repo}:{sha}:{suite}"
 
 
+def event_time(payload: Mapping[str, Any]) -> datetime | None:
+    """`pull_request.updated_at` in UTC: when GitHub last changed the PR — for a push, when it moved the head — the
+    same in every delivery of the event, so it orders a PR's events whatever order their deliveries arrive in.
+    None when absent or not ISO 8601: the queue then lets the newest delivery win, as before."""
+    pr = payload.get("pull_request")
+    value = pr.get("updated_at") if isinstance(pr, Mapping) else None
+    if not isinstance(value, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+        return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+    except (ValueError, OverflowError):  # not a time, or out of range once in UTC
+        return None
+
+
 def _pull_request(pr: PullRequestEvent, payload: Mapping[str, Any], delivery: str, *, run_label: str) -> WebhookPlan:
     repo = pr.base_repo or pr.repository
     if not repo:
         return WebhookPlan(note="ignored: pull_request without a repository")
+    updated_at = event_time(payload)
+    stamp = updated_at.isoformat() if updated_at is not None else None
     if pr.action == "closed":
-        return WebhookPlan(note=f"closed: cancel open jobs of #{pr.number}", cancel_pr=(repo, pr.number, None))
+        closed = None
+        if updated_at is not None:
+            closed = JobSpec(
+                kind=CLOSED_KIND,
+                dedupe_key=f"closed:{repo}:{pr.number}:{stamp}",
+                payload={"event": "pull_request", "action": "closed", "delivery": delivery, "repo": repo,
+                         "pr_number": pr.number, "head_sha": pr.head_sha, "pr_updated_at": stamp},
+                repo=repo, head_sha=pr.head_sha, status="done", pr_number=pr.number, pr_updated_at=updated_at,
+            )  # fmt: skip
+        return WebhookPlan(
+            note=f"closed: cancel open jobs of #{pr.number}", cancel_pr=(repo, pr.number, None), closed=closed
+        )
     labeled = pr.action == "labeled" and (_label_name(payload) == run_label)
     if pr.action not in PR_ACTIONS and not labeled:
         return WebhookPlan(note=f"ignored: pull_request action {pr.action!r}")
@@ -142,6 +181,7 @@ def _pull_request(pr: PullRequestEvent, payload: Mapping[str, Any], delivery: st
         "verify_write_access": verify,
         # When set, a worker that does not run this head takes the label off and says why (evaluate.py).
         "stale_run_label": run_label if stale_label else None,
+        "pr_updated_at": stamp,
     }
     evaluate = JobSpec(
         kind="evaluate",
@@ -150,6 +190,8 @@ def _pull_request(pr: PullRequestEvent, payload: Mapping[str, Any], delivery: st
         repo=repo,
         head_sha=pr.head_sha,
         status="queued" if trusted else "held",
+        pr_number=pr.number,
+        pr_updated_at=updated_at,
     )
     plan = WebhookPlan(note="", jobs=[evaluate], cancel_pr=(repo, pr.number, pr.head_sha))
     if trusted:

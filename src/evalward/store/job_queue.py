@@ -1,4 +1,4 @@
-"""The daemon's durable job queue: rows of the `jobs` table (store migrations 0002 and 0006), nothing else.
+"""The daemon's durable job queue: rows of the `jobs` table (store migrations 0002, 0006, 0007), nothing else.
 
 Life of a job (`status`):
 
@@ -10,6 +10,14 @@ Life of a job (`status`):
 - **Enqueue is idempotent.** `dedupe_key` is UNIQUE (`evaluate:{repo}:{head_sha}:{suite}` for PR runs), so
   a redelivered webhook or a double send finds the existing row and creates nothing. Enqueuing a trusted
   job over a `held` one releases it instead.
+- **A newer head supersedes.** A new PR job cancels the PR's open jobs at other heads in its own transaction.
+  On PostgreSQL that transaction first takes `pg_advisory_xact_lock` on the PR (so does closing it), so two
+  deliveries of one PR enqueued at once — a burst of resends after an outage — cannot each miss the other's
+  uncommitted row and leave both heads running: the later one sees the earlier's job and cancels it. On
+  SQLite the write lock serialises them already.
+- **The newest push wins, not the newest delivery.** A PR job carries the PR's `updated_at` (migration 0007);
+  one that arrives after a job of a newer push (or the PR's close) cancels nothing and is recorded `cancelled`
+  at once, so a late redelivery of an old push never cancels the PR's real head (`job_supersede.py`).
 - **Claim** takes the oldest claimable row — `queued`, or `running` whose lease has expired (its worker
   died) — in one write transaction. On PostgreSQL the candidates are read `FOR UPDATE SKIP LOCKED`, so
   workers on several hosts never wait for or take the same row; on SQLite the transaction's write lock
@@ -45,6 +53,7 @@ from sqlalchemy.exc import DataError
 
 from evalward.store.engine import read_transaction, write_transaction
 from evalward.store.job_check_runs import JobCheckRuns
+from evalward.store.job_supersede import cancel_open, lock_pr, newer_event, note_event_time
 from evalward.store.schema import jobs_table, webhook_deliveries_table
 
 if TYPE_CHECKING:
@@ -74,17 +83,22 @@ class JobSpec:
     repo: str | None = None
     head_sha: str | None = None
     status: JobStatus = "queued"
+    pr_number: int | None = None
+    pr_updated_at: datetime | None = None
+    """The PR's `updated_at` in the delivery (a PR job): orders the PR's pushes whatever order they arrive in."""
 
 
 @dataclass(frozen=True)
 class Enqueued:
-    """What enqueue did: `created` False means the key existed (a redelivery); `released` a held job went queued."""
+    """What enqueue did: `created` False means the key existed (a redelivery); `released` a held job went queued;
+    `superseded` why a new job was recorded `cancelled` at once (a newer push or the close is known already)."""
 
     job_id: int
     created: bool
     status: str
     released: bool = False
     cancelled: list[int] = field(default_factory=list)
+    superseded: str | None = None
 
 
 @dataclass(frozen=True)
@@ -175,21 +189,28 @@ class JobQueue(JobCheckRuns):
         """Insert the job unless its dedupe key exists; see the module docstring.
 
         With `supersede=(pr_number, reason)`, a newly inserted job cancels, in the same transaction, the
-        open `evaluate` jobs of that PR in its repository at another head (`Enqueued.cancelled`). A `queued`
-        spec over a `held` row releases it and takes the spec's payload (who approved it, and how).
+        open `evaluate` jobs of that PR in its repository at another head (`Enqueued.cancelled`) — unless the
+        PR has a job of a newer push (by `spec.pr_updated_at`) or was closed after it: then it cancels nothing
+        and is inserted `cancelled` (`Enqueued.superseded`; `job_supersede.py`). A `queued` spec over a `held`
+        row releases it and takes the spec's payload (who approved it, and how).
         """
-        from sqlalchemy import insert, select, update
+        from sqlalchemy import select, update
         from sqlalchemy.exc import IntegrityError
 
         j = jobs_table.c
+        repo, pr = (spec.repo, supersede[0]) if supersede is not None and spec.repo is not None else (None, None)
         for _ in range(2):
             try:
                 with write_transaction(self.engine) as conn:
+                    if repo is not None and pr is not None:
+                        lock_pr(conn, repo, pr)
                     existing = conn.execute(
                         select(j.id, j.status, j.payload).where(j.dedupe_key == spec.dedupe_key)
                     ).one_or_none()
                     now = _now(conn)
                     if existing is not None:
+                        if pr is not None and spec.pr_updated_at is not None:
+                            note_event_time(conn, existing.id, pr, spec.pr_updated_at)
                         if existing.status == "held" and spec.status == "queued":
                             conn.execute(
                                 update(jobs_table)
@@ -202,31 +223,49 @@ class JobQueue(JobCheckRuns):
                             )
                             return Enqueued(existing.id, created=False, status="queued", released=True)
                         return Enqueued(existing.id, created=False, status=existing.status)
-                    job_id = conn.execute(
-                        insert(jobs_table)
-                        .values(
-                            kind=spec.kind,
-                            payload=spec.payload,
-                            status=spec.status,
-                            lease_until=None,
-                            attempts=0,
-                            repo=spec.repo,
-                            head_sha=spec.head_sha,
-                            dedupe_key=spec.dedupe_key,
-                            last_error=None,
-                            created_at=now,
-                            updated_at=now,
-                        )
-                        .returning(j.id)
-                    ).scalar_one()
+                    stale = None
+                    if repo is not None and pr is not None and spec.pr_updated_at is not None:
+                        stale = newer_event(conn, repo, pr, head_sha=spec.head_sha, updated_at=spec.pr_updated_at)
+                    job_id = self._insert(conn, spec, now, pr_number=pr, superseded=stale)
+                    if stale is not None:
+                        return Enqueued(job_id, created=True, status="cancelled", superseded=stale)
                     cancelled: list[int] = []
-                    if supersede is not None and spec.repo is not None:
-                        cancelled = self._cancel(conn, spec.repo, supersede[0], spec.head_sha, supersede[1], now)
-                    return Enqueued(int(job_id), created=True, status=spec.status, cancelled=cancelled)
+                    if repo is not None and pr is not None and supersede is not None:
+                        cancelled = cancel_open(conn, repo, pr, spec.head_sha, supersede[1], now)
+                    return Enqueued(job_id, created=True, status=spec.status, cancelled=cancelled)
             except IntegrityError:
                 # Two deliveries raced on PostgreSQL; the other insert won. Read it on the next pass.
                 continue
         raise RuntimeError(f"could not enqueue or find job {spec.dedupe_key!r}")  # pragma: no cover
+
+    @staticmethod
+    def _insert(
+        conn: Connection, spec: JobSpec, now: datetime, *, pr_number: int | None, superseded: str | None
+    ) -> int:
+        """Insert the spec's row (`cancelled` with the reason when `superseded`); its id."""
+        from sqlalchemy import insert
+
+        j = jobs_table.c
+        job_id = conn.execute(
+            insert(jobs_table)
+            .values(
+                kind=spec.kind,
+                payload=spec.payload,
+                status="cancelled" if superseded is not None else spec.status,
+                lease_until=None,
+                attempts=0,
+                repo=spec.repo,
+                head_sha=spec.head_sha,
+                dedupe_key=spec.dedupe_key,
+                last_error=superseded,
+                created_at=now,
+                updated_at=now,
+                pr_number=spec.pr_number if spec.pr_number is not None else pr_number,
+                pr_updated_at=spec.pr_updated_at,
+            )
+            .returning(j.id)
+        ).scalar_one()
+        return int(job_id)
 
     def release_held(self, repo: str, head_sha: str, *, updates: Mapping[str, Any] | None = None) -> list[int]:
         """`held` → `queued` for the repository's jobs at `head_sha` (a maintainer approved); their ids.
@@ -248,37 +287,37 @@ class JobQueue(JobCheckRuns):
                 )
         return [row.id for row in rows]
 
-    def cancel_pr_jobs(self, repo: str, pr_number: int, *, keep_head_sha: str | None, reason: str) -> list[int]:
+    def cancel_pr_jobs(
+        self,
+        repo: str,
+        pr_number: int,
+        *,
+        keep_head_sha: str | None,
+        reason: str,
+        closed: JobSpec | None = None,
+    ) -> list[int]:
         """Cancel the open `evaluate` jobs of PR `pr_number` whose head is not `keep_head_sha`; their ids.
 
         A running one is cancelled too: its worker's next heartbeat fails and it stops without reporting.
+        `closed` (a `pull_request_closed` row with the close's `pr_updated_at`) records the close, so a push
+        delivered after it starts nothing; a close older than a known push or reopen of the PR cancels nothing
+        (its row is recorded `cancelled`, superseded).
         """
+        from sqlalchemy import select
+
         with write_transaction(self.engine) as conn:
-            return self._cancel(conn, repo, pr_number, keep_head_sha, reason, _now(conn))
-
-    @staticmethod
-    def _cancel(
-        conn: Connection, repo: str, pr_number: int, keep_head_sha: str | None, reason: str, now: datetime
-    ) -> list[int]:
-        from sqlalchemy import select, update
-
-        j = jobs_table.c
-        rows = conn.execute(
-            select(j.id, j.head_sha, j.payload).where(j.repo == repo, j.kind == "evaluate", j.status.in_(OPEN_STATUSES))
-        ).all()
-        ids = [
-            r.id
-            for r in rows
-            if (r.payload or {}).get("pr_number") == pr_number
-            and (keep_head_sha is None or r.head_sha != keep_head_sha)
-        ]
-        if ids:
-            conn.execute(
-                update(jobs_table)
-                .where(j.id.in_(ids), j.status.in_(OPEN_STATUSES))
-                .values(status="cancelled", lease_until=None, last_error=reason, updated_at=now)
-            )
-        return ids
+            lock_pr(conn, repo, pr_number)
+            now = _now(conn)
+            if closed is not None and closed.pr_updated_at is not None:
+                stale = newer_event(conn, repo, pr_number, head_sha=None, updated_at=closed.pr_updated_at)
+                known = conn.execute(
+                    select(jobs_table.c.id).where(jobs_table.c.dedupe_key == closed.dedupe_key)
+                ).first()
+                if known is None:  # else a redelivery of the close: recorded already
+                    self._insert(conn, closed, now, pr_number=pr_number, superseded=stale)
+                if stale is not None:
+                    return []
+            return cancel_open(conn, repo, pr_number, keep_head_sha, reason, now)
 
     # -- consuming ------------------------------------------------------------------------------
 

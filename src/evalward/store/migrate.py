@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from sqlalchemy import Connection, Engine
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
-HEAD_REVISION = "0006"
+HEAD_REVISION = "0007"
 """The newest revision this evalward knows (kept in step with `migrations/versions/`; a test checks)."""
 
 _PG_LOCK_KEY = 0x65_76_61_6C_77_61_72_64  # "evalward" in ASCII: the advisory lock serialising upgrades

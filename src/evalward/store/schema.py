@@ -202,8 +202,14 @@ jobs_table = Table(
     # `opening` (being created: find it by external_id), `open`, `closed`. Migration 0006.
     _optional("check_run_id", BigInteger()),
     _optional("check_run_state", String(16)),
+    # The pull request of a PR job and its `updated_at` in the delivery that made (or last matched) the job: a
+    # late delivery of an older push supersedes nothing (`job_supersede.py`). NULL: not a PR job, or older rows.
+    # Migration 0007.
+    _optional("pr_number", Integer()),
+    _optional("pr_updated_at", UTCDateTime()),
     Index(None, "status", "lease_until"),
     Index(None, "check_run_state"),
+    Index(None, "repo", "pr_number"),
 )
 
 webhook_deliveries_table = Table(
