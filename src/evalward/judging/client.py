@@ -15,24 +15,38 @@ Per request:
 4. Usage: every completion's `prompt_tokens`/`completion_tokens` are added to `JudgeUsage`, with cost from
    the price table.
 
-The API key is handed to the `openai` client only; error messages name the key's variable, never its value.
+Start-up: importing `openai` costs most of a second of CPU, so it happens with the first judge request,
+not when the run starts: a run whose replies all come from the cache never imports it. It happens in a
+worker thread, so turns in flight meanwhile are not stalled (nor their latency inflated) as a first-use
+import on the event loop would. The reachability check every judged run makes before any agent runs
+(`probe`) therefore speaks HTTP through `httpx` (the transport the `openai` client uses, with its proxy and
+certificate settings) and sends the headers the `openai` client would send to the same endpoint.
+
+The API key is handed to the `openai` client and the probe's Authorization header only; error messages name
+the key's variable, never its value.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from evalward.judging.config import ModelPrice
-from evalward.openai_requests import async_openai_client, counting_attempts
+from evalward.judging.config import BASE_URL_ENV, ModelPrice
+from evalward.openai_requests import NO_KEY, async_openai_client, counting_attempts
 
 if TYPE_CHECKING:
+    import httpx
     from openai import AsyncOpenAI
 
 logger = logging.getLogger(__name__)
+
+OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
+"""Where the `openai` client sends requests when neither a base URL nor $OPENAI_BASE_URL is given."""
 
 StructuredMode = Literal["json_schema", "json_object", "none"]
 _DOWNGRADE: dict[StructuredMode, StructuredMode] = {"json_schema": "json_object", "json_object": "none"}
@@ -56,6 +70,8 @@ class JudgeUsage:
     """Replies received."""
     cached: int = 0
     """Replies served from the cache (no request)."""
+    shared: int = 0
+    """Replies to a request another case had in flight with the same cache key (no request of their own)."""
     retries: int = 0
     unreadable: int = 0
     """Replies that did not parse and were asked again."""
@@ -78,8 +94,11 @@ class JudgeUsage:
         return cost
 
     def describe(self) -> str:
-        """`judge: 12 replies (4 cached), 3 retries, 1,200 in / 300 out tokens, $0.0012`."""
-        text = f"judge: {self.completions + self.cached} replies ({self.cached} cached), {self.requests} requests"
+        """`judge: 12 replies (4 cached, 2 shared), 6 requests, 3 retries, 1,200 in / 300 out tokens, $0.0012`
+        (`shared` only when some were)."""
+        replies = self.completions + self.cached + self.shared
+        shared = f", {self.shared} shared" if self.shared else ""
+        text = f"judge: {replies} replies ({self.cached} cached{shared}), {self.requests} requests"
         if self.retries:
             text += f", {self.retries} retries"
         if self.unreadable:
@@ -126,19 +145,47 @@ class JudgeClient:
         self.mode: StructuredMode = "json_schema"
         self._semaphore = asyncio.Semaphore(concurrency)
         self._client: AsyncOpenAI | None = None
+        self._building: asyncio.Future[AsyncOpenAI] | None = None
 
     @property
     def where(self) -> str:
         return self.base_url or "the OpenAI API (api.openai.com)"
 
-    def _openai(self) -> AsyncOpenAI:
+    async def _openai(self) -> AsyncOpenAI:
+        """The `openai` client, built by the first request in a worker thread (module docstring: start-up).
+
+        Not on the event loop: importing `openai` there would stall every turn in flight for most of a second,
+        and with them their measured latency. Callers arriving meanwhile wait for the same build.
+        """
         if self._client is None:
-            self._client = async_openai_client(
-                base_url=self.base_url, api_key=self._api_key, timeout_s=self.timeout_s, max_retries=self.max_retries
-            )
+            if self._building is None:
+                self._building = asyncio.ensure_future(asyncio.to_thread(self._build))
+            building = self._building
+            try:
+                # shield: a caller cancelled while waiting must not cancel the build the others wait for.
+                client = await asyncio.shield(building)
+            except Exception:
+                if self._building is building:
+                    self._building = None  # the next request tries again
+                raise
+            if self._client is None:
+                self._client = client
         return self._client
 
+    def _build(self) -> AsyncOpenAI:
+        # What the first request would otherwise import on the event loop: `client.chat` loads the resources.
+        importlib.import_module("openai.resources.chat")
+        return async_openai_client(
+            base_url=self.base_url, api_key=self._api_key, timeout_s=self.timeout_s, max_retries=self.max_retries
+        )
+
     async def aclose(self) -> None:
+        building, self._building = self._building, None
+        if building is not None:
+            if not building.done():
+                await asyncio.wait({building})  # a thread cannot be stopped: let it finish, then close its client
+            if not building.cancelled() and building.exception() is None and self._client is None:
+                self._client = building.result()
         if self._client is not None:
             await self._client.close()
             self._client = None
@@ -147,25 +194,30 @@ class JudgeClient:
         """Check the endpoint answers (`GET /models`); return the models it lists ([] when it lists none).
 
         Raises JudgeCallError when it cannot be reached or rejects the key. A server without `/models`
-        (404) is reachable.
+        (404) is reachable. Sent with `httpx`, not the `openai` client (module docstring: start-up), once
+        and without retries, as the `openai` client would send it.
         """
-        import openai
+        import httpx
 
-        client = self._openai().with_options(timeout=timeout_s, max_retries=0)
+        url = (self.base_url or os.environ.get(BASE_URL_ENV) or OPENAI_DEFAULT_BASE_URL).rstrip("/") + "/models"
         try:
-            page = await client.models.list()
-        except openai.APIStatusError as exc:
-            if exc.status_code == 404:
-                return []
-            if exc.status_code in (401, 403):
-                raise JudgeCallError(
-                    f"{self.where} rejected the API key from ${self.api_key_env} (HTTP {exc.status_code})",
-                    status=exc.status_code,
-                ) from exc
-            raise JudgeCallError(f"{self.where} answered HTTP {exc.status_code}", status=exc.status_code) from exc
-        except openai.APIConnectionError as exc:
-            raise JudgeCallError(f"cannot reach {self.where}: {_cause(exc)}") from exc
-        return [m.id for m in page.data]
+            # follow_redirects as the `openai` client's own httpx client does.
+            async with httpx.AsyncClient(timeout=timeout_s, follow_redirects=True) as client:
+                response = await client.get(url, headers=openai_headers(self._api_key))
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
+            # The words of the `openai` client's APITimeoutError and APIConnectionError, so messages read as before.
+            what = "Request timed out." if isinstance(exc, httpx.TimeoutException) else "Connection error."
+            raise JudgeCallError(f"cannot reach {self.where}: {what} ({type(exc).__name__}: {exc})") from exc
+        status = response.status_code
+        if status == 404:
+            return []
+        if status in (401, 403):
+            raise JudgeCallError(
+                f"{self.where} rejected the API key from ${self.api_key_env} (HTTP {status})", status=status
+            )
+        if status >= 400:
+            raise JudgeCallError(f"{self.where} answered HTTP {status}", status=status)
+        return _listed_models(response)
 
     async def complete(
         self,
@@ -177,7 +229,8 @@ class JudgeClient:
         parameters: dict[str, Any] | None = None,
     ) -> Completion:
         """Ask `model` once (retrying per the module docstring) and return the reply with its token counts."""
-        import openai
+        client = await self._openai()
+        import openai  # loaded by `_openai` by now
 
         while True:
             mode = self.mode
@@ -192,7 +245,7 @@ class JudgeClient:
             async with self._semaphore:
                 with counting_attempts() as attempts:
                     try:
-                        response = await self._openai().chat.completions.create(
+                        response = await client.chat.completions.create(
                             model=model,
                             messages=cast(Any, list(messages)),  # plain dicts in OpenAI's message shape
                             **kwargs,
@@ -241,6 +294,35 @@ class JudgeClient:
         output_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
         self.usage.add(model, input_tokens, output_tokens, self.prices.get(model))
         return Completion(text=text, input_tokens=input_tokens, output_tokens=output_tokens)
+
+
+def openai_headers(api_key: str | None) -> dict[str, str]:
+    """The headers of a request the `openai` client (as `async_openai_client` builds it) would send, beyond
+    its telemetry: the key (or the keyless placeholder), the organisation and project from $OPENAI_ORG_ID and
+    $OPENAI_PROJECT_ID, then the `Name: value` lines of $OPENAI_CUSTOM_HEADERS (which gateways may require;
+    as in the `openai` client, they win over the others)."""
+    headers = {"Accept": "application/json", "Authorization": f"Bearer {api_key or NO_KEY}"}
+    for name, variable in (("OpenAI-Organization", "OPENAI_ORG_ID"), ("OpenAI-Project", "OPENAI_PROJECT_ID")):
+        value = os.environ.get(variable)
+        if value is not None:
+            headers[name] = value
+    for line in os.environ.get("OPENAI_CUSTOM_HEADERS", "").split("\n"):
+        name, colon, value = line.partition(":")
+        if colon:
+            headers[name.strip()] = value.strip()
+    return headers
+
+
+def _listed_models(response: httpx.Response) -> list[str]:
+    """The ids of `{"data": [{"id": ...}, ...]}`; [] for a body of another shape (the server answered, which is
+    all the probe needs to know)."""
+    try:
+        data = response.json().get("data")
+    except (ValueError, AttributeError):
+        return []
+    if not isinstance(data, list):
+        return []
+    return [str(m["id"]) for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
 
 
 def _mentions_format(exc: Any) -> bool:

@@ -11,7 +11,8 @@ usage counters. The pipeline
 
 Per turn and judged metric (formulas in `evalward.metrics.judge`): the turn's JudgeInput → prompt → s
 samples, each looked up in the cache by `cache_key(model, messages, {parameters, response format,
-sample index})` and asked when missing → parsed → folded. A reply that does not parse is asked again, up to
+sample index})` and asked when missing (one request for all the cases that need the same key at once,
+`judging.inflight`) → parsed → folded. A reply that does not parse is asked again, up to
 `UNREADABLE_REPLY_RETRIES` times (the client has already fallen back from structured output to plain JSON
 if the server refused it). A judge that cannot be reached after retries, or still answers something
 unreadable, makes that metric `error` and the case a `judge_error` (never a zero).
@@ -40,6 +41,7 @@ from evalward.errors import InfrastructureError
 from evalward.judging.cache import JudgeCache, cache_key
 from evalward.judging.client import JudgeCallError, JudgeClient, JudgeUsage
 from evalward.judging.config import JudgeConfig
+from evalward.judging.inflight import SingleFlight
 from evalward.judging.results import (
     case_result_from_turns,
     judge_error_result,
@@ -110,6 +112,14 @@ class ResolvedJudge:
 
 
 @dataclass(frozen=True)
+class _Reply:
+    """A reply's text, and whether it came from the cache."""
+
+    text: str
+    cached: bool
+
+
+@dataclass(frozen=True)
 class _Asked:
     """The parsed replies of one prompt's samples, and how many came from the cache."""
 
@@ -143,6 +153,7 @@ class Judging:
         self.usage = JudgeUsage()
         self._environ = environ if environ is not None else os.environ
         self._clients: dict[tuple[str | None, str], JudgeClient] = {}
+        self._flights: SingleFlight[_Reply] = SingleFlight()  # samples being looked up or asked, by cache key
         self.warnings: list[str] = []
         """What the probe noticed (e.g. a model the endpoint does not list), for the run's warnings."""
 
@@ -221,7 +232,13 @@ class Judging:
                     )
         return warnings
 
+    @property
+    def waiting(self) -> int:
+        """Samples waiting for a reply being asked or looked up (`inflight.SingleFlight.waiting`)."""
+        return self._flights.waiting()
+
     async def aclose(self) -> None:
+        self._flights.cancel_all()
         for client in self._clients.values():
             await client.aclose()
         self._clients.clear()
@@ -234,36 +251,58 @@ class Judging:
         self, judge: ResolvedJudge, prompt: JudgePrompt, index: int, parse: Callable[[str], T]
     ) -> tuple[T, bool]:
         """One sample of `prompt`: from the cache when there, else asked (again while unreadable) and stored
-        once it parses. Returns (parsed reply, from the cache)."""
-        messages = [dict(m) for m in prompt.messages]
+        once it parses. Returns (parsed reply, not asked for this caller: from the cache or a shared request).
+        With the cache on, the callers of one key at once share one look-up and request (`inflight`): the reply
+        the cache would give them a moment later, given now. Off (`--no-judge-cache`), every sample is asked."""
         parameters = {
             **judge.spec.parameters(),
             "response_format": {"name": prompt.schema_name, "schema": prompt.schema},
             "sample": index,
         }
-        key = cache_key(judge.model, messages, parameters)
-        if self.cache is not None and self.config.cache:
-            cached = await self.cache.get(key)
-            if cached is not None:
+        key = cache_key(judge.model, [dict(m) for m in prompt.messages], parameters)
+        if self.config.cache:
+            reply, joined = await self._flights.run(key, lambda: self._reply(judge, prompt, key, parse, cached=True))
+            try:
+                value = parse(reply.text)
+            except JudgeReplyError:
+                # A joined caller whose criterion reads the shared reply otherwise than the starter's: it asks on
+                # its own, as for a cached reply that no longer parses.
+                pass
+            else:
+                if reply.cached:
+                    self.usage.cached += 1
+                elif joined:
+                    self.usage.shared += 1
+                return value, reply.cached or joined
+        reply = await self._reply(judge, prompt, key, parse, cached=False)
+        return parse(reply.text), False
+
+    async def _reply(
+        self, judge: ResolvedJudge, prompt: JudgePrompt, key: str, parse: Callable[[str], object], *, cached: bool
+    ) -> _Reply:
+        """A reply to `prompt` that `parse` reads: the cached one (when `cached`), else asked, again while it
+        does not parse (JudgeReplyError after `UNREADABLE_REPLY_RETRIES`), and stored."""
+        if cached and self.cache is not None:
+            stored = await self.cache.get(key)
+            if stored is not None:
                 try:
-                    value = parse(cached.text)
+                    parse(stored.text)
                 except JudgeReplyError:
                     pass  # a stored reply this evalward reads differently: ask again
                 else:
-                    self.usage.cached += 1
-                    return value, True
+                    return _Reply(stored.text, cached=True)
         client = self.client(judge.base_url, judge.api_key_env)
         attempt = 0
         while True:
             completion = await client.complete(
                 model=judge.model,
-                messages=messages,
+                messages=[dict(m) for m in prompt.messages],
                 schema_name=prompt.schema_name,
                 schema=prompt.schema,
                 parameters=judge.spec.parameters(),
             )
             try:
-                value = parse(completion.text)
+                parse(completion.text)
             except JudgeReplyError:
                 if attempt >= UNREADABLE_REPLY_RETRIES:
                     raise
@@ -275,7 +314,7 @@ class Judging:
             await self.cache.put(
                 key, judge.model, CachedReply(completion.text, completion.input_tokens, completion.output_tokens)
             )
-        return value, False
+        return _Reply(completion.text, cached=False)
 
     async def _samples(
         self, judge: ResolvedJudge, prompt: JudgePrompt, count: int, parse: Callable[[str], T]
