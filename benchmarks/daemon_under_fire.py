@@ -78,7 +78,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # the fake GitHub and the sandbox probe live in tests/
 
-from tests.fakes.github_server import FakeGitHub  # noqa: E402
+from tests.fakes.github_server import FakeGitHub, app_keys  # noqa: E402
 
 WEBHOOKS = ROOT / "tests" / "fakes" / "data" / "webhooks"
 DICE = ROOT / "examples" / "dice_agent"
@@ -294,23 +294,6 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
-
-
-def app_keys() -> tuple[str, str]:
-    """A fresh RSA key pair for the fake App: (private PEM, public PEM)."""
-    from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric import rsa
-
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    private = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    ).decode()
-    public = (
-        key.public_key()
-        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
-        .decode()
-    )
-    return private, public
 
 
 def process_table() -> dict[int, tuple[int, str]]:

@@ -924,3 +924,21 @@ class FakeGitHub:
             "repository_selection": "selected",
         }
         return 201, answer, {}
+
+
+def app_keys() -> tuple[str, str]:
+    """A fresh RSA key pair for a fake GitHub App: (private PEM, public PEM) — `FakeGitHub(app_public_key=…)`
+    checks the App's JWTs with the public one."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    private = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
+    public = (
+        key.public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        .decode()
+    )
+    return private, public

@@ -21,7 +21,7 @@ from typing import Any
 
 import httpx
 import pytest
-from tests.fakes.github_server import FakeGitHub
+from tests.fakes.github_server import FakeGitHub, app_keys
 from tests.github.contract import check_requests
 from tests.server.chaos import sandbox_setting
 from tests.server.conftest import delivery_headers, example, make_settings
@@ -34,22 +34,6 @@ from evalward.store.job_queue import JobQueue, JobView
 
 REPO = "acme/agent"
 INSTALLATION = 4242
-
-
-def app_keys() -> tuple[str, str]:
-    from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric import rsa
-
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    private = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    ).decode()
-    public = (
-        key.public_key()
-        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
-        .decode()
-    )
-    return private, public
 
 
 KEYS = app_keys()
