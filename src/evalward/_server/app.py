@@ -126,7 +126,8 @@ def carry_out(queue: JobQueue, plan: WebhookPlan) -> tuple[list[Enqueued], list[
 
     A PR job that the queue records cancelled at once (a newer push of the PR, or its close, is known: this
     delivery came late) ends the plan there: the jobs after it (a fork's notice) would speak for a head that is no
-    longer the PR's. The plan's note says so, for the answer and the log."""
+    longer the PR's. The plan's note says so, for the answer and the log; so it does when the delivery revived its
+    head's job, cancelled by a newer push or the close (the PR is back at that head: `store/job_supersede.py`)."""
     released: list[int] = []
     if plan.release is not None:
         released = queue.release_held(*plan.release, updates=plan.release_updates)
@@ -141,6 +142,8 @@ def carry_out(queue: JobQueue, plan: WebhookPlan) -> tuple[list[Enqueued], list[
             supersede = (plan.cancel_pr[1], f"superseded by {keep[:12]}" if keep else "pull request closed")
         enqueued.append(queue.enqueue(spec, supersede=supersede))
         cancelled += enqueued[-1].cancelled
+        if enqueued[-1].revived:
+            plan.note += "; the head's cancelled job runs again (this event is the PR's newest)"
         if enqueued[-1].superseded is not None:
             plan.note += f"; recorded cancelled at once, {enqueued[-1].superseded} (a newer event of the PR is known)"
             break

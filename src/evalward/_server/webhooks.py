@@ -33,7 +33,8 @@ GitHub's and the daemon's start-up one; requests overtaking each other). The hea
 order, so each PR job carries `pull_request.updated_at` (`pr_updated_at`) and the queue lets the newest *push*
 win, not the newest delivery (`store/job_supersede.py`). A run label applies to the head it was added at, with
 the label's own time, so a late label on a head pushed over since runs nothing either; a maintainer's re-run
-(`check_run`/`check_suite` rerequested) runs the head it names, whatever is newer.
+(`check_run`/`check_suite` rerequested) runs the head it names, whatever is newer. A PR back at a head whose job
+was cancelled (reopened at it, force-pushed back to it) runs that job again when the delivery is the PR's newest.
 
 **Replays.** The signature covers the body, not the headers: `X-GitHub-Delivery` can be changed on a
 captured delivery without breaking it. So the jobs that have no natural key (re-runs, installation

@@ -6,7 +6,9 @@ The job records the check run it opens — `check_run_state` `opening` before th
 (`claim_check_run_close`: open → closed in one update), so two workers never both complete it; a failed
 completion gives it back (`reopen_check_run`). `open_check_runs` lists final jobs whose check run is still
 open: what ended without its worker (cancelled while queued, failed by an expired lease, a completion GitHub
-refused), for the sweeper (`_server/check_runs.py`).
+refused), for the sweeper (`_server/check_runs.py`). A cancelled job revived because its PR is back at its head
+(`job_supersede.revive_if_newer`) starts with no check run: it is not final, so the sweeper leaves it alone, and
+its worker opens a new run — or takes over, by its `external_id`, one the cancelled attempt left in progress.
 """
 
 from __future__ import annotations

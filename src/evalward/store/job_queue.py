@@ -9,7 +9,8 @@ Life of a job (`status`):
 
 - **Enqueue is idempotent.** `dedupe_key` is UNIQUE (`evaluate:{repo}:{head_sha}:{suite}` for PR runs), so
   a redelivered webhook or a double send finds the existing row and creates nothing. Enqueuing a trusted
-  job over a `held` one releases it instead.
+  job over a `held` one releases it instead; a newer PR job over a head superseded or closed revives it (a
+  reopen at that head, a force-push back to it: `job_supersede.py`).
 - **A newer head supersedes.** A new PR job cancels the PR's open jobs at other heads in its own transaction.
   On PostgreSQL that transaction first takes `pg_advisory_xact_lock` on the PR (so does closing it), so two
   deliveries of one PR enqueued at once — a burst of resends after an outage — cannot each miss the other's
@@ -53,7 +54,8 @@ from sqlalchemy.exc import DataError
 
 from evalward.store.engine import read_transaction, write_transaction
 from evalward.store.job_check_runs import JobCheckRuns
-from evalward.store.job_supersede import cancel_open, lock_pr, newer_event, note_event_time
+from evalward.store.job_supersede import attempt_limit, cancel_open, lock_pr, newer_event, note_event_time
+from evalward.store.job_supersede import revive_if_newer as revive
 from evalward.store.schema import jobs_table, webhook_deliveries_table
 
 if TYPE_CHECKING:
@@ -90,13 +92,14 @@ class JobSpec:
 
 @dataclass(frozen=True)
 class Enqueued:
-    """What enqueue did: `created` False means the key existed (a redelivery); `released` a held job went queued;
-    `superseded` why a new job was recorded `cancelled` at once (a newer push or the close is known already)."""
+    """What enqueue did: `created` False means the key existed (a redelivery); `released` a held job went queued (or,
+    `revived`, a cancelled head; `job_supersede.py`); `superseded` why a new job was recorded `cancelled` at once."""
 
     job_id: int
     created: bool
     status: str
     released: bool = False
+    revived: bool = False
     cancelled: list[int] = field(default_factory=list)
     superseded: str | None = None
 
@@ -204,11 +207,13 @@ class JobQueue(JobCheckRuns):
                 with write_transaction(self.engine) as conn:
                     if repo is not None and pr is not None:
                         lock_pr(conn, repo, pr)
-                    existing = conn.execute(
-                        select(j.id, j.status, j.payload).where(j.dedupe_key == spec.dedupe_key)
-                    ).one_or_none()
+                    existing = conn.execute(select(jobs_table).where(j.dedupe_key == spec.dedupe_key)).one_or_none()
                     now = _now(conn)
                     if existing is not None:
+                        if repo is not None and pr is not None and supersede is not None:
+                            back = revive(conn, existing, spec, repo, pr, supersede[1], now)
+                            if back is not None:
+                                return Enqueued(existing.id, False, spec.status, True, revived=True, cancelled=back)
                         if pr is not None and spec.pr_updated_at is not None:
                             note_event_time(conn, existing.id, pr, spec.pr_updated_at)
                         if existing.status == "held" and spec.status == "queued":
@@ -340,7 +345,7 @@ class JobQueue(JobCheckRuns):
                 query = query.with_for_update(skip_locked=True)
             skipped: set[str] = set()
             for row in conn.execute(query).all():
-                if row.status == "running" and row.attempts >= self.max_attempts:
+                if row.status == "running" and row.attempts >= attempt_limit(row.payload, self.max_attempts):
                     conn.execute(
                         update(jobs_table)
                         .where(j.id == row.id)
@@ -413,7 +418,8 @@ class JobQueue(JobCheckRuns):
 
     def fail(self, job: ClaimedJob, error: str, *, retry: bool) -> bool:
         """Record a failure: back to `queued` when `retry` and attempts remain, else `failed`."""
-        status = "queued" if retry and job.attempt < self.max_attempts else "failed"
+        retry = retry and job.attempt < attempt_limit(job.payload, self.max_attempts)
+        status = "queued" if retry else "failed"
         return self._finish(job, status=status, result=None, error=error)
 
     def release(self, job: ClaimedJob) -> bool:

@@ -19,6 +19,26 @@ migration 0007), and:
 - A delivery that finds its job's row (a redelivery, a label on the current head) moves the row's time forward,
   so the row says "this head was the PR's head as of then".
 
+**A cancelled head comes back** when the PR's head is that commit again and the event is the newest known: a PR
+reopened at the head its close cancelled, or a force-push back to a head a newer push superseded (H, K, H). Its
+row is found by its dedupe key, so without this nothing would run (and in the second case K's job was cancelled by
+the new push). A PR delivery whose job's row is `cancelled` "superseded by …" or "pull request closed" revives the
+row (`revive_if_newer`) when both
+
+- its `updated_at` is strictly newer than the row's — the time of the newest delivery that made or matched the row:
+  a redelivery of that delivery (or of any older one) has the same or an older time and changes nothing — and
+- no other head's job or close of the PR is newer (`newer_event`, as for a new job): an old event of that head
+  delivered late (a label added before K was pushed) revives nothing.
+
+Revived, the row is as a new job of this delivery: its payload (approval, who to confirm), status (`queued`, or
+`held` for a fork), no lease, no error, the delivery's time, no check run (the worker opens a new one; a run the
+old attempt left open has the same `external_id` and is taken over), and it cancels the PR's other open heads.
+`attempts` is not set back: it is the fencing token, and the cancelled attempt's worker may still be running until
+its next heartbeat fails — a reused number would let it pass as the new claim. The new life gets the full budget
+instead: `attempt_base` in its payload says how many attempts came before (`attempt_limit`). Rows cancelled for
+another reason (there is none today), and `done` or `failed` ones (a re-run is the label's or a re-request's
+job), are not revived; nor are rows without a time (before migration 0007) or deliveries without one.
+
 Cancelled-as-superseded rows are no evidence: they lost to another row, which is itself the evidence. The
 callers hold the PR's lock (`lock_pr`) on PostgreSQL, so the comparison and the insert see every
 other delivery of the PR that committed before; on SQLite the write lock serialises them.
@@ -30,13 +50,16 @@ names, whatever is newer.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from evalward.store.schema import jobs_table
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
+
+    from evalward.store.job_queue import JobSpec
 
 CLOSED_KIND = "pull_request_closed"
 """The kind of the row recording that a pull request was closed (born `done`; no worker handles it)."""
@@ -44,6 +67,8 @@ SUPERSEDED = "superseded by "
 """How the last error of a job cancelled by a newer head of its PR begins."""
 CLOSED = "pull request closed"
 """The last error of a job cancelled because its PR was closed."""
+ATTEMPT_BASE = "attempt_base"
+"""In a revived job's payload: the attempts (claims) its earlier life used, which its budget does not count."""
 
 
 def newer_event(
@@ -134,3 +159,38 @@ def cancel_open(
             .values(status="cancelled", lease_until=None, last_error=reason, updated_at=now)
         )
     return ids
+
+
+def attempt_limit(payload: Mapping[str, Any] | None, max_attempts: int) -> int:
+    """The claim number up to which a job may run: `max_attempts` after the attempts of its earlier life (a revived
+    job keeps counting its claims — the fencing token — but gets a full budget)."""
+    base = (payload or {}).get(ATTEMPT_BASE)
+    return max_attempts + (base if isinstance(base, int) and base > 0 else 0)
+
+
+def revive_if_newer(
+    conn: Connection, row: Any, spec: JobSpec, repo: str, pr_number: int, reason: str, now: datetime
+) -> list[int] | None:
+    """Revive `row` (the existing row of `spec`'s dedupe key: id, status, attempts, last_error) when it is cancelled
+    as superseded or by the close and `spec` is newer than the row and the PR's newest event (module docstring):
+    the ids of the PR's other open heads it then cancels with `reason`; None when it stays as it is."""
+    from sqlalchemy import update
+
+    error = row.last_error or ""
+    if row.status != "cancelled" or not (error.startswith(SUPERSEDED) or error == CLOSED):
+        return None
+    if spec.pr_updated_at is None or spec.kind != "evaluate":
+        return None
+    if newer_event(conn, repo, pr_number, head_sha=spec.head_sha, updated_at=spec.pr_updated_at) is not None:
+        return None
+    j = jobs_table.c
+    payload = {**spec.payload, ATTEMPT_BASE: int(row.attempts)} if row.attempts else dict(spec.payload)
+    revived = conn.execute(
+        update(jobs_table)
+        .where(j.id == row.id, j.status == "cancelled", j.pr_updated_at.is_not(None), j.pr_updated_at < spec.pr_updated_at)
+        .values(status=spec.status, payload=payload, lease_until=None, last_error=None, updated_at=now,
+                check_run_state=None, check_run_id=None, pr_number=pr_number, pr_updated_at=spec.pr_updated_at)
+    )  # fmt: skip
+    if not revived.rowcount:
+        return None
+    return cancel_open(conn, repo, pr_number, spec.head_sha, reason, now)
