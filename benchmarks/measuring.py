@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -103,3 +105,44 @@ def in_child(module: str, function: str, *args: object) -> None:
         f"; {module}.{function}({', '.join(repr(a) if not isinstance(a, Path) else f'Path({str(a)!r})' for a in args)})"
     )
     subprocess.run([sys.executable, "-c", script], check=True)
+
+
+@dataclass(frozen=True)
+class Interleaved:
+    """Median (wall s, CPU s, peak RSS MB) of each command over the measured rounds, and the load around them."""
+
+    medians: dict[str, tuple[float, float, float]]
+    load_at_start: str
+    load_at_end: str
+
+    def print_table(self, cases: int) -> None:
+        """One row a command: wall, wall per case, CPU and peak RSS."""
+        width = max(len(label) for label in self.medians) + 2
+        print(f"{BYTECODE}; {self.load_at_start} at the start, {self.load_at_end} at the end")
+        print(f"{'command':<{width}} {'wall':>9} {'per case':>10} {'CPU':>9} {'peak RSS':>10}")
+        for label, (wall, cpu, rss) in self.medians.items():
+            print(f"{label:<{width}} {wall:>8.2f}s {wall / cases * 1e3:>8.2f}ms {cpu:>8.2f}s {rss:>7.0f} MB")
+
+
+def interleaved(
+    labels: Sequence[str], measure_one: Callable[[str], tuple[float, float, float]], runs: int
+) -> Interleaved:
+    """Each of `labels` measured by `measure_one` once in a warm-up round (bytecode written, not counted), then
+    `runs` rounds in which they take turns, so a noisy neighbour slows every command alike."""
+    for label in labels:
+        measure_one(label)
+    load_at_start = load_average()
+    samples: dict[str, list[tuple[float, float, float]]] = {label: [] for label in labels}
+    for _ in range(runs):
+        for label in labels:
+            samples[label].append(measure_one(label))
+    load_at_end = load_average()
+    medians = {
+        label: (
+            statistics.median(s[0] for s in rounds),
+            statistics.median(s[1] for s in rounds),
+            statistics.median(s[2] for s in rounds),
+        )
+        for label, rounds in samples.items()
+    }
+    return Interleaved(medians, load_at_start, load_at_end)

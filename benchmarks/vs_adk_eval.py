@@ -32,14 +32,13 @@ import argparse
 import json
 import re
 import shutil
-import statistics
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from measuring import BYTECODE, load_average, run_measured, user_env  # a sibling script, found through the path above
+from measuring import interleaved, run_measured, user_env  # a sibling script, found through the path above
 
 ROOT = Path(__file__).resolve().parents[1]
 GOALS = {"evalward adk:": 3.0, "evalward callable": 8.0}
@@ -209,23 +208,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         write_project(folder, args.cases, llm_agent=args.llm_agent)
-        for label, command in commands(folder).items():  # the warm-up round: bytecode written, not counted
-            measure(label, command, folder, args.cases)
-        load_at_start = load_average()
-        samples: dict[str, list[tuple[float, float, float]]] = {label: [] for label in commands(folder)}
-        for _ in range(args.runs):  # interleaved, so a noisy neighbour slows every command alike
-            for label, command in commands(folder).items():
-                samples[label].append(measure(label, command, folder, args.cases))
-        load_at_end = load_average()
-    medians = {label: tuple(statistics.median(s[i] for s in runs) for i in range(3)) for label, runs in samples.items()}
+        runs = commands(folder)
+        timed = interleaved(list(runs), lambda label: measure(label, runs[label], folder, args.cases), args.runs)
+    medians = timed.medians
     agent = "LlmAgent + scripted model" if args.llm_agent else "scripted BaseAgent"
     print(
         f"{args.cases} one-turn cases ({agent}), tool_trajectory_avg_score + response_match_score, median of {args.runs}"
     )
-    print(f"{BYTECODE}; {load_at_start} at the start, {load_at_end} at the end")
-    print(f"{'command':<20} {'wall':>9} {'per case':>10} {'CPU':>9} {'peak RSS':>10}")
-    for label, (wall, cpu, rss) in medians.items():
-        print(f"{label:<20} {wall:>8.2f}s {wall / args.cases * 1e3:>8.2f}ms {cpu:>8.2f}s {rss:>7.0f} MB")
+    timed.print_table(args.cases)
     adk_wall, adk_cpu = medians["adk eval"][0], medians["adk eval"][1]
     for label, goal in GOALS.items():
         ratio = adk_wall / medians[label][0]

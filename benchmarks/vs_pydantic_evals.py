@@ -52,7 +52,6 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -60,7 +59,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 # Sibling scripts, found through the path above.
-from measuring import BYTECODE, load_average, passed_cases, run_measured, user_env
+from measuring import interleaved, passed_cases, run_measured, user_env
 from vs_adk_eval import CALLABLE
 
 GOAL = 1.5
@@ -204,24 +203,15 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         write_project(folder, args.cases)
-        for label, command in commands(folder).items():  # the warm-up round: bytecode written, not counted
-            measure(label, command, folder, args.cases)
         check_evalward_scores(folder, args.cases)
-        load_at_start = load_average()
-        samples: dict[str, list[tuple[float, float, float]]] = {label: [] for label in commands(folder)}
-        for _ in range(args.runs):  # interleaved, so a noisy neighbour slows every command alike
-            for label, command in commands(folder).items():
-                samples[label].append(measure(label, command, folder, args.cases))
-        load_at_end = load_average()
-    medians = {label: tuple(statistics.median(s[i] for s in runs) for i in range(3)) for label, runs in samples.items()}
+        runs = commands(folder)
+        timed = interleaved(list(runs), lambda label: measure(label, runs[label], folder, args.cases), args.runs)
+    medians = timed.medians
     print(
         f"{args.cases} one-turn cases, model-free Python agent, exact tool trajectory + exact answer, "
         f"median of {args.runs}"
     )
-    print(f"{BYTECODE}; {load_at_start} at the start, {load_at_end} at the end")
-    print(f"{'command':<24} {'wall':>9} {'per case':>10} {'CPU':>9} {'peak RSS':>10}")
-    for label, (wall, cpu, rss) in medians.items():
-        print(f"{label:<24} {wall:>8.2f}s {wall / args.cases * 1e3:>8.2f}ms {cpu:>8.2f}s {rss:>7.0f} MB")
+    timed.print_table(args.cases)
     peer_wall, peer_cpu = medians[PEER][0], medians[PEER][1]
     for label in (NO_HISTORY, HISTORY):
         ratio, cpu_ratio = peer_wall / medians[label][0], peer_cpu / medians[label][1]
