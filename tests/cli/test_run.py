@@ -9,21 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.cli_process import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 DICE = ROOT / "examples" / "dice_agent"
-
-
-def run_cli(args: list[str], tmp_path: Path) -> tuple[int, str, str]:
-    completed = subprocess.run(
-        [sys.executable, "-m", "evalward", *args],
-        cwd=ROOT,
-        env={**os.environ, "EVALWARD_DB": f"sqlite:///{tmp_path}/h.db"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    return completed.returncode, completed.stdout, completed.stderr
 
 
 def test_dice_example_passes_and_writes_reports(tmp_path: Path) -> None:

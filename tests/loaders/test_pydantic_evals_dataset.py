@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -25,6 +24,7 @@ from pydantic_evals.evaluators import (
     MaxDuration,
 )
 from pydantic_evals.reporting import EvaluationReport
+from tests.cli_process import run_cli
 from tests.fakes.pydantic_evals_task import CUSTOM_PATHS, CUSTOM_TYPES, Grade, HasNeedle, LengthScore, agent, task
 
 from evalward.errors import EvalFileError, UsageError
@@ -553,18 +553,6 @@ def test_a_run_scores_every_case_as_evaluate_sync(tmp_path: Path, suffix: str) -
     assert evalward_results(run.cases) == expected
     assert {c.case_id: c.status == "passed" for c in run.cases} == passed_cases(expected)
     assert passed_cases(expected) == {"france": True, "wrong": False, "sum": False, "Case 4": False}
-
-
-def run_cli(args: list[str], tmp_path: Path) -> tuple[int, str, str]:
-    completed = subprocess.run(
-        [sys.executable, "-m", "evalward", *args],
-        cwd=ROOT,
-        env={**os.environ, "EVALWARD_DB": f"sqlite:///{tmp_path}/h.db"},
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    return completed.returncode, completed.stdout, completed.stderr
 
 
 @pytest.mark.parametrize("suffix", [".yaml", ".json"])
