@@ -58,6 +58,7 @@ from evalward._server.settings import ServerSettings
 from evalward._server.tokens import bearer_token, token_matches
 from evalward._server.webhooks import WebhookPlan, plan_delivery, verify_signature, well_formed_signature
 from evalward.store.job_queue import Enqueued, JobQueue, ValueRefused
+from evalward.store.job_supersede import CLOSED, SUPERSEDED
 
 if TYPE_CHECKING:
     from evalward._server.worker import WorkerPool
@@ -139,7 +140,7 @@ def carry_out(queue: JobQueue, plan: WebhookPlan) -> tuple[list[Enqueued], list[
         supersede = None
         if index == 0 and plan.cancel_pr is not None:
             keep = plan.cancel_pr[2]
-            supersede = (plan.cancel_pr[1], f"superseded by {keep[:12]}" if keep else "pull request closed")
+            supersede = (plan.cancel_pr[1], f"{SUPERSEDED}{keep[:12]}" if keep else CLOSED)
         enqueued.append(queue.enqueue(spec, supersede=supersede))
         cancelled += enqueued[-1].cancelled
         if enqueued[-1].revived:
@@ -149,9 +150,7 @@ def carry_out(queue: JobQueue, plan: WebhookPlan) -> tuple[list[Enqueued], list[
             break
     if plan.cancel_pr is not None and not plan.jobs:
         repo, number, keep = plan.cancel_pr
-        cancelled = queue.cancel_pr_jobs(
-            repo, number, keep_head_sha=keep, reason="pull request closed", closed=plan.closed
-        )
+        cancelled = queue.cancel_pr_jobs(repo, number, keep_head_sha=keep, reason=CLOSED, closed=plan.closed)
     return enqueued, released, cancelled
 
 
