@@ -371,7 +371,10 @@ def refuse_secret_identifiers(sets: Sequence[EvalSet], options: RunOptions) -> N
         joined = "\0".join([eval_set.eval_set_id, *ids])
         if redact(joined) == joined:
             continue
-        located = [(eval_set.eval_set_id, None, "eval set id"), *((i, n, "case id") for n, i in enumerate(ids))]
+        located = [
+            (eval_set.eval_set_id, None, "eval set id"),
+            *((case_id, at, "case id") for at, case_id in enumerate(ids)),
+        ]
         for identifier, index, what in located:
             if found := secrets_in(identifier):
                 message = f"{what} {redact(identifier)!r} contains {' and '.join(found)}: ids are stored and shown "
