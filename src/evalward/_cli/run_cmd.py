@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import sys
+from concurrent.futures import Future
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import click
 
@@ -17,6 +18,9 @@ from evalward._cli.options import (
     run_value_options,
 )
 from evalward.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, UsageError
+
+if TYPE_CHECKING:
+    from evalward.store.writer_process import HistoryProcess
 
 
 @click.command("run")
@@ -89,17 +93,19 @@ def execute_run(
     **run_values: Any,
 ) -> int:
     """`evalward run`: `_run_values` are the options of `_cli.options.run_value_options` (see `RunValues`)."""
+    from evalward._cli.common import echo_warnings
     from evalward._pipeline import prepare
     from evalward._run_values import RunValues, run_options_from
     from evalward.context import detect_context
+    from evalward.store.writer_process import HistoryProcess
 
     values = RunValues.from_values(run_values)
     if not values.paths:
         raise UsageError("no eval files given: pass files or directories (or set EVALWARD_PATHS)")
-    options = run_options_from(
-        values,
-        run_id=run_id,
-        context=detect_context(
+    # The history writer process starts now and imports while the eval files load (`store.writer_process`).
+    history = None if no_history else HistoryProcess()
+    try:
+        context = detect_context(
             repository=repository,
             commit=commit,
             branch=branch,
@@ -107,16 +113,16 @@ def execute_run(
             base_sha=base_sha,
             pr_number=pr_number,
             group_id=group_id,
-        ),
-    )
-    prepared = prepare(options)
-    from evalward._cli.common import echo_warnings
-
-    echo_warnings(prepared.warnings)
+        )
+        prepared = prepare(run_options_from(values, run_id=run_id, context=context))
+        echo_warnings(prepared.warnings)
+    except BaseException:
+        if history is not None:
+            history.close()
+        raise
     return run_and_report(
         prepared,
-        db_url=None if no_history else db_url,
-        use_history=not no_history,
+        history=None if history is None else history.open(db_url),
         resume_run_id=resume_run_id,
         json_path=json_path,
         junit_path=junit_path,
@@ -129,8 +135,7 @@ def execute_run(
 def run_and_report(
     prepared: Any,
     *,
-    db_url: str | None,
-    use_history: bool,
+    history: HistoryProcess | None,
     resume_run_id: str | None,
     json_path: str | None,
     junit_path: str | None,
@@ -143,29 +148,30 @@ def run_and_report(
     from evalward.runners import make_agent
 
     options = prepared.options
-    agent = make_agent(
-        options.agent,
-        cwd=options.agent_cwd,
-        processes=options.agent_processes,
-        openai_options=getattr(options, "agent_options", None),
-    )
-    store = open_history(db_url) if use_history else None
+    store = history
+    resumable: Future[str | None] | None = None
     try:
+        agent = make_agent(
+            options.agent,
+            cwd=options.agent_cwd,
+            processes=options.agent_processes,
+            openai_options=getattr(options, "agent_options", None),
+        )
         if store is not None and resume_run_id is None:
             resumable = store.find_resumable(
                 options.context.commit, fingerprint_for(prepared, agent), shard=options.shard
             )
-            if resumable is not None:
-                if sys.stdin.isatty() and click.confirm(
-                    f"run {resumable} for this commit and these eval files was not finished; resume it?", default=True
+            # At a terminal the user is asked before the run; in CI the note is printed when the answer is in,
+            # after the run, which then need not wait for the database.
+            found = resumable.result() if sys.stdin.isatty() else None
+            if found is not None:
+                resumable = None
+                if click.confirm(
+                    f"run {found} for this commit and these eval files was not finished; resume it?", default=True
                 ):
-                    resume_run_id = resumable
+                    resume_run_id = found
                 else:
-                    click.echo(
-                        f"note: unfinished run {resumable} matches this commit and eval files; "
-                        f"`--resume {resumable}` runs only what it is missing",
-                        err=True,
-                    )
+                    _note_resumable(found)
 
         progress_bar, progress_callback = _progress(quiet)
         try:
@@ -207,16 +213,26 @@ def run_and_report(
                 click.echo(prepared.simulator.describe())
         if store is not None:
             click.echo(f"run id: {run.run_id}")
+        if resumable is not None and (found := resumable.result()) is not None:
+            _note_resumable(found)
         if run.status == "cancelled":
             click.echo(f"interrupted: kept {len(run.cases)} finished case results", err=True)
             return EXIT_INTERRUPTED
         return EXIT_OK if run.passed else EXIT_FAILED
 
     finally:
-        # Closed here, not left to the interpreter's exit: SQLite checkpoints and removes its WAL file when the
-        # last connection closes, and `main` may skip the final garbage collection (`mark_resources_closed`).
+        # Closed here, not left to the interpreter's exit: the writer process stores what it was sent and ends,
+        # and SQLite checkpoints and removes its WAL file when the last connection closes.
         if store is not None:
             store.close()
+
+
+def _note_resumable(run_id: str) -> None:
+    click.echo(
+        f"note: unfinished run {run_id} matches this commit and eval files; "
+        f"`--resume {run_id}` runs only what it is missing",
+        err=True,
+    )
 
 
 def open_history(db_url: str | None) -> Any:

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from evalward.runners.executor import CaseRun, RateLimiter
     from evalward.runners.user_simulator import UserSimulator
     from evalward.store import Store
+    from evalward.store.writer_process import HistoryProcess
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -81,7 +82,7 @@ async def _hand_to_writer(
 
 
 async def _write_results(
-    store: Store, run_id: str, queue: asyncio.Queue[_Written | None], writer: ThreadPoolExecutor
+    store: Store | HistoryProcess, run_id: str, queue: asyncio.Queue[_Written | None], writer: ThreadPoolExecutor
 ) -> None:
     """Drain `queue` into the store in batches until a None arrives (see run_prepared)."""
     loop = asyncio.get_running_loop()
@@ -118,7 +119,7 @@ async def _write_results(
 async def run_prepared(
     prepared: PreparedRun,
     *,
-    store: Store | None = None,
+    store: Store | HistoryProcess | None = None,
     resume_run_id: str | None = None,
     progress: ProgressCallback | None = None,
     agent: Agent | None = None,
@@ -317,7 +318,7 @@ async def run_prepared(
     return run
 
 
-async def start_judging(prepared: PreparedRun, store: Store | None) -> Judging | None:
+async def start_judging(prepared: PreparedRun, store: Store | HistoryProcess | None) -> Judging | None:
     """The run's judges, probed (InfrastructureError when unreachable); None when nothing is judged.
 
     Replies are cached in the history database's judge_cache table, or without one in a SQLite file

@@ -9,10 +9,54 @@ half of its cases (docs/gate.md §2, §9).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
-from evalward.errors import GateInputError
+from evalward.errors import GateInputError, UsageError
 from evalward.model import CaseResult, EvalSetInfo, RunResult
+
+if TYPE_CHECKING:
+    from evalward.store.repository import Store
+
+
+def merge_stored_shards(
+    store: Store,
+    run_ids: Sequence[str] | None,
+    *,
+    group_id: str | None,
+    new_run_id: str,
+    finalize: Callable[[RunResult], RunResult] | None,
+) -> RunResult:
+    """Combine the stored shards of one logical run into a new complete run, or fail closed.
+
+    Shards are given by id or by `group_id` (then the newest run per shard index). Raises GateInputError,
+    naming every problem at once, when: a shard of 1..shard_count is missing or given twice, a shard is not
+    complete, a shard's planned case × repetition has no result, shards disagree on fingerprint, commit or
+    shard count, or two shards hold the same case × repetition. `finalize` (the pipeline's summariser)
+    recomputes summaries over the merged cases; without it the merged run has no summary and passes only
+    when every shard passed.
+    """
+    from evalward.store.rows import unique_keys
+
+    if (run_ids is None) == (group_id is None):
+        raise UsageError("merge needs either run ids or a group id (not both)")
+    if group_id is not None:
+        rows = store.list_runs_in_group(group_id)
+        if not rows:
+            raise GateInputError(f"no runs with group id {group_id!r} in the history database")
+        run_ids = pick_group_shards(rows)
+    assert run_ids is not None
+    if store.has_run(new_run_id):
+        raise UsageError(f"run {new_run_id!r} already exists; choose another id for the merged run")
+    shards = [store.load_run(run_id) for run_id in dict.fromkeys(run_ids)]
+    missing = {run.run_id: store.missing_items(run.run_id) for run in shards}
+    plans = {run.run_id: store.planned_items(run.run_id) for run in shards}
+    merged = combine_shards(shards, missing=missing, new_run_id=new_run_id, duplicates=len(run_ids))
+    if finalize is not None:
+        merged = finalize(merged)
+    planned = [key for run in shards for key in plans[run.run_id]]
+    store.insert_complete_run(merged, unique_keys(planned))
+    return store.load_run(new_run_id)
 
 
 def pick_group_shards(rows: Sequence[tuple[str, int | None, int | None, str]]) -> list[str]:

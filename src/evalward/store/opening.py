@@ -3,10 +3,22 @@ waited for rather than reported at once."""
 
 from __future__ import annotations
 
-from evalward.store.repository import Store
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
+    from evalward.store.repository import Store
 
 
 def open_store(url: str | None = None, *, upgrade: bool = True) -> Store:
+    """`Store(open_engine(url, upgrade=upgrade))`."""
+    from evalward.store.repository import Store
+
+    return Store(open_engine(url, upgrade=upgrade))
+
+
+def open_engine(url: str | None = None, *, upgrade: bool = True) -> Engine:
     """Open the history database at `url` (> $EVALWARD_DB > `.evalward/history.db`), migrating it to the
     newest schema on first use. With `upgrade=False` an out-of-date database raises InfrastructureError
     telling the user to run `evalward db upgrade`; an unreachable database raises InfrastructureError too.
@@ -54,7 +66,7 @@ def _redacted(url: str) -> str:
     return mask_url(url)
 
 
-def _open_once(url: str, upgrade: bool) -> Store:
+def _open_once(url: str, upgrade: bool) -> Engine:
     from evalward.errors import InfrastructureError
     from evalward.store.engine import create_db_engine
     from evalward.store.migrate import HEAD_REVISION, engine_revision, upgrade_engine
@@ -73,4 +85,4 @@ def _open_once(url: str, upgrade: bool) -> Store:
     except BaseException:
         engine.dispose()
         raise
-    return Store(engine)
+    return engine

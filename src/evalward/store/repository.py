@@ -18,16 +18,17 @@ import json
 from array import array
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from evalward.errors import GateInputError, UsageError
+from evalward.errors import GateInputError
 from evalward.model import CaseResult, CaseSummary, RunResult
 from evalward.model.records import iter_record_keys, record_keys
 from evalward.redact import redact_model
+from evalward.store import writes
 from evalward.store.engine import read_transaction, write_transaction
 from evalward.store.history import HistoryViews
+from evalward.store.row_shapes import CaseRows, now
 from evalward.store.rows import (
-    ROWS_PER_INSERT,
     ROWS_PER_READ,
     ItemKey,
     ScoreRow,
@@ -44,14 +45,6 @@ if TYPE_CHECKING:
     # The gate's models load when a verdict is read or written: a run never needs them.
     from evalward.model.verdict import RecordedVerdict, Verdict
     from evalward.store.judge_replies import JudgeReplies
-
-
-KEYS_PER_LOOKUP = 100
-"""Most keys one "already stored?" query names (`Store._recorded_keys`)."""
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
 
 
 class Store(HistoryViews):
@@ -86,14 +79,8 @@ class Store(HistoryViews):
 
         Raises UsageError when a run with this id is already stored (resume it instead).
         """
-        plan = unique_keys(planned)
         with write_transaction(self.engine) as conn:
-            if self._run_exists(conn, run.run_id):
-                raise UsageError(
-                    f"run {run.run_id!r} already exists in the history database; "
-                    f"use `evalward run --resume {run.run_id}` to finish it, or choose another run id"
-                )
-            self._insert_run(conn, run, "running", plan)
+            writes.begin_run(conn, run.run_id, run_columns(run, "running"), unique_keys(planned))
             self._insert_cases(conn, run.run_id, run.cases)
 
     def record_case(self, run_id: str, case: CaseResult) -> bool:
@@ -102,18 +89,7 @@ class Store(HistoryViews):
         Returns True when written, False when (run_id, eval_set_id, case_id, repetition) was already stored
         (nothing changes then). Raises GateInputError when the run does not exist.
         """
-        from sqlalchemy.exc import IntegrityError
-
-        try:
-            with write_transaction(self.engine) as conn:
-                self._require_run(conn, run_id)
-                return self._insert_cases(conn, run_id, [case]) == 1
-        except IntegrityError:
-            # Two writers raced on PostgreSQL: the other one's row won, which is exactly one row.
-            with read_transaction(self.engine) as conn:
-                if self._recorded_keys(conn, run_id, [case.key]):
-                    return False
-            raise
+        return self.record_cases(run_id, [case]) == 1
 
     def record_cases(
         self, run_id: str, cases: Sequence[CaseResult], encoded: Sequence[bytes] | None = None, *, fresh: bool = False
@@ -131,38 +107,28 @@ class Store(HistoryViews):
         without first asking which are stored. The unique index still refuses a result stored meanwhile (a
         second process resuming the same run), and the batch then falls back to one case at a time.
         """
-        from sqlalchemy.exc import IntegrityError
+        at = now()
 
-        try:
-            with write_transaction(self.engine) as conn:
-                self._require_run(conn, run_id)
-                return self._insert_cases(conn, run_id, cases, encoded, fresh=fresh)
-        except IntegrityError:
-            return sum(self.record_case(run_id, case) for case in cases)
+        def rows_at(index: int) -> CaseRows:
+            return rows_of_case(run_id, cases[index], at, None if encoded is None else encoded[index])
+
+        return writes.store_case_rows(self.engine, run_id, record_keys(cases), rows_at, fresh=fresh)
 
     def finish_run(self, run: RunResult) -> None:
         """Store the run's final status, summary and finished_at, and any of its cases not stored yet.
 
         A run that was never begun is inserted whole (its cases become its manifest).
         """
+        keys = list(iter_record_keys(run.cases))
         with write_transaction(self.engine) as conn:
-            if not self._run_exists(conn, run.run_id):
-                self._insert_run(conn, run, run.status, unique_keys(iter_record_keys(run.cases)))
+            if not writes.run_exists(conn, run.run_id):
+                self._insert_run(conn, run, run.status, unique_keys(keys))
             else:
-                from sqlalchemy import update
-
-                conn.execute(
-                    update(runs_table)
-                    .where(runs_table.c.run_id == run.run_id)
-                    .values(
-                        **run_columns(run, run.status),
-                        case_order=case_order_json(iter_record_keys(run.cases)),
-                    )
-                )
+                writes.update_run(conn, run.run_id, run_columns(run, run.status), case_order_json(keys))
             # The run's rows are its own results (written as they finished), so as many rows as results means
             # all of them are stored (the usual end of a run whose writer kept up): a large run then neither
             # reads its keys back nor compares them. Fewer rows: the missing ones are found and written.
-            if len(run.cases) <= 100 or self._stored_count(conn, run.run_id) != len(run.cases):
+            if len(run.cases) <= 100 or writes.stored_count(conn, run.run_id) != len(run.cases):
                 self._insert_cases(conn, run.run_id, run.cases)
 
     def import_run(self, run: RunResult) -> str:
@@ -202,7 +168,7 @@ class Store(HistoryViews):
         from sqlalchemy import insert
 
         with write_transaction(self.engine) as conn:
-            self._require_run(conn, verdict.current_run_id)
+            writes.require_run(conn, verdict.current_run_id)
             conn.execute(
                 insert(gate_verdicts_table).values(
                     run_id=verdict.current_run_id,
@@ -237,7 +203,7 @@ class Store(HistoryViews):
 
     def has_run(self, run_id: str) -> bool:
         with read_transaction(self.engine) as conn:
-            return self._run_exists(conn, run_id)
+            return writes.run_exists(conn, run_id)
 
     def run_repository(self, run_id: str) -> tuple[bool, str | None]:
         """(whether `run_id` is stored, the repository of that run): one indexed row, not the run."""
@@ -268,7 +234,7 @@ class Store(HistoryViews):
                 ).where(runs_table.c.run_id == run_id)
             ).one_or_none()
             if row is None:
-                raise self._unknown_run(conn, run_id)
+                raise writes.unknown_run(conn, run_id)
             run_json, order_json, status = row
             position = {
                 (str(e), str(c), int(r)): i for i, (e, c, r) in enumerate(json.loads(order_json or "null") or [])
@@ -314,7 +280,7 @@ class Store(HistoryViews):
                 select(runs_table.c.run_json, runs_table.c.status).where(runs_table.c.run_id == run_id)
             ).one_or_none()
             if row is None:
-                raise self._unknown_run(conn, run_id)
+                raise writes.unknown_run(conn, run_id)
         data = dict(row.run_json)
         data["status"] = row.status
         data["cases"] = []
@@ -325,7 +291,7 @@ class Store(HistoryViews):
         from sqlalchemy import and_, select
 
         with read_transaction(self.engine) as conn:
-            self._require_run(conn, run_id)
+            writes.require_run(conn, run_id)
             joined = plan_table.outerjoin(
                 cases_table,
                 and_(
@@ -348,7 +314,7 @@ class Store(HistoryViews):
         from sqlalchemy import select
 
         with read_transaction(self.engine) as conn:
-            self._require_run(conn, run_id)
+            writes.require_run(conn, run_id)
             rows = conn.execute(
                 select(plan_table.c.eval_set_id, plan_table.c.case_id, plan_table.c.repetition)
                 .where(plan_table.c.run_id == run_id)
@@ -359,23 +325,10 @@ class Store(HistoryViews):
     def find_resumable(
         self, commit: str | None, fingerprint: str, *, shard: tuple[int, int] | None = None
     ) -> str | None:
-        """The newest unfinished (running, cancelled or failed) run with this commit, fingerprint and shard.
-
-        `shard` = (index, count) of the shard about to run; None matches only unsharded runs, so shard 2
-        is never offered shard 1's run.
-        """
-        from sqlalchemy import select
-
-        c = runs_table.c
-        query = select(c.run_id).where(c.fingerprint == fingerprint, c.status != "complete")
-        query = query.where(c.commit_sha.is_(None) if commit is None else c.commit_sha == commit)
-        if shard is None:
-            query = query.where(c.shard_count.is_(None))
-        else:
-            query = query.where(c.shard_index == shard[0], c.shard_count == shard[1])
-        query = query.order_by(c.started_at.desc().nulls_last(), c.created_at.desc()).limit(1)
+        """The newest unfinished (running, cancelled or failed) run with this commit, fingerprint and shard
+        (`writes.find_resumable`)."""
         with read_transaction(self.engine) as conn:
-            return conn.execute(query).scalar_one_or_none()
+            return writes.find_resumable(conn, commit, fingerprint, shard=shard)
 
     def load_scores(self, run_id: str, metrics: Sequence[str] | None = None) -> list[ScoreRow]:
         """The run's case-level metric scores (optionally only `metrics`), without parsing case JSON.
@@ -389,7 +342,7 @@ class Store(HistoryViews):
         if metrics is not None:
             query = query.where(s.metric.in_(list(metrics)))
         with read_transaction(self.engine) as conn:
-            self._require_run(conn, run_id)
+            writes.require_run(conn, run_id)
             rows = conn.execute(query).all()
         return [
             ScoreRow(
@@ -427,147 +380,33 @@ class Store(HistoryViews):
         new_run_id: str,
         finalize: Callable[[RunResult], RunResult] | None = None,
     ) -> RunResult:
-        """Combine the shards of one logical run into a new complete run, or fail closed.
+        """Combine the shards of one logical run into a new complete run, or fail closed (`store.merge`)."""
+        from evalward.store.merge import merge_stored_shards
 
-        Shards are given by id or by `group_id` (then the newest run per shard index). Raises
-        GateInputError, naming every problem at once, when: a shard of 1..shard_count is missing or given
-        twice, a shard is not complete, a shard's planned case × repetition has no result, shards disagree on
-        fingerprint, commit or shard count, or two shards hold the same case × repetition.
-        `finalize` (the pipeline's summariser) recomputes summaries over the merged cases; without it the
-        merged run has no summary and passes only when every shard passed.
-        """
-        from evalward.store.merge import combine_shards, pick_group_shards
+        return merge_stored_shards(self, run_ids, group_id=group_id, new_run_id=new_run_id, finalize=finalize)
 
-        if (run_ids is None) == (group_id is None):
-            raise UsageError("merge needs either run ids or a group id (not both)")
-        if group_id is not None:
-            rows = self.list_runs_in_group(group_id)
-            if not rows:
-                raise GateInputError(f"no runs with group id {group_id!r} in the history database")
-            run_ids = pick_group_shards(rows)
-        assert run_ids is not None
-        if self.has_run(new_run_id):
-            raise UsageError(f"run {new_run_id!r} already exists; choose another id for the merged run")
-        shards = [self.load_run(run_id) for run_id in dict.fromkeys(run_ids)]
-        missing = {run.run_id: self.missing_items(run.run_id) for run in shards}
-        plans = {run.run_id: self.planned_items(run.run_id) for run in shards}
-        merged = combine_shards(shards, missing=missing, new_run_id=new_run_id, duplicates=len(run_ids))
-        if finalize is not None:
-            merged = finalize(merged)
-        planned = [key for run in shards for key in plans[run.run_id]]
+    def insert_complete_run(self, run: RunResult, planned: list[ItemKey]) -> None:
+        """Store a run made outside a writer (a merge of shards) whole: row, manifest, cases and case order."""
+        from sqlalchemy import update
+
         with write_transaction(self.engine) as conn:
-            self._insert_run(conn, merged, "complete", unique_keys(planned))
-            self._insert_cases(conn, merged.run_id, merged.cases)
-            from sqlalchemy import update
-
-            conn.execute(
-                update(runs_table)
-                .where(runs_table.c.run_id == merged.run_id)
-                .values(case_order=[list(c.key) for c in merged.cases])
-            )
-        return self.load_run(new_run_id)
+            self._insert_run(conn, run, "complete", planned)
+            self._insert_cases(conn, run.run_id, run.cases)
+            order = [list(c.key) for c in run.cases]
+            conn.execute(update(runs_table).where(runs_table.c.run_id == run.run_id).values(case_order=order))
 
     # -- internals --------------------------------------------------------------------------------
 
     def _insert_run(self, conn: Connection, run: RunResult, status: str, plan: list[ItemKey]) -> None:
-        from sqlalchemy import insert
+        order = case_order_json(iter_record_keys(run.cases)) if status != "running" else None
+        writes.insert_run(conn, run.run_id, run_columns(run, status), plan, case_order=order)
 
-        conn.execute(
-            insert(runs_table).values(
-                **run_columns(run, status),
-                planned_count=len(plan),
-                created_at=_now(),
-                case_order=case_order_json(iter_record_keys(run.cases)) if status != "running" else None,
-            )
-        )
-        # In batches: a million planned items as one list of row dicts would take gigabytes at once.
-        for start in range(0, len(plan), ROWS_PER_INSERT):
-            conn.execute(
-                insert(plan_table),
-                [
-                    {"run_id": run.run_id, "eval_set_id": e, "case_id": c, "repetition": r}
-                    for e, c, r in plan[start : start + ROWS_PER_INSERT]
-                ],
-            )
-
-    def _insert_cases(
-        self,
-        conn: Connection,
-        run_id: str,
-        cases: Sequence[CaseResult],
-        encoded: Sequence[bytes] | None = None,
-        *,
-        fresh: bool = False,
-    ) -> int:
+    def _insert_cases(self, conn: Connection, run_id: str, cases: Sequence[CaseResult]) -> int:
         """Insert the cases not stored yet (checked under the caller's write transaction); return how many.
-        Only those are read (a run's cases may live in a temporary file, `evalward.spill`). `encoded`, `fresh`:
-        see `record_cases`."""
-        from sqlalchemy import insert
-
-        if not cases:
-            return 0
-        keys = record_keys(cases)
-        stored = set() if fresh else self._recorded_keys(conn, run_id, keys)
-        now = _now()
-        case_rows: list[dict[str, Any]] = []
-        score_rows: list[dict[str, Any]] = []
-        seen: set[ItemKey] = set()
-        for index, key in enumerate(keys):
-            if key in stored or key in seen:
-                continue
-            seen.add(key)
-            row, scores = rows_of_case(run_id, cases[index], now, None if encoded is None else encoded[index])
-            case_rows.append(row)
-            score_rows.extend(scores)
-        if case_rows:
-            conn.execute(insert(cases_table), case_rows)
-        if score_rows:
-            conn.execute(insert(scores_table), score_rows)
-        return len(case_rows)
-
-    @staticmethod
-    def _stored_count(conn: Connection, run_id: str) -> int:
-        from sqlalchemy import func, select
-
-        return int(conn.execute(select(func.count()).where(cases_table.c.run_id == run_id)).scalar_one())
-
-    def _recorded_keys(self, conn: Connection, run_id: str, keys: Sequence[ItemKey]) -> set[ItemKey]:
-        from sqlalchemy import select, tuple_
-
-        cc = cases_table.c
-        query = select(cc.eval_set_id, cc.case_id, cc.repetition).where(cc.run_id == run_id)
-        if len(keys) > KEYS_PER_LOOKUP * 10:
-            # A large write (a whole run: finish_run, import) reads the run's keys once.
-            return {(r.eval_set_id, r.case_id, r.repetition) for r in conn.execute(query)}
-        # A writer's batch checks just its keys through the unique index, in chunks: reading every stored key
-        # of the run for each batch made a run's writes quadratic in its size.
-        found: set[ItemKey] = set()
-        for start in range(0, len(keys), KEYS_PER_LOOKUP):
-            chunk = [tuple(k) for k in keys[start : start + KEYS_PER_LOOKUP]]
-            in_chunk = query.where(tuple_(cc.eval_set_id, cc.case_id, cc.repetition).in_(chunk))
-            found.update((r.eval_set_id, r.case_id, r.repetition) for r in conn.execute(in_chunk))
-        return found
-
-    @staticmethod
-    def _run_exists(conn: Connection, run_id: str) -> bool:
-        from sqlalchemy import select
-
-        return conn.execute(select(runs_table.c.run_id).where(runs_table.c.run_id == run_id)).first() is not None
-
-    def _require_run(self, conn: Connection, run_id: str) -> None:
-        if not self._run_exists(conn, run_id):
-            raise self._unknown_run(conn, run_id)
-
-    @staticmethod
-    def _unknown_run(conn: Connection, run_id: str) -> GateInputError:
-        from sqlalchemy import select
-
-        similar = conn.execute(
-            select(runs_table.c.run_id).where(runs_table.c.run_id.startswith(run_id[:6], autoescape=True)).limit(5)
-        ).scalars()
-        hint = ", ".join(similar)
-        return GateInputError(
-            f"run {run_id!r} is not in the history database" + (f" (similar ids: {hint})" if hint else "")
+        Only those are read (a run's cases may live in a temporary file, `evalward.spill`)."""
+        at = now()
+        return writes.insert_case_rows(
+            conn, run_id, record_keys(cases), lambda index: rows_of_case(run_id, cases[index], at), fresh=False
         )
 
 

@@ -3,9 +3,7 @@ read models `Store` returns. Pure functions of the models; the SQL that writes a
 
 from __future__ import annotations
 
-import io
 import json
-from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, Literal
 
@@ -15,9 +13,11 @@ from evalward.model import CaseResult, RunResult
 from evalward.redact import redact_model, redact_model_json
 from evalward.store.comparability import comparability_key
 from evalward.store.engine import JSONText
-
-ItemKey = tuple[str, str, int]
-"""(eval_set_id, case_id, repetition): one planned or recorded unit of work."""
+from evalward.store.row_shapes import ROWS_PER_INSERT as ROWS_PER_INSERT
+from evalward.store.row_shapes import ItemKey as ItemKey
+from evalward.store.row_shapes import case_columns, case_rows
+from evalward.store.row_shapes import case_order_json as case_order_json
+from evalward.store.row_shapes import unique_keys as unique_keys
 
 RunStatus = Literal["running", "complete", "cancelled", "failed"]
 
@@ -131,64 +131,10 @@ def rows_of_case(
     `encoded`: the case's JSON when the caller has it and the case is already redacted
     (`redact.redact_encoded_model`, as the run pipeline records every result), stored as it is."""
     if encoded is None:
-        case = redact_model(case)
-        case_json: Any = case.model_dump(mode="json")
-    else:
-        case_json = JSONText(encoded.decode("utf-8"))
-    usage = case.usage
-    row = {
-        "run_id": run_id,
-        "eval_set_id": case.eval_set_id,
-        "case_id": case.case_id,
-        "repetition": case.repetition,
-        "status": case.status,
-        "content_hash": case.content_hash,
-        "must_pass": case.must_pass,
-        "latency_s": case.latency_s,
-        "input_tokens": usage.input_tokens if usage else None,
-        "output_tokens": usage.output_tokens if usage else None,
-        "cost_usd": usage.cost_usd if usage else None,
-        "error_kind": case.error.kind if case.error else None,
-        "started_at": case.started_at,
-        "finished_at": case.finished_at,
-        "recorded_at": recorded_at,
-        "case_json": case_json,
-    }
-    scores: dict[str, dict[str, Any]] = {}
-    for metric in case.metric_results:
-        # A metric named twice keeps its first score in the table; the case JSON keeps both.
-        scores.setdefault(
-            metric.name,
-            {
-                "run_id": run_id,
-                "eval_set_id": case.eval_set_id,
-                "case_id": case.case_id,
-                "repetition": case.repetition,
-                "metric": metric.name,
-                "score": metric.score,
-                "status": metric.status,
-            },
-        )
-    return row, list(scores.values())
+        dumped: dict[str, Any] = redact_model(case).model_dump(mode="json")
+        return case_rows(run_id, *case_columns(dumped), dumped, recorded_at)
+    return case_rows(run_id, *case_columns(json.loads(encoded)), JSONText(encoded.decode("utf-8")), recorded_at)
 
-
-def unique_keys(keys: Iterable[ItemKey]) -> list[ItemKey]:
-    return list(dict.fromkeys((str(e), str(c), int(r)) for e, c, r in keys))
-
-
-ROWS_PER_INSERT = 5000
-"""Rows a multi-row insert sends at once."""
 
 ROWS_PER_READ = 500
 """Case rows a streamed read fetches at once."""
-
-
-def case_order_json(keys: Iterable[ItemKey]) -> JSONText:
-    """The runs row's `case_order` (the keys as JSON lists), written key by key: a large run's keys are made
-    as they are read (`evalward.case_keys`) and never held as a million lists."""
-    text = io.StringIO()
-    text.write("[")
-    for index, (eval_set_id, case_id, repetition) in enumerate(keys):
-        text.write((", " if index else "") + json.dumps([eval_set_id, case_id, repetition]))
-    text.write("]")
-    return JSONText(text.getvalue())

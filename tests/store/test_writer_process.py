@@ -1,0 +1,223 @@
+"""The history writer process (`store.writer_process`): `evalward run` stores through it what an in-process
+`Store` stores, never imports SQLAlchemy itself, keeps the database URL off command lines, and fails the run
+(exit 3, the reason named) when the writer dies."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from evalward.errors import InfrastructureError, UsageError
+from evalward.model import CaseResult, EvalSetInfo, MetricResult, RunResult
+from evalward.store import open_store
+from evalward.store.writer_process import HistoryProcess, pack_parts, unpack_parts
+
+AGENT = """
+import os, time
+def run(request):
+    time.sleep(float(os.environ.get("AGENT_SLEEP", "0")))
+    query = request["query"]
+    return {"response": f"answer to {query}", "tool_calls": [{"name": "look", "args": {"q": query}}]}
+"""
+
+
+def run_cli(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "evalward", *args],
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+
+
+def write_project(folder: Path, cases: int) -> Path:
+    items = [
+        {
+            "id": f"c{i:03d}",
+            "query": f"q{i}",
+            "expect": {"response": f"answer to q{i}", "tool_calls": [{"name": "look", "args": {"q": f"q{i}"}}]},
+        }
+        for i in range(cases)
+    ]
+    path = folder / "set.eval.json"
+    path.write_text(json.dumps({"evalward": 1, "eval_set_id": "set", "cases": items}), encoding="utf-8")
+    (folder / "agent.py").write_text(AGENT, encoding="utf-8")
+    return path
+
+
+def test_a_run_stores_through_the_writer_what_the_store_reads_back(tmp_path: Path) -> None:
+    eval_file = write_project(tmp_path, 250)  # more than one writer batch
+    db = tmp_path / "h.db"
+    report = tmp_path / "run.json"
+    agent = f"{tmp_path / 'agent.py'}:run"
+    args = ["run", str(eval_file), "--agent", agent, "--repeat", "2", "--db", f"sqlite:///{db}", "--json", str(report)]
+    completed = run_cli([*args, "-q"], cwd=tmp_path)
+    assert completed.returncode == 0, completed.stderr
+    printed = RunResult.model_validate_json(report.read_text(encoding="utf-8"))
+    with open_store(f"sqlite:///{db}") as store:
+        stored = store.load_run(printed.run_id)
+        assert store.missing_items(printed.run_id) == []
+    assert stored.status == "complete" and stored.passed is True
+    assert [c.key for c in stored.cases] == [c.key for c in printed.cases]
+    assert [c.model_dump() for c in stored.cases] == [c.model_dump() for c in printed.cases]
+    assert stored.eval_sets == printed.eval_sets
+    with sqlite3.connect(db) as conn:
+        (scores,) = conn.execute("SELECT count(*) FROM metric_scores WHERE run_id = ?", (printed.run_id,)).fetchone()
+        started = conn.execute("SELECT started_at FROM case_results LIMIT 1").fetchone()[0]
+    assert scores == 500 * len(printed.cases[0].metric_results)
+    assert started is not None
+
+
+def test_the_run_process_never_imports_sqlalchemy(tmp_path: Path) -> None:
+    eval_file = write_project(tmp_path, 3)
+    args = ["run", str(eval_file), "--agent", f"{tmp_path / 'agent.py'}:run", "--db", f"sqlite:///{tmp_path / 'h.db'}"]
+    probe = (
+        "import sys\nfrom evalward._cli.main import main\ntry:\n"
+        f"    main({args!r})\nexcept SystemExit as exit:\n    code = exit.code\n"
+        "print(repr((code, sorted(m for m in ('sqlalchemy', 'alembic') if m in sys.modules))), file=sys.stderr)\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False, cwd=tmp_path
+    )
+    assert ast.literal_eval(completed.stderr.strip().splitlines()[-1]) == (0, []), completed.stderr
+    with sqlite3.connect(tmp_path / "h.db") as conn:
+        assert conn.execute("SELECT count(*) FROM case_results").fetchone() == (3,)
+
+
+def test_the_database_url_is_never_on_a_command_line(tmp_path: Path) -> None:
+    history = HistoryProcess()
+    try:
+        history.open(f"sqlite:///{tmp_path}/h.db?password=hunter2-very-secret")
+        cmdline = Path(f"/proc/{history._child.pid}/cmdline").read_bytes()
+        assert b"hunter2" not in cmdline and b"sqlite" not in cmdline
+        assert b"evalward.store.writer_process" in cmdline
+    finally:
+        history.close()
+
+
+def _run(run_id: str) -> RunResult:
+    info = EvalSetInfo(eval_set_id="s", format="native", content_hash="h", case_hashes={"a": "x", "b": "y"})
+    return RunResult(run_id=run_id, status="running", passed=False, repetitions=1, eval_sets=[info])
+
+
+def _case(case_id: str) -> tuple[CaseResult, bytes]:
+    case = CaseResult(
+        eval_set_id="s",
+        case_id=case_id,
+        repetition=0,
+        status="passed",
+        metric_results=[MetricResult(name="m", score=1.0, status="passed")],
+    )
+    return case, case.model_dump_json().encode()
+
+
+def test_a_taken_run_id_fails_the_next_write_with_the_stores_own_refusal(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/h.db"
+    with open_store(url) as store:
+        store.begin_run(_run("taken"), [("s", "a", 0)])
+    history = HistoryProcess().open(url)
+    try:
+        history.begin_run(_run("taken"), [("s", "a", 0)])
+        case, text = _case("a")
+        with pytest.raises(UsageError, match="run 'taken' already exists"):
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:  # refused as soon as the child's answer is in
+                history.record_cases("taken", [case], [text], fresh=True)
+                time.sleep(0.05)
+    finally:
+        history.close()
+
+
+def test_a_killed_writer_fails_the_run_with_its_reason(tmp_path: Path) -> None:
+    history = HistoryProcess().open(f"sqlite:///{tmp_path}/h.db")
+    try:
+        history.begin_run(_run("r1"), [("s", "a", 0), ("s", "b", 0)])
+        case, text = _case("a")
+        history.record_cases("r1", [case], [text], fresh=True)
+        os.kill(history._child.pid, signal.SIGKILL)
+        history._child.wait()
+        with pytest.raises(InfrastructureError, match="writer process stopped"):
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                history.record_cases("r1", [case], [text], fresh=True)
+                time.sleep(0.05)
+    finally:
+        history.close()
+
+
+def test_a_finished_run_missing_results_is_an_error_not_a_complete_run(tmp_path: Path) -> None:
+    """The child counts what it stored against the run's keys: a result lost on the way fails the run."""
+    url = f"sqlite:///{tmp_path}/h.db"
+    history = HistoryProcess().open(url)
+    run = _run("r2")
+    case, text = _case("a")
+    try:
+        history.begin_run(run, [("s", "a", 0), ("s", "b", 0)])
+        history.record_cases("r2", [case], [text], fresh=True)
+        lost = _case("b")[0]  # finished but never sent
+        with pytest.raises(InfrastructureError, match="1 case results were not stored"):
+            history.finish_run(run.model_copy(update={"status": "complete", "cases": [case, lost]}))
+    finally:
+        history.close()
+    with open_store(url) as store:
+        assert store.load_run("r2").status == "running"  # the finish rolled back: resumable
+
+
+def test_a_run_killed_with_sigkill_leaves_what_its_writer_was_sent_and_resumes(tmp_path: Path) -> None:
+    eval_file = write_project(tmp_path, 40)
+    db = tmp_path / "h.db"
+    env = {**os.environ, "AGENT_SLEEP": "0.05", "EVALWARD_DB": f"sqlite:///{db}"}
+    args = [
+        sys.executable,
+        "-m",
+        "evalward",
+        "run",
+        str(eval_file),
+        "--agent",
+        f"{tmp_path / 'agent.py'}:run",
+        "-j",
+        "1",
+    ]
+    process = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    stored = 0
+    while time.monotonic() < deadline and stored < 5:
+        time.sleep(0.1)
+        if db.exists():
+            with sqlite3.connect(db) as conn:
+                try:
+                    stored = conn.execute("SELECT count(*) FROM case_results").fetchone()[0]
+                except sqlite3.OperationalError:  # the schema is being made
+                    stored = 0
+    process.kill()
+    process.communicate(timeout=60)  # the writer ends with its input: nothing holds the output open
+    with sqlite3.connect(db) as conn:
+        (run_id, status) = conn.execute("SELECT run_id, status FROM runs").fetchone()
+    assert status == "running"
+    resumed = run_cli(
+        ["run", str(eval_file), "--agent", f"{tmp_path / 'agent.py'}:run", "--resume", run_id, "-q"],
+        cwd=tmp_path,
+        env={"EVALWARD_DB": f"sqlite:///{db}"},
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute("SELECT case_id, repetition FROM case_results WHERE run_id = ?", (run_id,)).fetchall()
+        (status,) = conn.execute("SELECT status FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+    assert sorted(rows) == sorted({(f"c{i:03d}", 0) for i in range(40)}) and status == "complete"
+
+
+def test_parts_survive_packing() -> None:
+    parts = [b"", b"run", "é".encode(), b"x" * 70_000]
+    assert unpack_parts(pack_parts(parts)) == parts
