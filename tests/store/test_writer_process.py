@@ -221,3 +221,41 @@ def test_a_run_killed_with_sigkill_leaves_what_its_writer_was_sent_and_resumes(t
 def test_parts_survive_packing() -> None:
     parts = [b"", b"run", "é".encode(), b"x" * 70_000]
     assert unpack_parts(pack_parts(parts)) == parts
+
+
+def test_a_console_run_refused_for_bad_input_creates_no_database_and_leaves_no_writer(tmp_path: Path) -> None:
+    """`evalward run` from a console starts its writer before anything loads (`_cli.main`); a run refused for
+    its input closes it unused: no database is made and nothing keeps the command's output open."""
+    (tmp_path / "agent.py").write_text(AGENT, encoding="utf-8")
+    started = time.monotonic()
+    completed = run_cli(
+        ["run", str(tmp_path / "missing.eval.json"), "--agent", f"{tmp_path / 'agent.py'}:run"],
+        cwd=tmp_path,
+        env={"EVALWARD_DB": f"sqlite:///{tmp_path}/h.db"},
+    )
+    assert completed.returncode == 2, completed.stderr
+    assert "missing.eval.json" in completed.stderr
+    assert not (tmp_path / "h.db").exists()
+    assert time.monotonic() - started < 60
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "expected"),
+    [
+        (["run", "x.json", "--agent", "a.py:f"], {}, True),
+        (["run", "x.json", "--no-history"], {}, False),
+        (["run", "--help"], {}, False),
+        (["run", "x.json"], {"EVALWARD_NO_HISTORY": "true"}, False),
+        (["ci"], {}, False),
+        ([], {}, False),
+    ],
+)
+def test_the_writer_is_prestarted_only_for_runs_that_store(
+    args: list[str], env: dict[str, str], expected: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from evalward._cli.main import _stores_a_run
+
+    monkeypatch.delenv("EVALWARD_NO_HISTORY", raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert _stores_a_run(args) is expected

@@ -97,13 +97,16 @@ def execute_run(
     from evalward._pipeline import prepare
     from evalward._run_values import RunValues, run_options_from
     from evalward.context import detect_context
-    from evalward.store.writer_process import HistoryProcess
+    from evalward.store import writer_process
 
     values = RunValues.from_values(run_values)
     if not values.paths:
         raise UsageError("no eval files given: pass files or directories (or set EVALWARD_PATHS)")
-    # The history writer process starts now and imports while the eval files load (`store.writer_process`).
-    history = None if no_history else HistoryProcess()
+    # The history writer process (started by `_cli.main` for a console run, else now) imports and opens the
+    # database while the eval files load (`store.writer_process`).
+    if no_history:
+        writer_process.discard_prestarted()
+    history = None if no_history else writer_process.take()
     try:
         context = detect_context(
             repository=repository,

@@ -24,6 +24,7 @@ travels in the first frame, not on the command line, where `ps` would show its p
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -314,6 +315,34 @@ class HistoryProcess:
             answer.set_exception(self._failure())
 
 
+_prestarted: HistoryProcess | None = None
+
+
+def prestart() -> None:
+    """Start the writer process at once, before the `run` command's own modules load: the writer's start-up
+    (an interpreter, SQLAlchemy, the schema: ~0.2 s) then overlaps all of the run's, and a 1-case run ends
+    when its own work does (`_cli.main`, for `evalward run` started from a console). `take` hands it to the
+    run; one never taken (a usage error, `--no-history` from a settings file) is closed at exit."""
+    global _prestarted
+    if _prestarted is None:
+        _prestarted = HistoryProcess()
+        atexit.register(discard_prestarted)
+
+
+def take() -> HistoryProcess:
+    """The prestarted writer process, or a new one."""
+    global _prestarted
+    history, _prestarted = _prestarted, None
+    return history or HistoryProcess()
+
+
+def discard_prestarted() -> None:
+    global _prestarted
+    history, _prestarted = _prestarted, None
+    if history is not None:
+        history.close()
+
+
 def serve(requests: IO[bytes], replies: IO[bytes]) -> int:
     """The child: open the database named by the first frame, then store each frame, in order."""
     # What the writes use is imported before the first frame arrives (it comes once the run has loaded its
@@ -355,7 +384,11 @@ def serve(requests: IO[bytes], replies: IO[bytes]) -> int:
                 columns, keys, run_json = _revived(json.loads(parts[0])), json.loads(parts[1]), parts[2]
                 columns["run_json"] = JSONText(run_json.decode("utf-8"))
                 _finish(engine, run_id, columns, [(str(e), str(c), int(r)) for e, c, r in keys], case_order_json)
+                # The run's last frame: the database is closed (SQLite checkpoints its WAL) before the run hears
+                # DONE, so the run may end as soon as it does.
+                engine.dispose()
                 write_frame(replies, DONE)
+                return 0
     except Exception as exc:
         _report(replies, exc)
         return 1
