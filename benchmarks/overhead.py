@@ -3,7 +3,9 @@
 A synthetic agent answers every turn after exactly 50 ms (asyncio sleep); 1000 single-turn cases run at
 concurrency 50, so the ideal wall time is 1000 × 0.05 / 50 = 1.0 s. The ratio includes everything a
 real run does per case: request building, the agent call, scoring (trajectory + ROUGE), and — in the
-second measurement — writing each result to a SQLite history database as it completes.
+second measurement — writing each result to a SQLite history database as it completes, through a history
+writer process started before the eval file loads, as `evalward run` does (`store.writer_process`); its end
+(the writer storing the last results and closing the database) is inside the timing.
 
 Loading the eval file (parsing, validation, content hashes) happens before the run starts and is not part
 of the ratio; it is printed beside it so it cannot hide there.
@@ -12,7 +14,7 @@ Both settings run in this process, after a warm-up run of each (no latency, not 
 and the history database imported and used once, so no import or first-use compile falls inside a timing),
 then in turns, round by round; the load average is printed at the start and the end of the timed rounds.
 
-Goal: ratio ≤ 1.05 without history. Run: `python benchmarks/overhead.py [--cases N] [--latency S] [-j N]`.
+Goals (issue #33): ratio ≤ 1.03 without history, ≤ 1.05 with it. Run: `python benchmarks/overhead.py [--cases N] [--latency S] [-j N]`.
 """
 
 from __future__ import annotations
@@ -25,11 +27,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 from evalward._pipeline import RunOptions, prepare, run_blocking
 from evalward.model import AgentOutput, AgentRequest, AgentTarget
-from evalward.store import open_store
+from evalward.store.writer_process import HistoryProcess
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -84,13 +85,16 @@ def write_eval_set(folder: Path, cases: int) -> Path:
 LOAD_TIMES: list[float] = []
 
 
-def measure(path: Path, *, latency: float, concurrency: int, store: Any) -> float:
+def measure(path: Path, *, latency: float, concurrency: int, db_url: str | None) -> float:
+    history = None if db_url is None else HistoryProcess()
     loading = time.perf_counter()
     prepared = prepare(RunOptions(paths=[str(path)], agent="-", concurrency=concurrency, timeout_s=30))
     LOAD_TIMES.append(time.perf_counter() - loading)
     agent = SleepyAgent(latency)
     started = time.perf_counter()
-    run = run_blocking(prepared, store=store, agent=agent)
+    run = run_blocking(prepared, store=None if history is None else history.open(db_url), agent=agent)
+    if history is not None:
+        history.close()
     elapsed = time.perf_counter() - started
     assert len(run.cases) == len(prepared.sets[0].cases), "every case must have a result"
     return elapsed
@@ -104,17 +108,18 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="measurements per setting (median reported)")
     args = parser.parse_args()
     ideal = args.cases * args.latency / args.concurrency
-    with tempfile.TemporaryDirectory() as tmp, open_store(f"sqlite:///{tmp}/history.db") as store:
+    with tempfile.TemporaryDirectory() as tmp:
+        db_url = f"sqlite:///{tmp}/history.db"
         path = write_eval_set(Path(tmp), args.cases)
-        for warm_up in (None, store):  # not counted: imports (metrics, gate, store) and first uses
-            measure(path, latency=0.0, concurrency=args.concurrency, store=warm_up)
+        for warm_up in (None, db_url):  # not counted: imports (metrics, gate, store) and first uses
+            measure(path, latency=0.0, concurrency=args.concurrency, db_url=warm_up)
         del LOAD_TIMES[:]
         load_at_start = load_average()
         plain: list[float] = []
         stored: list[float] = []
         for _ in range(args.rounds):  # in turns, so a noisy neighbour slows both settings alike
-            plain.append(measure(path, latency=args.latency, concurrency=args.concurrency, store=None))
-            stored.append(measure(path, latency=args.latency, concurrency=args.concurrency, store=store))
+            plain.append(measure(path, latency=args.latency, concurrency=args.concurrency, db_url=None))
+            stored.append(measure(path, latency=args.latency, concurrency=args.concurrency, db_url=db_url))
         load_at_end = load_average()
     print(
         f"cases={args.cases} latency={args.latency}s concurrency={args.concurrency} ideal={ideal:.3f}s, {args.rounds} rounds"
@@ -125,7 +130,7 @@ def main() -> None:
         print(
             f"{label}: median wall={median:.3f}s ratio={median / ideal:.3f} "
             f"(min {min(walls) / ideal:.3f}, max {max(walls) / ideal:.3f})"
-            + (" (goal <= 1.05)" if label == "without history" else "")
+            + (" (goal <= 1.03)" if label == "without history" else " (goal <= 1.05)")
         )
     print(f"loading the eval file before each run (not in the ratio): median {statistics.median(LOAD_TIMES):.3f}s")
 
