@@ -4,6 +4,7 @@ escaped: a script, an attribute break-out, template syntax (which must print, ne
 from __future__ import annotations
 
 from html.parser import HTMLParser
+from urllib.parse import quote
 
 PAYLOADS = {
     "script": "<script>alert(1)</script>",
@@ -45,8 +46,10 @@ def assert_neutralised(text: str) -> None:
         assert ESCAPED[name] in text, name
     for raw in ("<script", "<img", "</textarea", "<u>"):
         assert raw not in text, raw
-    # template syntax in a value is printed, never run: each trace of it sits inside the literal payload
-    assert text.count("evaluated") == text.count(PAYLOADS["template injection"]) > 0
+    # template syntax in a value is printed, never run: each trace of it sits inside the literal payload, or
+    # inside a link's percent-encoded path (a case page's address carries the case id)
+    payload = PAYLOADS["template injection"]
+    assert text.count("evaluated") == text.count(payload) + text.count(quote(payload, safe="")) > 0
     page = _Page(text)
     assert not INJECTED_TAGS & {tag for tag, _ in page.starts}
     for _, attrs in page.starts:

@@ -69,7 +69,8 @@ async def test_repo_page_has_a_trend_chart_per_metric_and_flip_rates(dash: httpx
     assert 'data-metric="tool_trajectory_avg_score"' in page and "<polygon class=band" in page
     assert "3 runs on main" in page
     # Hand calculation: each case passed, failed, passed on main → 2 flips / 2 pairs = 1.000.
-    assert "<td>roll_17_sided_dice_twice</td><td class=num>1.000</td><td class=num>3</td>" in page
+    case_link = '<a href="/repos/acme/dice/cases/dice_basic/roll_17_sided_dice_twice?branch=main">'
+    assert f"<td>{case_link}roll_17_sided_dice_twice</a></td><td class=num>1.000</td><td class=num>3</td>" in page
 
 
 async def test_run_page_shows_verdict_metrics_and_the_trajectory_diff(dash: httpx.AsyncClient) -> None:

@@ -4,9 +4,11 @@ Pages:
 - `/`: repositories, each with its newest run;
 - `/repos/{owner}/{repo}`: runs, a trend chart per metric over the base branch's complete runs (line = the
   run's mean, shaded band = its 95% interval, so the band a PR is judged against is visible), and per-case
-  flakiness on the base branch (flip rate = flips / consecutive pairs of runs);
+  flakiness on the base branch (flip rate = flips / consecutive pairs of runs, a sustained regression and its
+  fix not counted: `case_page.changes_and_flips`), cases that flipped only;
 - `/runs/{run_id}`: the verdict against the automatic baseline, metrics with intervals, and per case the
-  trajectory diff (expected vs actual tool calls) of every turn;
+  trajectory diff (expected vs actual tool calls) of every turn, linked to the case's page;
+- `/repos/{owner}/{repo}/cases/{eval_set}/{case}`: the case on the base branch, run by run (`case_page`);
 - `/jobs`: the queue; `/login`: sets the read-token cookie when the server is not public.
 
 The pages are Jinja templates (`evalward/report/templates/dashboard/`) rendered by Starlette's `Jinja2Templates`
@@ -54,41 +56,66 @@ def templates() -> Jinja2Templates:
     return Jinja2Templates(env=environment())
 
 
-def _page(request: Request, template: str, status_code: int = 200, **context: Any) -> Response:
+def render_page(request: Request, template: str, status_code: int = 200, **context: Any) -> Response:
     """`dashboard/{template}` rendered with `context` and the helpers every page uses."""
     return templates().TemplateResponse(
         request,
         f"dashboard/{template}",
-        {"href": _href, "repo_href": _repo_href, "score": _fmt, "number": format, **context},
+        {
+            "href": href,
+            "repo_href": _repo_href,
+            "case_href": case_href,
+            "commit_href": commit_href,
+            "score": _fmt,
+            "number": format,
+            **context,
+        },
         status_code=status_code,
         headers={"Content-Security-Policy": CONTENT_SECURITY_POLICY},
     )
 
 
 def error_page(request: Request, status: int, message: str) -> Response:
-    return _page(request, "error.html", status, status=status, message=message)
+    return render_page(request, "error.html", status, status=status, message=message)
 
 
-def _href(*parts: str) -> str:
+def href(*parts: str) -> str:
     return "/" + "/".join(quote(p, safe="") for p in parts)
+
+
+def case_href(run: Any, case: Any) -> str | None:
+    """The case page of `case` in `run`'s repository, on the branch its history is kept (the base branch of a
+    pull request's run); None for a run without a repository."""
+    repo = run.context.repository
+    if not repo or "/" not in repo:
+        return None
+    owner, _, name = repo.partition("/")
+    branch = run.context.base_branch or run.context.branch
+    query = f"?branch={quote(branch, safe='')}" if branch else ""
+    return href("repos", owner, name, "cases", case.eval_set_id, case.case_id) + query
+
+
+def commit_href(repo: str, commit: str | None) -> str:
+    """The commit on GitHub (`#` when the run recorded none)."""
+    return f"https://github.com/{quote(repo)}/commit/{quote(commit, safe='')}" if commit else "#"
 
 
 def _repo_href(repo: str) -> str:
     owner, _, name = repo.partition("/")
-    return _href("repos", owner, name)
+    return href("repos", owner, name)
 
 
 def _fmt(value: float | None, digits: int = 3) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 
 
-def _gate(request: Request) -> Response | None:
+def read_gate(request: Request) -> Response | None:
     if can_read(request):
         return None
     return RedirectResponse("/login?next=" + quote(request.url.path), status_code=303)
 
 
-def _state(request: Request) -> Any:
+def server_state(request: Request) -> Any:
     return request.app.state.server
 
 
@@ -181,11 +208,11 @@ def trend_chart(metric: str, points: Sequence[TrendPoint]) -> TrendChart:
 
 
 async def home(request: Request) -> Response:
-    if (redirect := _gate(request)) is not None:
+    if (redirect := read_gate(request)) is not None:
         return redirect
     from evalward.store import history
 
-    state = _state(request)
+    state = server_state(request)
 
     def load() -> list[tuple[str, Any]]:
         out = []
@@ -194,15 +221,16 @@ async def home(request: Request) -> Response:
             out.append((repo, rows[0] if rows else None))
         return out
 
-    return _page(request, "home.html", repos=await run_in_threadpool(load))
+    return render_page(request, "home.html", repos=await run_in_threadpool(load))
 
 
 async def repo_page(request: Request) -> Response:
-    if (redirect := _gate(request)) is not None:
+    if (redirect := read_gate(request)) is not None:
         return redirect
+    from evalward._server.case_page import changes_and_flips
     from evalward.store import history
 
-    state = _state(request)
+    state = server_state(request)
     repo = f"{request.path_params['owner']}/{request.path_params['repo']}"
 
     def load() -> tuple[list[Any], str, dict[str, list[TrendPoint]], list[tuple[str, str, float, int]]]:
@@ -212,10 +240,11 @@ async def repo_page(request: Request) -> Response:
         branch = request.query_params.get("branch") or _base_branch(state, runs)
         trend = history.metric_trend(state.store, repo, branch)
         flaky = []
+        # Only cases that flipped, a regression and its fix not counted as flips (`case_page.changes_and_flips`).
         for (set_id, case_id), outcomes in history.case_outcomes(state.store, repo, branch).items():
-            rate = history.flip_rate(outcomes)
-            if rate is not None:
-                flaky.append((set_id, case_id, rate, len(outcomes)))
+            _streaks, flips, pairs = changes_and_flips(outcomes)
+            if flips:
+                flaky.append((set_id, case_id, flips / pairs, len(outcomes)))
         flaky.sort(key=lambda item: (-item[2], item[1]))
         return runs, branch, trend, flaky
 
@@ -225,16 +254,21 @@ async def repo_page(request: Request) -> Response:
     charts = [trend_chart(metric, points) for metric, points in trend.items()]
     charted = sorted((c for c in charts if c.count), key=lambda c: (not c.gated, c.metric))
     unvalued = sorted(c.metric for c in charts if not c.count)
-    return _page(
+    return render_page(
         request, "repo.html", repo=repo, branch=branch, charts=charted, unvalued=unvalued, runs=runs, flaky=flaky
     )
+
+
+def base_branch_of(state: Any, repo: str) -> str:
+    """`_base_branch` of the repository's newest runs."""
+    return _base_branch(state, state.store.list_runs(repository=repo, limit=100))
 
 
 def _base_branch(state: Any, runs: Sequence[Any]) -> str:
     """The branch to chart: the base branch the newest PR run names, else the newest run's branch, else main."""
     for row in runs:
         if row.pr_number is not None:
-            run = state.store.load_run(row.run_id)
+            run = state.store.load_run_header(row.run_id)
             if run.context.base_branch:
                 return str(run.context.base_branch)
     for row in runs:
@@ -244,9 +278,9 @@ def _base_branch(state: Any, runs: Sequence[Any]) -> str:
 
 
 async def run_page(request: Request) -> Response:
-    if (redirect := _gate(request)) is not None:
+    if (redirect := read_gate(request)) is not None:
         return redirect
-    state = _state(request)
+    state = server_state(request)
     run_id = request.path_params["run_id"]
 
     def load() -> tuple[Any, Any, str]:
@@ -275,19 +309,19 @@ async def run_page(request: Request) -> Response:
 
     run, verdict, provenance = await run_in_threadpool(load)
     metrics = sorted(run.summary.items(), key=lambda item: (item[1].threshold is None, item[0]))
-    return _page(
+    return render_page(
         request,
         "run.html",
         run=run,
         verdict=verdict,
         provenance=provenance,
         metrics=metrics,
-        cases=[_case_view(case) for case in run.cases],
+        cases=[case_view(case) for case in run.cases],
     )
 
 
 @dataclass(frozen=True)
-class _CaseView:
+class CaseView:
     """One case result on the run page: its turns, each with the lines of its trajectory diff."""
 
     case: Any
@@ -296,7 +330,7 @@ class _CaseView:
     turns: list[tuple[Any, list[str]]]
 
 
-def _case_view(case: Any) -> _CaseView:
+def case_view(case: Any) -> CaseView:
     from evalward.report.diff import diff_text, steps_diff, trajectory_diff
 
     turns = []
@@ -314,15 +348,15 @@ def _case_view(case: Any) -> _CaseView:
         + f" · repetition {case.repetition + 1}"
     )
     status_class = "pass" if case.status == "passed" else ("fail" if case.status == "failed" else "warn")
-    return _CaseView(case, label, status_class, turns)
+    return CaseView(case, label, status_class, turns)
 
 
 async def jobs_page(request: Request) -> Response:
-    if (redirect := _gate(request)) is not None:
+    if (redirect := read_gate(request)) is not None:
         return redirect
-    state = _state(request)
+    state = server_state(request)
     jobs = await run_in_threadpool(state.queue.list_jobs, status=request.query_params.get("status"), limit=100)
-    return _page(request, "jobs.html", jobs=jobs)
+    return render_page(request, "jobs.html", jobs=jobs)
 
 
 async def login(request: Request) -> Response:
@@ -336,21 +370,24 @@ async def login(request: Request) -> Response:
         # Parsed here: Starlette's form parser needs python-multipart, which the server does not ship.
         fields = parse_qs((await request.body()).decode("utf-8", errors="replace"))
         token = (fields.get("token") or [""])[0]
-        if token_matches(token, _state(request).settings.read_token_hashes):
+        if token_matches(token, server_state(request).settings.read_token_hashes):
             response = RedirectResponse(next_path, status_code=303)
             response.set_cookie(
                 READ_COOKIE, token, httponly=True, samesite="strict", secure=request.url.scheme == "https"
             )
             return response
         refused = True
-    return _page(request, "login.html", 401 if refused else 200, refused=refused, next_query=quote(next_path))
+    return render_page(request, "login.html", 401 if refused else 200, refused=refused, next_query=quote(next_path))
 
 
 def dashboard_routes() -> list[Route]:
+    from evalward._server.case_page import case_routes
+
     return [
         Route("/", home, methods=["GET"]),
         Route("/repos/{owner}/{repo}", repo_page, methods=["GET"]),
         Route("/runs/{run_id}", run_page, methods=["GET"]),
+        *case_routes(),
         Route("/jobs", jobs_page, methods=["GET"]),
         Route("/login", login, methods=["GET", "POST"]),
     ]

@@ -341,3 +341,95 @@ def flip_rate(outcomes: list[bool]) -> float | None:
         return None
     flips = sum(a != b for a, b in pairwise(outcomes))
     return flips / (len(outcomes) - 1)
+
+
+class CaseRunPoint(BaseModel):
+    """One case in one complete run on a branch: how its repetitions ended and its mean score per metric."""
+
+    model_config = ConfigDict(defer_build=True, frozen=True)
+
+    run_id: str
+    commit: str | None
+    started_at: datetime | None
+    passes: int
+    """repetitions that passed."""
+    results: int
+    """repetitions recorded."""
+    errors: int
+    """repetitions that ended in an error."""
+    scores: dict[str, float | None]
+    """{metric: mean of the repetitions' non-null scores} (None when none had a score)."""
+
+    @property
+    def passed(self) -> bool:
+        """Every repetition passed (a case's outcome in a run, as `case_outcomes` and the flip rates count it)."""
+        return self.results > 0 and self.passes == self.results
+
+
+def case_timeline(
+    store: Store, repository: str, branch: str, eval_set_id: str, case_id: str, *, limit: int = 50
+) -> list[CaseRunPoint]:
+    """The case in the newest `limit` complete, unsharded runs of `repository` on `branch` that ran it,
+    oldest first."""
+    from sqlalchemy import case, func, select
+
+    cc, s = cases_table.c, scores_table.c
+    with read_transaction(store.engine) as conn:
+        runs = conn.execute(
+            store.history_runs_query(branch=branch, case_id=case_id, limit=limit, repository=repository)
+        ).all()
+        ids = [r.run_id for r in runs]
+        if not ids:
+            return []
+        outcomes = {
+            r.run_id: r
+            for r in conn.execute(
+                select(
+                    cc.run_id,
+                    func.count().label("results"),
+                    func.sum(case((cc.status == "passed", 1), else_=0)).label("passes"),
+                    func.sum(case((cc.status == "error", 1), else_=0)).label("errors"),
+                )
+                .where(cc.run_id.in_(ids), cc.eval_set_id == eval_set_id, cc.case_id == case_id)
+                .group_by(cc.run_id)
+            )
+        }
+        scores: dict[str, dict[str, float | None]] = defaultdict(dict)
+        for run_id, metric, mean in conn.execute(
+            select(s.run_id, s.metric, func.avg(s.score))
+            .where(s.run_id.in_(ids), s.eval_set_id == eval_set_id, s.case_id == case_id)
+            .group_by(s.run_id, s.metric)
+        ):
+            scores[run_id][metric] = None if mean is None else float(mean)
+    return [
+        CaseRunPoint(
+            run_id=r.run_id,
+            commit=r.commit_sha,
+            started_at=r.started_at,
+            passes=int(outcomes[r.run_id].passes or 0),
+            results=int(outcomes[r.run_id].results),
+            errors=int(outcomes[r.run_id].errors or 0),
+            scores=scores.get(r.run_id, {}),
+        )
+        for r in reversed(runs)
+        if r.run_id in outcomes  # the same case id in another eval set only
+    ]
+
+
+def case_results_in(store: Store, run_ids: list[str], eval_set_id: str, case_id: str) -> dict[str, list[Any]]:
+    """{run id: the case's results in that run, by repetition} — the case's JSON only, never a whole run."""
+    from sqlalchemy import Text, cast, select
+
+    from evalward.model import CaseResult
+
+    cc = cases_table.c
+    found: dict[str, list[Any]] = defaultdict(list)
+    with read_transaction(store.engine) as conn:
+        rows = conn.execute(
+            select(cc.run_id, cast(cc.case_json, Text))
+            .where(cc.run_id.in_(run_ids), cc.eval_set_id == eval_set_id, cc.case_id == case_id)
+            .order_by(cc.run_id, cc.repetition)
+        )
+        for run_id, text in rows:
+            found[run_id].append(CaseResult.model_validate_json(text))
+    return dict(found)

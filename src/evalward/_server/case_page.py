@@ -1,0 +1,165 @@
+"""The case page (`/repos/{owner}/{repo}/cases/{eval_set}/{case}`): when did this case start failing?
+
+A case's story on a branch is read from its outcome in each complete run, oldest first (it passes in a run when
+every repetition passed, as `store.history.case_outcomes` counts it):
+- a **sustained change** is the newest runs failing `SUSTAINED_RUNS` or more times in a row after a run it passed:
+  the first run of that streak is its **first bad commit**, the passing run before it the last good one;
+- **flakiness** is the flip rate over the window (flips / consecutive pairs of runs), the changes into and out
+  of a sustained failure not counted: a regression and its fix are two changes, not noise (`changes_and_flips`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+
+from evalward.store.history import CaseRunPoint
+
+if TYPE_CHECKING:
+    from starlette.routing import Route
+
+SUSTAINED_RUNS = 2
+"""Consecutive failing runs, after a passing one, that make a sustained change rather than one bad run."""
+RECENT_RESULTS = 3
+"""Newest runs whose results (trajectory diffs, responses) the page shows."""
+WINDOW_RUNS = 50
+"""Runs of the branch the page reads (newest first)."""
+
+
+@dataclass(frozen=True)
+class CaseStory:
+    """What the points say, in the words the page leads with."""
+
+    headline: str
+    first_bad: CaseRunPoint | None
+    """The first run of the newest sustained failing streak."""
+    last_good: CaseRunPoint | None
+    """The passing run just before `first_bad`."""
+    flips: int
+    pairs: int
+
+    @property
+    def flip_rate(self) -> float | None:
+        return None if not self.pairs else self.flips / self.pairs
+
+
+def changes_and_flips(outcomes: list[bool]) -> tuple[list[tuple[int, int]], int, int]:
+    """(sustained failing streaks as (first, last) indexes, flips, pairs) of `outcomes` (oldest first): a streak
+    is `SUSTAINED_RUNS` or more failing runs in a row after a passing one; the transitions into and out of a
+    streak are changes, not flips, and count in neither `flips` nor `pairs`. Example: P F P P F F F P →
+    streak (4, 6); flips 2 (P→F, F→P at 1) of 5 pairs (7 pairs less the 2 changes)."""
+    streaks: list[tuple[int, int]] = []
+    index = 0
+    while index < len(outcomes):
+        end = index
+        while end + 1 < len(outcomes) and outcomes[end + 1] == outcomes[index]:
+            end += 1
+        if not outcomes[index] and index > 0 and end - index + 1 >= SUSTAINED_RUNS:
+            streaks.append((index, end))
+        index = end + 1
+    changes = {first for first, _ in streaks} | {last + 1 for _, last in streaks if last + 1 < len(outcomes)}
+    flips = pairs = 0
+    for at in range(1, len(outcomes)):  # the pair (at - 1, at)
+        if at in changes:
+            continue
+        pairs += 1
+        flips += outcomes[at] != outcomes[at - 1]
+    return streaks, flips, pairs
+
+
+def tell(points: list[CaseRunPoint], branch: str) -> CaseStory:
+    """The story of `points` (oldest first) on `branch`; see the module docstring for the rules."""
+    if not points:
+        return CaseStory(f"This case has no complete run on {branch}.", None, None, 0, 0)
+    outcomes = [p.passed for p in points]
+    streaks, flips, pairs = changes_and_flips(outcomes)
+    noise = _noise(flips, pairs)
+    runs = f"{len(points)} run{'s' if len(points) != 1 else ''} on {branch}"
+    newest_failing = not outcomes[-1]
+    if streaks and streaks[-1][1] == len(points) - 1:  # failing now, a sustained change
+        first, last = streaks[-1]
+        first_bad, last_good = points[first], points[first - 1]
+        headline = (
+            f"Failing since commit {_short(first_bad.commit)}: {last - first + 1} runs in a row, after passing "
+            f"at {_short(last_good.commit)}.{noise}"
+        )
+        return CaseStory(headline, first_bad, last_good, flips, pairs)
+    if newest_failing and not any(outcomes):
+        return CaseStory(f"Failing in every one of the {runs}: it started before the runs shown.", None, None, 0, 0)
+    if newest_failing:
+        headline = (
+            f"Failed in the newest run, after passing in the one before (one run: not yet a sustained change).{noise}"
+        )
+    elif streaks:
+        first, last = streaks[-1]
+        headline = (
+            f"Passing since commit {_short(points[last + 1].commit)}, which fixed a failure that began at "
+            f"{_short(points[first].commit)} ({last - first + 1} runs).{noise}"
+        )
+    elif flips:
+        headline = f"Passing in the newest run.{noise}"
+    else:
+        headline = f"Passing in all {runs}."
+    return CaseStory(headline, None, None, flips, pairs)
+
+
+def _noise(flips: int, pairs: int) -> str:
+    if not flips:
+        return ""
+    return f" Flaky meanwhile: its outcome flipped {flips} time{'s' if flips != 1 else ''} in {pairs} pairs of runs."
+
+
+def _short(commit: str | None) -> str:
+    return (commit or "unknown")[:7]
+
+
+async def case_page(request: Request) -> Response:
+    from evalward._server.dashboard import base_branch_of, case_view, read_gate, render_page, server_state
+    from evalward.store import history
+
+    if (redirect := read_gate(request)) is not None:
+        return redirect
+    state = server_state(request)
+    repo = f"{request.path_params['owner']}/{request.path_params['repo']}"
+    eval_set_id, case_id = request.path_params["eval_set"], request.path_params["case_id"]
+
+    def load() -> tuple[str, list[CaseRunPoint], dict[str, list[Any]], set[str]]:
+        branch = request.query_params.get("branch") or base_branch_of(state, repo)
+        points = history.case_timeline(state.store, repo, branch, eval_set_id, case_id, limit=WINDOW_RUNS)
+        if not points and not state.store.list_runs(repository=repo, limit=1):
+            raise HTTPException(404, f"no runs for repository {repo}")
+        recent = [p.run_id for p in points[-RECENT_RESULTS:]]
+        # The criteria (a threshold in the newest run) lead the columns; informational metrics follow.
+        newest = state.store.load_run_header(points[-1].run_id) if points else None
+        gated = {name for name, s in newest.summary.items() if s.threshold is not None} if newest else set()
+        return branch, points, history.case_results_in(state.store, recent, eval_set_id, case_id), gated
+
+    branch, points, results, gated = await run_in_threadpool(load)
+    story = tell(points, branch)
+    metrics = sorted({metric for point in points for metric in point.scores}, key=lambda m: (m not in gated, m))
+    recent = [
+        (point, [case_view(case) for case in results.get(point.run_id, [])]) for point in points[-RECENT_RESULTS:]
+    ]
+    return render_page(
+        request,
+        "case.html",
+        repo=repo,
+        branch=branch,
+        eval_set_id=eval_set_id,
+        case_id=case_id,
+        story=story,
+        points=list(reversed(points)),
+        metrics=metrics,
+        recent=list(reversed(recent)),
+    )
+
+
+def case_routes() -> list[Route]:
+    from starlette.routing import Route
+
+    return [Route("/repos/{owner}/{repo}/cases/{eval_set}/{case_id:path}", case_page, methods=["GET"])]
