@@ -36,6 +36,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from evalward._server.api import READ_COOKIE, can_read
+from evalward.report.formatting import percent
 from evalward.store.history import TrendPoint
 
 if TYPE_CHECKING:
@@ -67,6 +68,7 @@ def render_page(request: Request, template: str, status_code: int = 200, **conte
             "case_href": case_href,
             "commit_href": commit_href,
             "score": _fmt,
+            "percent": percent,
             "number": format,
             **context,
         },

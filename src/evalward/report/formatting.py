@@ -44,7 +44,17 @@ def score(value: float | None) -> str:
 
 
 def percent(value: float | None) -> str:
-    return MISSING if value is None else PERCENT_FORMAT.format(value)
+    """`80.0%`. A share strictly between 0 and 1 never reads as a whole or as nothing: 1,998 of 2,000 is
+    `99.9%`, 1,999 of 2,000 `>99.9%` (rounding would say `100.0%`, beside a failing verdict), 1 of 20,000
+    `<0.1%`. Every report and the dashboard print shares through this rule."""
+    if value is None:
+        return MISSING
+    shown = PERCENT_FORMAT.format(value)
+    if 0.0 < value < 1.0 and shown == PERCENT_FORMAT.format(1.0):
+        return ">" + PERCENT_FORMAT.format(0.999)
+    if 0.0 < value < 1.0 and shown == PERCENT_FORMAT.format(0.0):
+        return "<" + PERCENT_FORMAT.format(0.001)
+    return shown
 
 
 def latency(value: float | None) -> str:
