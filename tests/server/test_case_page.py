@@ -162,3 +162,24 @@ def test_the_case_page_in_headless_chromium(regressed_db: str, tmp_path: Path) -
     finally:
         driver.quit()  # type: ignore[attr-defined]
     assert (tmp_path / "case.png").stat().st_size > 10_000
+
+
+async def test_run_lists_lead_with_the_gates_verdict(regressed_db: str) -> None:
+    """A run a gate judged shows that verdict first; its own threshold result comes second; others say so."""
+    from evalward._gating import gate_run
+    from evalward.gate import GatePolicy
+
+    with open_store(regressed_db) as store:
+        outcome = gate_run(store, store.load_run("main-3"), GatePolicy(), baseline_spec="main-2", repo_dir=None)
+        store.record_verdict(outcome.verdict, source="test")
+        app = create_app(make_settings(regressed_db, public_read=True), store)
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as http:
+            repo_page = (await http.get("/repos/acme/dice")).text
+            home = (await http.get("/")).text
+    row = repo_page.split('<tr data-run="main-3">', 1)[1].split("</tr>", 1)[0]
+    shown = {"pass": "pass", "fail": "fail"}.get(outcome.verdict.outcome, "warn")
+    assert f"<td class=gate><span class={shown}>{outcome.verdict.outcome}</span></td>" in row
+    assert "<td class=muted><span class=fail>failed</span></td>" in row  # the thresholds' result, second
+    other = repo_page.split('<tr data-run="main-2">', 1)[1].split("</tr>", 1)[0]
+    assert "<td class=gate><span class=muted>not gated</span></td>" in other
+    assert "<th>Gate</th><th>Thresholds</th>" in home

@@ -216,14 +216,15 @@ async def home(request: Request) -> Response:
 
     state = server_state(request)
 
-    def load() -> list[tuple[str, Any]]:
+    def load() -> tuple[list[tuple[str, Any]], dict[str, str]]:
         out = []
         for repo in history.repositories(state.store):
             rows = state.store.list_runs(repository=repo, limit=1)
             out.append((repo, rows[0] if rows else None))
-        return out
+        return out, history.gate_outcomes(state.store, [row.run_id for _, row in out if row is not None])
 
-    return render_page(request, "home.html", repos=await run_in_threadpool(load))
+    repos, gated = await run_in_threadpool(load)
+    return render_page(request, "home.html", repos=repos, gated=gated)
 
 
 async def repo_page(request: Request) -> Response:
@@ -235,7 +236,7 @@ async def repo_page(request: Request) -> Response:
     state = server_state(request)
     repo = f"{request.path_params['owner']}/{request.path_params['repo']}"
 
-    def load() -> tuple[list[Any], str, dict[str, list[TrendPoint]], list[tuple[str, str, float, int]]]:
+    def load() -> tuple[list[Any], str, dict[str, list[TrendPoint]], list[tuple[str, str, float, int]], dict[str, str]]:
         runs = state.store.list_runs(repository=repo, limit=100)
         if not runs and repo not in history.repositories(state.store):
             raise HTTPException(404, f"no runs or jobs for repository {repo}")
@@ -248,16 +249,24 @@ async def repo_page(request: Request) -> Response:
             if flips:
                 flaky.append((set_id, case_id, flips / pairs, len(outcomes)))
         flaky.sort(key=lambda item: (-item[2], item[1]))
-        return runs, branch, trend, flaky
+        return runs, branch, trend, flaky, history.gate_outcomes(state.store, [row.run_id for row in runs])
 
-    runs, branch, trend, flaky = await run_in_threadpool(load)
+    runs, branch, trend, flaky, gated = await run_in_threadpool(load)
     # Gated metrics (a threshold in the newest run) first, then informational ones; a metric no run gave a
     # value (e.g. token usage from an agent that reports none) gets a line, not an empty chart.
     charts = [trend_chart(metric, points) for metric, points in trend.items()]
     charted = sorted((c for c in charts if c.count), key=lambda c: (not c.gated, c.metric))
     unvalued = sorted(c.metric for c in charts if not c.count)
     return render_page(
-        request, "repo.html", repo=repo, branch=branch, charts=charted, unvalued=unvalued, runs=runs, flaky=flaky
+        request,
+        "repo.html",
+        repo=repo,
+        branch=branch,
+        charts=charted,
+        unvalued=unvalued,
+        runs=runs,
+        flaky=flaky,
+        gated=gated,
     )
 
 

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict
 
 from evalward.store.engine import read_transaction
 from evalward.store.rows import HistoryPoint, RunRow
-from evalward.store.schema import cases_table, jobs_table, runs_table, scores_table
+from evalward.store.schema import cases_table, gate_verdicts_table, jobs_table, runs_table, scores_table
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
@@ -433,3 +433,21 @@ def case_results_in(store: Store, run_ids: list[str], eval_set_id: str, case_id:
         for run_id, text in rows:
             found[run_id].append(CaseResult.model_validate_json(text))
     return dict(found)
+
+
+def gate_outcomes(store: Store, run_ids: list[str]) -> dict[str, str]:
+    """{run id: the outcome of the newest verdict recorded for it} (`pass`, `fail`, `inconclusive`, `error`) for the
+    runs of `run_ids` a gate judged; a run list shows it first, the run's own threshold result second."""
+    from sqlalchemy import select
+
+    if not run_ids:
+        return {}
+    v = gate_verdicts_table.c
+    outcomes: dict[str, str] = {}
+    with read_transaction(store.engine) as conn:
+        rows = conn.execute(
+            select(v.run_id, v.outcome).where(v.run_id.in_(run_ids)).order_by(v.created_at.desc(), v.id.desc())
+        )
+        for run_id, outcome in rows:
+            outcomes.setdefault(run_id, outcome)  # the newest first
+    return outcomes
