@@ -17,7 +17,7 @@ from tests.server.test_dashboard import browser_or_skip
 from evalward._server.app import create_app
 from evalward._server.case_page import changes_and_flips, tell
 from evalward.store import open_store
-from evalward.store.history import CaseRunPoint
+from evalward.store.case_views import CaseRunPoint
 
 CASE = "roll_17_sided_dice_twice"  # a "roll a die" case: the broken agent fails it
 CASE_PAGE = f"/repos/acme/dice/cases/dice_basic/{CASE}?branch=main"

@@ -18,7 +18,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
-from evalward.store.history import CaseRunPoint
+from evalward.store.case_views import CaseRunPoint
 
 if TYPE_CHECKING:
     from starlette.routing import Route
@@ -120,7 +120,7 @@ def _short(commit: str | None) -> str:
 
 async def case_page(request: Request) -> Response:
     from evalward._server.dashboard import base_branch_of, case_view, read_gate, render_page, server_state
-    from evalward.store import history
+    from evalward.store import case_views
 
     if (redirect := read_gate(request)) is not None:
         return redirect
@@ -130,14 +130,14 @@ async def case_page(request: Request) -> Response:
 
     def load() -> tuple[str, list[CaseRunPoint], dict[str, list[Any]], set[str]]:
         branch = request.query_params.get("branch") or base_branch_of(state, repo)
-        points = history.case_timeline(state.store, repo, branch, eval_set_id, case_id, limit=WINDOW_RUNS)
+        points = case_views.case_timeline(state.store, repo, branch, eval_set_id, case_id, limit=WINDOW_RUNS)
         if not points and not state.store.list_runs(repository=repo, limit=1):
             raise HTTPException(404, f"no runs for repository {repo}")
         recent = [p.run_id for p in points[-RECENT_RESULTS:]]
         # The criteria (a threshold in the newest run) lead the columns; informational metrics follow.
         newest = state.store.load_run_header(points[-1].run_id) if points else None
         gated = {name for name, s in newest.summary.items() if s.threshold is not None} if newest else set()
-        return branch, points, history.case_results_in(state.store, recent, eval_set_id, case_id), gated
+        return branch, points, case_views.case_results_in(state.store, recent, eval_set_id, case_id), gated
 
     branch, points, results, gated = await run_in_threadpool(load)
     story = tell(points, branch)

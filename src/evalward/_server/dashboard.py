@@ -9,6 +9,7 @@ Pages:
 - `/runs/{run_id}`: the verdict against the automatic baseline, metrics with intervals, and per case the
   trajectory diff (expected vs actual tool calls) of every turn, linked to the case's page;
 - `/repos/{owner}/{repo}/cases/{eval_set}/{case}`: the case on the base branch, run by run (`case_page`);
+- `/compare/{baseline}...{candidate}`: two runs case by case, filtered and paged (`compare_page`);
 - `/jobs`: the queue; `/login`: sets the read-token cookie when the server is not public.
 
 The pages are Jinja templates (`evalward/report/templates/dashboard/`) rendered by Starlette's `Jinja2Templates`
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qs, quote
+from urllib.parse import parse_qs, quote, urlencode
 
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
@@ -288,47 +289,104 @@ def _base_branch(state: Any, runs: Sequence[Any]) -> str:
     return "main"
 
 
+RUN_PAGE_CASES = 100
+"""Cases a run page shows at a time (the ones that did not pass first)."""
+RECOMPUTE_MAX_RESULTS = 1000
+"""Largest run whose verdict the page recomputes when no gate recorded one (reading both runs whole)."""
+
+
 async def run_page(request: Request) -> Response:
     if (redirect := read_gate(request)) is not None:
         return redirect
+    from evalward.store import case_views
+
     state = server_state(request)
     run_id = request.path_params["run_id"]
+    show = "failing" if request.query_params.get("show") == "failing" else "all"
+    query = request.query_params.get("q", "")[:200]
+    try:
+        page = max(1, int(request.query_params.get("page", "1")))
+    except ValueError:
+        page = 1
 
-    def load() -> tuple[Any, Any, str]:
-        from evalward._gating import gate_run
-        from evalward.gate import GatePolicy
-
+    def load() -> dict[str, Any]:
         if not state.store.has_run(run_id):
             raise HTTPException(404, f"run {run_id!r} is not stored")
-        run = state.store.load_run(run_id)
-        recorded = state.store.recorded_verdicts(run_id)
-        if recorded:
-            # The verdict the pull request actually got, with the repository's own policy.
-            newest = recorded[0]
-            when = newest.recorded_at.strftime("%Y-%m-%d %H:%M UTC")
-            return run, newest.verdict, f"As gated by {newest.source} on {when}."
-        try:
-            # No checkout here (repo_dir=None), so no merge-base from git: without a recorded one, the newest
-            # comparable run on the base branch is the baseline (said so in the verdict's baseline line).
-            spec = (
-                "auto" if run.context.merge_base or not run.context.base_branch else f"branch:{run.context.base_branch}"
-            )
-            outcome = gate_run(state.store, run, GatePolicy(), baseline_spec=spec, repo_dir=None, allow_mismatch=True)
-            return run, outcome.verdict, "Recomputed with the default policy: no gate recorded a verdict for this run."
-        except Exception:  # a verdict is a bonus on this page; the run itself is still shown
-            return run, None, ""
+        run = state.store.load_run_header(run_id)
+        tallies = case_views.case_tallies(state.store, run_id)
+        verdict, provenance = _verdict_of(state.store, run, sum(t.results for t in tallies.values()))
+        # The cases that did not pass first (fewest passing repetitions first), then the rest, by key.
+        keys = sorted(tallies, key=lambda k: (tallies[k].passes == tallies[k].results, tallies[k].share, k))
+        failing = [k for k in keys if tallies[k].passes < tallies[k].results]
+        chosen = [k for k in (failing if show == "failing" else keys) if query.lower() in k[1].lower()]
+        pages = max(1, -(-len(chosen) // RUN_PAGE_CASES))
+        shown = chosen[(min(page, pages) - 1) * RUN_PAGE_CASES :][:RUN_PAGE_CASES]
+        results: list[Any] = []
+        for set_id in dict.fromkeys(k[0] for k in shown):
+            found = case_views.cases_of_run(state.store, run_id, set_id, [k[1] for k in shown if k[0] == set_id])
+            results.extend((set_id, case_id, found.get(case_id, [])) for case_id in found)
+        position = {key: i for i, key in enumerate(shown)}
+        results.sort(key=lambda item: position[(item[0], item[1])])
+        cases = [case for _set_id, _case_id, repetitions in results for case in repetitions]
+        counts = {"cases": len(keys), "failing": len(failing), "chosen": len(chosen)}
+        return {
+            "run": run,
+            "verdict": verdict,
+            "provenance": provenance,
+            "cases": cases,
+            "counts": counts,
+            "pages": pages,
+        }
 
-    run, verdict, provenance = await run_in_threadpool(load)
+    loaded = await run_in_threadpool(load)
+    run = loaded["run"]
     metrics = sorted(run.summary.items(), key=lambda item: (item[1].threshold is None, item[0]))
+
+    def link(**changes: Any) -> str:
+        values = {"show": show, "q": query, "page": 1, **changes}
+        kept = {k: v for k, v in values.items() if v and (k, v) not in {("show", "all"), ("page", 1)}}
+        return "?" + urlencode(kept) if kept else "?"
+
     return render_page(
         request,
         "run.html",
         run=run,
-        verdict=verdict,
-        provenance=provenance,
+        verdict=loaded["verdict"],
+        provenance=loaded["provenance"],
         metrics=metrics,
-        cases=[case_view(case) for case in run.cases],
+        cases=[case_view(case) for case in loaded["cases"]],
+        counts=loaded["counts"],
+        show=show,
+        query=query,
+        page=min(page, loaded["pages"]),
+        pages=loaded["pages"],
+        link=link,
     )
+
+
+def _verdict_of(store: Any, run: Any, results: int) -> tuple[Any, str]:
+    """The verdict a gate recorded for `run` (the newest), else one recomputed with the default policy for a run of
+    at most RECOMPUTE_MAX_RESULTS results, else none (the page says how to get one)."""
+    from evalward._gating import gate_run
+    from evalward.gate import GatePolicy
+
+    recorded = store.recorded_verdicts(run.run_id)
+    if recorded:
+        # The verdict the pull request actually got, with the repository's own policy.
+        newest = recorded[0]
+        when = newest.recorded_at.strftime("%Y-%m-%d %H:%M UTC")
+        return newest.verdict, f"As gated by {newest.source} on {when}."
+    if results > RECOMPUTE_MAX_RESULTS:
+        return None, f"No gate recorded a verdict for this run: `evalward gate {run.run_id}` computes one."
+    try:
+        # No checkout here (repo_dir=None), so no merge-base from git: without a recorded one, the newest
+        # comparable run on the base branch is the baseline (said so in the verdict's baseline line).
+        spec = "auto" if run.context.merge_base or not run.context.base_branch else f"branch:{run.context.base_branch}"
+        whole = store.load_run(run.run_id)
+        outcome = gate_run(store, whole, GatePolicy(), baseline_spec=spec, repo_dir=None, allow_mismatch=True)
+        return outcome.verdict, "Recomputed with the default policy: no gate recorded a verdict for this run."
+    except Exception:  # a verdict is a bonus on this page; the run itself is still shown
+        return None, ""
 
 
 @dataclass(frozen=True)
@@ -393,12 +451,14 @@ async def login(request: Request) -> Response:
 
 def dashboard_routes() -> list[Route]:
     from evalward._server.case_page import case_routes
+    from evalward._server.compare_page import compare_routes
 
     return [
         Route("/", home, methods=["GET"]),
         Route("/repos/{owner}/{repo}", repo_page, methods=["GET"]),
         Route("/runs/{run_id}", run_page, methods=["GET"]),
         *case_routes(),
+        *compare_routes(),
         Route("/jobs", jobs_page, methods=["GET"]),
         Route("/login", login, methods=["GET", "POST"]),
     ]

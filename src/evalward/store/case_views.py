@@ -1,0 +1,183 @@
+"""One case across runs, and every case of two runs side by side: the reads of the dashboard's case and compare
+pages, each from the case rows and score rows (never a whole run's JSON).
+
+- `case_timeline`: one case in each complete run of a branch (its repetitions' outcomes and mean scores);
+- `case_results_in`: one case's results in a few runs;
+- `case_tallies`: every case of one run, its repetitions' outcomes and mean score per metric.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict
+
+from evalward.store.engine import read_transaction
+from evalward.store.schema import cases_table, scores_table
+
+if TYPE_CHECKING:
+    from evalward.store import Store
+
+
+class CaseRunPoint(BaseModel):
+    """One case in one complete run on a branch: how its repetitions ended and its mean score per metric."""
+
+    model_config = ConfigDict(defer_build=True, frozen=True)
+
+    run_id: str
+    commit: str | None
+    started_at: datetime | None
+    passes: int
+    """repetitions that passed."""
+    results: int
+    """repetitions recorded."""
+    errors: int
+    """repetitions that ended in an error."""
+    scores: dict[str, float | None]
+    """{metric: mean of the repetitions' non-null scores} (None when none had a score)."""
+
+    @property
+    def passed(self) -> bool:
+        """Every repetition passed (a case's outcome in a run, as `case_outcomes` and the flip rates count it)."""
+        return self.results > 0 and self.passes == self.results
+
+
+def case_timeline(
+    store: Store, repository: str, branch: str, eval_set_id: str, case_id: str, *, limit: int = 50
+) -> list[CaseRunPoint]:
+    """The case in the newest `limit` complete, unsharded runs of `repository` on `branch` that ran it,
+    oldest first."""
+    from sqlalchemy import case, func, select
+
+    cc, s = cases_table.c, scores_table.c
+    with read_transaction(store.engine) as conn:
+        runs = conn.execute(
+            store.history_runs_query(branch=branch, case_id=case_id, limit=limit, repository=repository)
+        ).all()
+        ids = [r.run_id for r in runs]
+        if not ids:
+            return []
+        outcomes = {
+            r.run_id: r
+            for r in conn.execute(
+                select(
+                    cc.run_id,
+                    func.count().label("results"),
+                    func.sum(case((cc.status == "passed", 1), else_=0)).label("passes"),
+                    func.sum(case((cc.status == "error", 1), else_=0)).label("errors"),
+                )
+                .where(cc.run_id.in_(ids), cc.eval_set_id == eval_set_id, cc.case_id == case_id)
+                .group_by(cc.run_id)
+            )
+        }
+        scores: dict[str, dict[str, float | None]] = defaultdict(dict)
+        for run_id, metric, mean in conn.execute(
+            select(s.run_id, s.metric, func.avg(s.score))
+            .where(s.run_id.in_(ids), s.eval_set_id == eval_set_id, s.case_id == case_id)
+            .group_by(s.run_id, s.metric)
+        ):
+            scores[run_id][metric] = None if mean is None else float(mean)
+    return [
+        CaseRunPoint(
+            run_id=r.run_id,
+            commit=r.commit_sha,
+            started_at=r.started_at,
+            passes=int(outcomes[r.run_id].passes or 0),
+            results=int(outcomes[r.run_id].results),
+            errors=int(outcomes[r.run_id].errors or 0),
+            scores=scores.get(r.run_id, {}),
+        )
+        for r in reversed(runs)
+        if r.run_id in outcomes  # the same case id in another eval set only
+    ]
+
+
+def case_results_in(store: Store, run_ids: list[str], eval_set_id: str, case_id: str) -> dict[str, list[Any]]:
+    """{run id: the case's results in that run, by repetition} — the case's JSON only, never a whole run."""
+    from sqlalchemy import Text, cast, select
+
+    from evalward.model import CaseResult
+
+    cc = cases_table.c
+    found: dict[str, list[Any]] = defaultdict(list)
+    with read_transaction(store.engine) as conn:
+        rows = conn.execute(
+            select(cc.run_id, cast(cc.case_json, Text))
+            .where(cc.run_id.in_(run_ids), cc.eval_set_id == eval_set_id, cc.case_id == case_id)
+            .order_by(cc.run_id, cc.repetition)
+        )
+        for run_id, text in rows:
+            found[run_id].append(CaseResult.model_validate_json(text))
+    return dict(found)
+
+
+class CaseTally(BaseModel):
+    """One case of one run: how its repetitions ended and its mean score per metric."""
+
+    model_config = ConfigDict(defer_build=True, frozen=True)
+
+    passes: int
+    results: int
+    errors: int
+    scores: dict[str, float | None]
+
+    @property
+    def share(self) -> float:
+        """passes / results."""
+        return self.passes / self.results if self.results else 0.0
+
+
+def case_tallies(store: Store, run_id: str) -> dict[tuple[str, str], CaseTally]:
+    """{(eval set, case id): its tally} over every case of the run: two grouped reads, whatever the run's size."""
+    from sqlalchemy import case, func, select
+
+    cc, s = cases_table.c, scores_table.c
+    with read_transaction(store.engine) as conn:
+        outcomes = conn.execute(
+            select(
+                cc.eval_set_id,
+                cc.case_id,
+                func.count(),
+                func.sum(case((cc.status == "passed", 1), else_=0)),
+                func.sum(case((cc.status == "error", 1), else_=0)),
+            )
+            .where(cc.run_id == run_id)
+            .group_by(cc.eval_set_id, cc.case_id)
+        ).all()
+        scores: dict[tuple[str, str], dict[str, float | None]] = defaultdict(dict)
+        for set_id, case_id, metric, mean in conn.execute(
+            select(s.eval_set_id, s.case_id, s.metric, func.avg(s.score))
+            .where(s.run_id == run_id)
+            .group_by(s.eval_set_id, s.case_id, s.metric)
+        ):
+            scores[(set_id, case_id)][metric] = None if mean is None else float(mean)
+    return {
+        (set_id, case_id): CaseTally(
+            passes=int(passes or 0),
+            results=int(results),
+            errors=int(errors or 0),
+            scores=scores.get((set_id, case_id), {}),
+        )
+        for set_id, case_id, results, passes, errors in outcomes
+    }
+
+
+def cases_of_run(store: Store, run_id: str, eval_set_id: str, case_ids: list[str]) -> dict[str, list[Any]]:
+    """{case id: its results in `run_id`, by repetition} for `case_ids` of one eval set (a page's worth)."""
+    from sqlalchemy import Text, cast, select
+
+    from evalward.model import CaseResult
+
+    cc = cases_table.c
+    found: dict[str, list[Any]] = defaultdict(list)
+    with read_transaction(store.engine) as conn:
+        rows = conn.execute(
+            select(cc.case_id, cast(cc.case_json, Text))
+            .where(cc.run_id == run_id, cc.eval_set_id == eval_set_id, cc.case_id.in_(case_ids))
+            .order_by(cc.case_id, cc.repetition)
+        )
+        for case_id, text in rows:
+            found[case_id].append(CaseResult.model_validate_json(text))
+    return dict(found)
