@@ -83,6 +83,13 @@ def test_pull_request_is_gated_against_the_servers_history(workspace: Workspace,
     # The comment links to that dashboard page.
     [comment] = workspace.fake.comments_on(REPO, PR_NUMBER)
     assert f"]({server}/runs/{result.run.run_id})" in comment["body"]
+    # ... and to the pull request's page, which leads with that push's verdict and lists the push.
+    pull = f"{server}/repos/{REPO}/pulls/{PR_NUMBER}"
+    assert f"]({pull})" in comment["body"]
+    pr_page = httpx.get(pull, headers={"Authorization": f"Bearer {READ}"})
+    assert pr_page.status_code == 200
+    assert '<div class="verdict verdict-fail" id=latest-verdict><span class="fail">FAIL</span>' in pr_page.text
+    assert f'<a href="/runs/{result.run.run_id}">{result.run.run_id}</a>' in pr_page.text
     with open_store(f"sqlite:///{workspace.root / 'b' / 'history.db'}") as local:
         assert [v.source for v in local.recorded_verdicts(result.run.run_id)] == ["ci"]
 

@@ -289,6 +289,11 @@ def report_links(actions: ActionsEnv, options: CiOptions, run: RunResult) -> lis
         links.append(Link(f"Full HTML report (report.html in the {name} artifact)", f"{actions.run_url}#artifacts"))
     if options.server_url:
         base = url_without_credentials(options.server_url.rstrip("/"))
+        ctx = run.context
+        if ctx.pr_number is not None and ctx.repository and "/" in ctx.repository:
+            owner, _, name = ctx.repository.partition("/")
+            pull = f"{base}/repos/{quote(owner, safe='')}/{quote(name, safe='')}/pulls/{ctx.pr_number}"
+            links.append(Link("This pull request on the evalward dashboard", pull))
         links.append(Link("Run on the evalward dashboard", f"{base}/runs/{quote(run.run_id, safe='')}"))
     return links
 

@@ -10,6 +10,7 @@ Pages:
   trajectory diff (expected vs actual tool calls) of every turn, linked to the case's page;
 - `/repos/{owner}/{repo}/cases/{eval_set}/{case}`: the case on the base branch, run by run (`case_page`);
 - `/compare/{baseline}...{candidate}`: two runs case by case, filtered and paged (`compare_page`);
+- `/repos/{owner}/{repo}/pulls/{number}`: a pull request's newest verdict, its regressed cases, its pushes (`pr_page`);
 - `/jobs`: the queue; `/login`: sets the read-token cookie when the server is not public.
 
 The pages are Jinja templates (`evalward/report/templates/dashboard/`) rendered by Starlette's `Jinja2Templates`
@@ -452,6 +453,7 @@ async def login(request: Request) -> Response:
 def dashboard_routes() -> list[Route]:
     from evalward._server.case_page import case_routes
     from evalward._server.compare_page import compare_routes
+    from evalward._server.pr_page import pr_routes
 
     return [
         Route("/", home, methods=["GET"]),
@@ -459,6 +461,7 @@ def dashboard_routes() -> list[Route]:
         Route("/runs/{run_id}", run_page, methods=["GET"]),
         *case_routes(),
         *compare_routes(),
+        *pr_routes(),
         Route("/jobs", jobs_page, methods=["GET"]),
         Route("/login", login, methods=["GET", "POST"]),
     ]

@@ -40,9 +40,11 @@ class HistoryViews:
         branch: str | None = None,
         commit: str | None = None,
         status: str | None = None,
+        pr_number: int | None = None,
         limit: int = 50,
     ) -> list[RunRow]:
-        """Summary rows, newest first (by start time, then insertion); `commit` matches a SHA prefix."""
+        """Summary rows, newest first (by start time, then insertion); `commit` matches a SHA prefix; `pr_number`
+        keeps a pull request's own runs (its base side's runs belong to the base branch)."""
         from sqlalchemy import case, func, select
 
         c = runs_table.c
@@ -55,6 +57,8 @@ class HistoryViews:
             query = query.where(c.commit_sha.startswith(commit, autoescape=True))
         if status is not None:
             query = query.where(c.status == status)
+        if pr_number is not None:
+            query = query.where(c.pr_number == pr_number)
         query = query.order_by(c.started_at.desc().nulls_last(), c.created_at.desc(), c.run_id).limit(limit)
         with read_transaction(self.engine) as conn:
             rows = conn.execute(query).all()
