@@ -186,6 +186,45 @@ def test_a_pr_webhook_is_cloned_run_gated_and_reported_once(tmp_path: Path, app_
         )
 
 
+@pytest.mark.slow
+def test_a_push_to_main_is_gated_against_the_commit_before_it(tmp_path: Path, app_key: tuple[str, str]) -> None:
+    """A regression merged to main is a finding at its first bad commit: the second push (the broken agent,
+    fast-forwarded onto main) is gated against the run of the commit before it, its verdict recorded and its
+    check run failed; the first push, with nothing stored before it, is judged by its thresholds alone."""
+    private, public = app_key
+    main_sha, broken_sha = make_bare_repo(tmp_path)
+    db = f"sqlite:///{tmp_path / 'server.db'}"
+    with FakeGitHub(app_public_key=public) as github, open_store(db) as store:
+        settings = daemon_settings(tmp_path, db, github, private)
+        app = create_app(settings, store, pool_factory=lambda state: build_pool(settings, store, metrics=state.metrics))
+        queue = JobQueue(store.engine)
+        with LiveServer(app) as server, httpx.Client(base_url=server.url, timeout=30) as http:
+
+            def push(after: str, before: str, delivery: str) -> Any:
+                payload = push_payload(after)
+                payload["before"] = before
+                body = json.dumps(payload).encode()
+                answer = http.post(
+                    "/webhooks/github", content=body, headers=delivery_headers("push", body, delivery=delivery)
+                )
+                assert answer.status_code == 202, answer.text
+                return wait_done(queue, answer.json()["jobs"][0]["id"])
+
+            first = push(main_sha, "0" * 40, "d-push-1")
+            second = push(broken_sha, main_sha, "d-push-2")
+            assert (first.status, first.conclusion) == ("done", "success"), first.last_error
+            assert (second.status, second.conclusion) == ("done", "failure"), second.last_error
+            assert store.recorded_verdicts(str(first.run_id)) == []  # nothing stored before it
+            [recorded] = store.recorded_verdicts(str(second.run_id))
+            assert recorded.source == "serve" and recorded.verdict.outcome == "fail"
+            assert recorded.verdict.baseline is not None and recorded.verdict.baseline.run_id == first.run_id
+        assert [c["conclusion"] for c in sorted(github.check_runs.values(), key=lambda c: int(c["id"]))] == [
+            "success",
+            "failure",
+        ]
+        assert github.comments_on(REPO, 2) == []  # a push has no pull request to comment on
+
+
 def test_a_first_pr_webhook_gets_its_baseline_from_the_base_side(tmp_path: Path, app_key: tuple[str, str]) -> None:
     # No push ever reached the daemon: the PR's merge-base has no stored run, so the job runs the base side
     # (the merge-base's agent on the PR's eval files, in the same sandbox) and the gate compares with it.

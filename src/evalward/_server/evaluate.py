@@ -32,7 +32,8 @@
    reported exactly as the Action reports: rendered by `_ci.render.render_outcome` and posted by
    `github.publish` — the job's check run completed with the verdict and its annotations, and on a PR the
    sticky comment (marker `<!-- evalward:{check_name}/{suite} -->`, then the verdict line). A `baseline` job
-   (push to a base branch) is stored and gets a check run, no comment.
+   (push to a base branch) is stored and gets a check run, no comment: gated against the commit before the push
+   when that commit's run is stored (recorded, as a PR's verdict is), else judged by its thresholds alone.
 """
 
 from __future__ import annotations
@@ -400,7 +401,7 @@ class Handlers(CheckRuns):
         from evalward._gating import gate_run, load_policy
 
         details = f"{self.settings.base_url.rstrip('/')}/runs/{run.run_id}" if self.settings.base_url else None
-        if p.get("mode") == "baseline":
+        if p.get("mode") == "baseline" and not self._previous_push_stored(run):
             from evalward.report.markdown import render_run_markdown
 
             conclusion = "success" if run.passed else "failure"
@@ -425,6 +426,17 @@ class Handlers(CheckRuns):
         comment = None if posted.comment_id is None else {"id": posted.comment_id, "action": posted.comment_action}
         return {"run_id": run.run_id, "conclusion": posted.conclusion, "outcome": outcome.verdict.outcome,
                 "check_run": posted.check_run_id, "comment": comment}  # fmt: skip
+
+    def _previous_push_stored(self, run: RunResult) -> bool:
+        """A push to a base branch is gated as `evalward ci` gates one, against the commit the branch pointed at
+        before (its `base_sha`), when that commit's complete run is stored: a regression on the base branch is
+        then a finding at its first bad commit. Without one (the first push, a run that failed) the thresholds
+        alone judge the run, as before."""
+        before = run.context.base_sha
+        if not before or not run.context.repository:
+            return False
+        stored = self.store.list_runs(repository=run.context.repository, commit=before, status="complete", limit=1)
+        return bool(stored)
 
     def _publish(
         self,

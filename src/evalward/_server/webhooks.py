@@ -60,6 +60,7 @@ from evalward.github.events import (
     PushEvent,
     parse_event,
 )
+from evalward.identifiers import is_sha
 from evalward.store.job_queue import JobSpec
 from evalward.store.job_supersede import CLOSED_KIND
 
@@ -250,6 +251,9 @@ def _push(push: PushEvent, payload: Mapping[str, Any], delivery: str, *, base_br
         "base_ref": branch,
         "suite": DEFAULT_SUITE,
     }
+    if push.before and push.before != _NULL_SHA and is_sha(push.before):
+        # The commit the branch pointed at before: its stored run is what this push is gated against.
+        job_payload["base_sha"] = push.before
     return _one_evaluation(f"baseline run of {branch} at {push.after[:12]}", "baseline", repo, push.after, job_payload)
 
 
