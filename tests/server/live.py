@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import threading
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
+import httpx
 import uvicorn
 
 
@@ -39,3 +42,17 @@ class LiveServer:
         self.server.should_exit = True
         self.thread.join(timeout=60)
         self.sock.close()
+
+
+@contextlib.asynccontextmanager
+async def dashboard_client(db_url: str) -> AsyncIterator[httpx.AsyncClient]:
+    """An HTTP client of a public-read server app over the history at `db_url`, in process (no socket)."""
+    from tests.server.conftest import make_settings
+
+    from evalward._server.app import create_app
+    from evalward.store import open_store
+
+    with open_store(db_url) as store:
+        app = create_app(make_settings(db_url, public_read=True), store)
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as http:
+            yield http

@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 from tests.server.conftest import make_settings
-from tests.server.live import LiveServer
+from tests.server.live import LiveServer, dashboard_client
 from tests.server.runs import dice_run, t
 from tests.server.test_dashboard import browser_or_skip
 
@@ -90,10 +90,8 @@ def regressed_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture
 async def dash(regressed_db: str) -> AsyncIterator[httpx.AsyncClient]:
-    with open_store(regressed_db) as store:
-        app = create_app(make_settings(regressed_db, public_read=True), store)
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as http:
-            yield http
+    async with dashboard_client(regressed_db) as http:
+        yield http
 
 
 async def test_the_case_page_leads_with_the_first_bad_commit(dash: httpx.AsyncClient) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 from tests.server.conftest import make_settings
-from tests.server.live import LiveServer
+from tests.server.live import LiveServer, dashboard_client
 from tests.server.runs import dice_run, t
 from tests.server.test_dashboard import browser_or_skip
 
@@ -70,10 +70,8 @@ def two_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture
 async def dash(two_runs: str) -> AsyncIterator[httpx.AsyncClient]:
-    with open_store(two_runs) as store:
-        app = create_app(make_settings(two_runs, public_read=True), store)
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as http:
-            yield http
+    async with dashboard_client(two_runs) as http:
+        yield http
 
 
 async def test_the_header_counts_and_the_regressed_filter_shows_exactly_those(dash: httpx.AsyncClient) -> None:

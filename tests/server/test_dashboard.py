@@ -14,7 +14,7 @@ import httpx
 import pytest
 from tests.fakes.hostile_html import ESCAPED, HOSTILE, PAYLOADS, assert_neutralised
 from tests.server.conftest import make_settings
-from tests.server.live import LiveServer
+from tests.server.live import LiveServer, dashboard_client
 from tests.server.runs import dice_run, t
 
 from evalward._server.app import create_app
@@ -42,10 +42,8 @@ def history_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture
 async def dash(history_db: str) -> AsyncIterator[httpx.AsyncClient]:
-    with open_store(history_db) as store:
-        app = create_app(make_settings(history_db, public_read=True), store)
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as http:
-            yield http
+    async with dashboard_client(history_db) as http:
+        yield http
 
 
 async def test_home_lists_repositories(dash: httpx.AsyncClient) -> None:

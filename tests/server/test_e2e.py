@@ -5,9 +5,11 @@ when GitHub redelivers the webhook."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +24,7 @@ from tests.server.runs import dice_project
 
 from evalward._server.app import create_app
 from evalward._server.runtime import build_pool
-from evalward.store import open_store
+from evalward.store import Store, open_store
 from evalward.store.job_queue import JobQueue
 
 REPO = "acme/dice"
@@ -119,6 +121,30 @@ def wait_done(queue: JobQueue, job_id: int, timeout_s: float = 120) -> Any:
     raise AssertionError(f"job {job_id} did not finish: {queue.get(job_id)}")
 
 
+@contextlib.contextmanager
+def running_daemon(
+    tmp_path: Path, app_key: tuple[str, str]
+) -> Iterator[tuple[FakeGitHub, Store, Callable[[str, dict[str, Any], str], Any]]]:
+    """The daemon (web and one worker) on a socket with the fake GitHub, and `deliver(event, payload, delivery)`:
+    the signed webhook sent, its job waited for and returned."""
+    private, public = app_key
+    db = f"sqlite:///{tmp_path / 'server.db'}"
+    with FakeGitHub(app_public_key=public) as github, open_store(db) as store:
+        settings = daemon_settings(tmp_path, db, github, private)
+        app = create_app(settings, store, pool_factory=lambda state: build_pool(settings, store, metrics=state.metrics))
+        queue = JobQueue(store.engine)
+        with LiveServer(app) as server, httpx.Client(base_url=server.url, timeout=30) as http:
+
+            def deliver(event: str, payload: dict[str, Any], delivery: str) -> Any:
+                body = json.dumps(payload).encode()
+                headers = delivery_headers(event, body, delivery=delivery)
+                response = http.post("/webhooks/github", content=body, headers=headers)
+                assert response.status_code == 202, response.text
+                return wait_done(queue, response.json()["jobs"][0]["id"])
+
+            yield github, store, deliver
+
+
 @pytest.mark.slow
 def test_a_pr_webhook_is_cloned_run_gated_and_reported_once(tmp_path: Path, app_key: tuple[str, str]) -> None:
     private, public = app_key
@@ -191,38 +217,19 @@ def test_a_push_to_main_is_gated_against_the_commit_before_it(tmp_path: Path, ap
     """A regression merged to main is a finding at its first bad commit: the second push (the broken agent,
     fast-forwarded onto main) is gated against the run of the commit before it, its verdict recorded and its
     check run failed; the first push, with nothing stored before it, is judged by its thresholds alone."""
-    private, public = app_key
     main_sha, broken_sha = make_bare_repo(tmp_path)
-    db = f"sqlite:///{tmp_path / 'server.db'}"
-    with FakeGitHub(app_public_key=public) as github, open_store(db) as store:
-        settings = daemon_settings(tmp_path, db, github, private)
-        app = create_app(settings, store, pool_factory=lambda state: build_pool(settings, store, metrics=state.metrics))
-        queue = JobQueue(store.engine)
-        with LiveServer(app) as server, httpx.Client(base_url=server.url, timeout=30) as http:
-
-            def push(after: str, before: str, delivery: str) -> Any:
-                payload = push_payload(after)
-                payload["before"] = before
-                body = json.dumps(payload).encode()
-                answer = http.post(
-                    "/webhooks/github", content=body, headers=delivery_headers("push", body, delivery=delivery)
-                )
-                assert answer.status_code == 202, answer.text
-                return wait_done(queue, answer.json()["jobs"][0]["id"])
-
-            first = push(main_sha, "0" * 40, "d-push-1")
-            second = push(broken_sha, main_sha, "d-push-2")
-            assert (first.status, first.conclusion) == ("done", "success"), first.last_error
-            assert (second.status, second.conclusion) == ("done", "failure"), second.last_error
-            assert store.recorded_verdicts(str(first.run_id)) == []  # nothing stored before it
-            [recorded] = store.recorded_verdicts(str(second.run_id))
-            assert recorded.source == "serve" and recorded.verdict.outcome == "fail"
-            assert recorded.verdict.baseline is not None and recorded.verdict.baseline.run_id == first.run_id
-        assert [c["conclusion"] for c in sorted(github.check_runs.values(), key=lambda c: int(c["id"]))] == [
-            "success",
-            "failure",
-        ]
-        assert github.comments_on(REPO, 2) == []  # a push has no pull request to comment on
+    with running_daemon(tmp_path, app_key) as (github, store, deliver):
+        first = deliver("push", {**push_payload(main_sha), "before": "0" * 40}, "d-push-1")
+        second = deliver("push", {**push_payload(broken_sha), "before": main_sha}, "d-push-2")
+        assert (first.status, first.conclusion) == ("done", "success"), first.last_error
+        assert (second.status, second.conclusion) == ("done", "failure"), second.last_error
+        assert store.recorded_verdicts(str(first.run_id)) == []  # nothing stored before it
+        [recorded] = store.recorded_verdicts(str(second.run_id))
+        assert recorded.source == "serve" and recorded.verdict.outcome == "fail"
+        assert recorded.verdict.baseline is not None and recorded.verdict.baseline.run_id == first.run_id
+        checks = sorted(github.check_runs.values(), key=lambda c: int(c["id"]))
+        assert [c["conclusion"] for c in checks] == ["success", "failure"]
+        assert github.comments == {}  # a push has no pull request to comment on
 
 
 def test_a_first_pr_webhook_gets_its_baseline_from_the_base_side(tmp_path: Path, app_key: tuple[str, str]) -> None:
@@ -277,27 +284,16 @@ def merge_group_payload(head: str, base: str) -> dict[str, Any]:
 def test_a_merge_queue_commit_is_gated_against_the_queue_base(tmp_path: Path, app_key: tuple[str, str]) -> None:
     """The daemon gates a merge queue as the Action does (docs/github.md §4): the queue's commit against the stored
     run at the queue's base, the check run on the commit the queue waits for, no comment (no PR conversation)."""
-    private, public = app_key
     main_sha, feature_sha = make_bare_repo(tmp_path)
-    db = f"sqlite:///{tmp_path / 'server.db'}"
-    with FakeGitHub(app_public_key=public) as github, open_store(db) as store:
-        settings = daemon_settings(tmp_path, db, github, private)
-        app = create_app(settings, store, pool_factory=lambda state: build_pool(settings, store, metrics=state.metrics))
-        queue = JobQueue(store.engine)
-        with LiveServer(app) as server, httpx.Client(base_url=server.url, timeout=30) as http:
-            jobs = []
-            for event, payload, delivery in (
-                ("push", push_payload(main_sha), "d-push"),
-                ("merge_group", merge_group_payload(feature_sha, main_sha), "d-queue"),
-            ):
-                body = json.dumps(payload).encode()
-                response = http.post(
-                    "/webhooks/github", content=body, headers=delivery_headers(event, body, delivery=delivery)
-                )
-                assert response.status_code == 202, response.text
-                job = wait_done(queue, response.json()["jobs"][0]["id"])
-                assert job.status == "done", job.last_error
-                jobs.append(job)
+    with running_daemon(tmp_path, app_key) as (github, store, deliver):
+        jobs = []
+        for event, payload, delivery in (
+            ("push", push_payload(main_sha), "d-push"),
+            ("merge_group", merge_group_payload(feature_sha, main_sha), "d-queue"),
+        ):
+            job = deliver(event, payload, delivery)
+            assert job.status == "done", job.last_error
+            jobs.append(job)
 
         checks = sorted(github.check_runs.values(), key=lambda c: int(c["id"]))
         assert [(c["head_sha"], c["conclusion"]) for c in checks] == [(main_sha, "success"), (feature_sha, "failure")]

@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 from tests.server.conftest import make_settings
-from tests.server.live import LiveServer
+from tests.server.live import LiveServer, dashboard_client
 from tests.server.runs import dice_run, t
 from tests.server.test_dashboard import browser_or_skip
 
@@ -53,11 +53,8 @@ def pull_request(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str
 
 @pytest.fixture
 async def dash(pull_request: tuple[str, dict[str, Verdict]]) -> AsyncIterator[httpx.AsyncClient]:
-    url, _ = pull_request
-    with open_store(url) as store:
-        app = create_app(make_settings(url, public_read=True), store)
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as http:
-            yield http
+    async with dashboard_client(pull_request[0]) as http:
+        yield http
 
 
 async def test_the_newest_push_leads_with_its_verdict_and_regressed_cases(

@@ -21,14 +21,11 @@ if TYPE_CHECKING:
     from evalward.store import Store
 
 
-class CaseRunPoint(BaseModel):
-    """One case in one complete run on a branch: how its repetitions ended and its mean score per metric."""
+class CaseTally(BaseModel):
+    """One case of one run: how its repetitions ended and its mean score per metric."""
 
     model_config = ConfigDict(defer_build=True, frozen=True)
 
-    run_id: str
-    commit: str | None
-    started_at: datetime | None
     passes: int
     """repetitions that passed."""
     results: int
@@ -42,6 +39,19 @@ class CaseRunPoint(BaseModel):
     def passed(self) -> bool:
         """Every repetition passed (a case's outcome in a run, as `case_outcomes` and the flip rates count it)."""
         return self.results > 0 and self.passes == self.results
+
+    @property
+    def share(self) -> float:
+        """passes / results."""
+        return self.passes / self.results if self.results else 0.0
+
+
+class CaseRunPoint(CaseTally):
+    """One case in one complete run on a branch (`case_timeline`)."""
+
+    run_id: str
+    commit: str | None
+    started_at: datetime | None
 
 
 def case_timeline(
@@ -111,22 +121,6 @@ def case_results_in(store: Store, run_ids: list[str], eval_set_id: str, case_id:
         for run_id, text in rows:
             found[run_id].append(CaseResult.model_validate_json(text))
     return dict(found)
-
-
-class CaseTally(BaseModel):
-    """One case of one run: how its repetitions ended and its mean score per metric."""
-
-    model_config = ConfigDict(defer_build=True, frozen=True)
-
-    passes: int
-    results: int
-    errors: int
-    scores: dict[str, float | None]
-
-    @property
-    def share(self) -> float:
-        """passes / results."""
-        return self.passes / self.results if self.results else 0.0
 
 
 def case_tallies(store: Store, run_id: str) -> dict[tuple[str, str], CaseTally]:
