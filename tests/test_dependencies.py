@@ -31,6 +31,7 @@ TESTS = ROOT / "tests"
 DISTRIBUTION = {
     "yaml": "pyyaml",
     "jwt": "pyjwt",
+    "vl_convert": "vl-convert-python",
     "google": "google-adk",  # google.adk and google.genai (a dependency of google-adk)
     "markdown_it": "markdown-it-py",
     "rouge_score": "rouge-score",

@@ -64,8 +64,14 @@ async def test_repo_page_has_a_trend_chart_per_metric_and_flip_rates(dash: httpx
         "No values recorded on this branch for: <code>inference_call_count_v1</code>, <code>token_usage_v1</code>"
         in page
     )
-    assert 'data-metric="tool_trajectory_avg_score"' in page and "<polygon class=band" in page
-    assert "3 runs on main" in page
+    chart = page.split('data-metric="tool_trajectory_avg_score"', 1)[1].split("</figure>", 1)[0]
+    # drawn by vl-convert: commits on the x axis, a point per run linking to its page, the threshold's rule
+    assert "commit (oldest left)" in chart and "1111111" in chart and "3333333" in chart
+    assert chart.count('<a xlink:href="/runs/main-') == 3  # the points
+    assert "vega.github.io" not in page  # every link is this server's
+    assert "dashed: the threshold" in chart
+    assert "<script" not in page
+    assert "3 of 3 runs on main have a value" in page
     # Hand calculation: each case passed, failed, passed on main → 2 flips / 2 pairs = 1.000.
     case_link = '<a href="/repos/acme/dice/cases/dice_basic/roll_17_sided_dice_twice?branch=main">'
     assert f"<td>{case_link}roll_17_sided_dice_twice</a></td><td class=num>1.000</td><td class=num>3</td>" in page
@@ -187,15 +193,14 @@ def test_pages_render_in_headless_chromium(history_db: str) -> None:
                 driver.find_element(By.LINK_TEXT, "acme/dice").click()  # type: ignore[attr-defined]
                 charts = driver.find_elements(By.CSS_SELECTOR, "svg.chart")  # type: ignore[attr-defined]
                 assert len(charts) == 4  # 2 criteria + the 2 ADK efficiency metrics that have values
-                charts = driver.find_elements(  # type: ignore[attr-defined]
-                    By.CSS_SELECTOR, 'svg.chart[data-metric="tool_trajectory_avg_score"]'
+                chart = driver.find_element(  # type: ignore[attr-defined]
+                    By.CSS_SELECTOR, 'figure[data-metric="tool_trajectory_avg_score"] svg.chart'
                 )
-                line = charts[0].find_element(By.CSS_SELECTOR, "polyline.line")
-                assert line.size["width"] > 100  # drawn across the chart by the browser, not just present
-                band = charts[0].find_element(By.CSS_SELECTOR, "polygon.band")
-                assert band.is_displayed()
-                # The stylesheet loaded: the band is filled translucent blue.
-                assert band.value_of_css_property("fill-opacity") == "0.15"
+                assert chart.size["width"] > 300  # laid out by the browser, not just present
+                line = chart.find_element(By.CSS_SELECTOR, "g.mark-line path")
+                assert line.size["width"] > 100  # drawn across the chart
+                points = chart.find_elements(By.CSS_SELECTOR, "a")
+                assert len(points) == 3  # one link per run
                 driver.save_screenshot(str(ARTIFACTS / "repo.png"))  # type: ignore[attr-defined]
 
                 driver.get(server.url + "/runs/pr-7")  # type: ignore[attr-defined]

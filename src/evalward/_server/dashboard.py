@@ -1,4 +1,4 @@
-"""The dashboard: server-rendered HTML with inline SVG charts and one stylesheet — no JavaScript, no build.
+"""The dashboard: server-rendered HTML with SVG charts drawn on the server and one stylesheet — no JavaScript.
 
 Pages:
 - `/`: repositories, each with its newest run;
@@ -16,8 +16,8 @@ Pages:
 The pages are Jinja templates (`evalward/report/templates/dashboard/`) rendered by Starlette's `Jinja2Templates`
 over the report's environment (`evalward.report.templating`): autoescape on, every printed value redacted and
 escaped there, so untrusted strings (repository, run and case ids, tool names and arguments, messages) are
-escaped by default, not call by call. Handlers pass data, never markup; charts are numbers (`TrendChart`) the
-template draws.
+escaped by default, not call by call. Handlers pass data, never markup, but for the charts' SVG, which
+`vl-convert` writes from Vega-Lite specifications (`charts`).
 """
 
 from __future__ import annotations
@@ -44,7 +44,6 @@ from evalward.store.history import TrendPoint
 if TYPE_CHECKING:
     from starlette.templating import Jinja2Templates
 
-CHART_W, CHART_H, PAD = 420, 170, 32
 CONTENT_SECURITY_POLICY = "default-src 'self'; style-src 'self'"
 """Only this origin's stylesheet and nothing else: the pages have no script and no inline style."""
 
@@ -123,91 +122,6 @@ def server_state(request: Request) -> Any:
     return request.app.state.server
 
 
-# -- charts ---------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Dot:
-    cx: str
-    cy: str
-    tooltip: str
-    """Plain text: the run's commit (or id) and its mean with interval."""
-
-
-@dataclass(frozen=True)
-class TrendChart:
-    """One metric's trend as numbers for `dashboard/macros.html`'s `trend_chart`; `count` 0 draws an empty chart.
-
-    `band` and `line` are SVG point lists ("x,y x,y …"); `high`/`low` label the y axis at `high_y`/`low_y`;
-    `first`/`last` are the short commits under the x axis.
-    """
-
-    metric: str
-    count: int
-    """Runs with a value (drawn)."""
-    runs: int
-    """Runs on the branch, with a value or not."""
-    gated: bool = True
-    width: int = CHART_W
-    height: int = CHART_H
-    pad: int = PAD
-    band: str = ""
-    line: str = ""
-    dots: tuple[Dot, ...] = ()
-    high: str = ""
-    high_y: str = ""
-    low: str = ""
-    low_y: str = ""
-    first: str = ""
-    last: str = ""
-
-
-def trend_chart(metric: str, points: Sequence[TrendPoint]) -> TrendChart:
-    """x = run index (oldest left), y = score; polygon band ci_low..ci_high, polyline of means."""
-    scored = [p for p in points if p.mean is not None]
-    gated = bool(points) and points[-1].threshold is not None
-    if not scored:
-        return TrendChart(metric, 0, len(points), gated)
-    values = [v for p in scored for v in (p.mean, p.ci_low, p.ci_high) if v is not None]
-    low, high = min(values), max(values)
-    if low >= 0.0 and high <= 1.0:
-        low, high = 0.0, 1.0  # scores on [0, 1] are drawn on the whole scale so charts compare at a glance
-    if high - low < 1e-9:
-        low, high = low - 0.5, high + 0.5
-    count = len(scored)
-
-    def x(i: int) -> float:
-        return PAD + (CHART_W - 2 * PAD) * (i / (count - 1) if count > 1 else 0.5)
-
-    def y(v: float) -> float:
-        return CHART_H - PAD + (v - low) / (high - low) * (2 * PAD - CHART_H)
-
-    upper = [(x(i), y(p.ci_high if p.ci_high is not None else p.mean or 0.0)) for i, p in enumerate(scored)]
-    lower = [(x(i), y(p.ci_low if p.ci_low is not None else p.mean or 0.0)) for i, p in enumerate(scored)]
-    return TrendChart(
-        metric,
-        count,
-        len(points),
-        gated,
-        band=" ".join(f"{a:.1f},{b:.1f}" for a, b in [*upper, *reversed(lower)]),
-        line=" ".join(f"{x(i):.1f},{y(p.mean or 0.0):.1f}" for i, p in enumerate(scored)),
-        dots=tuple(
-            Dot(
-                f"{x(i):.1f}",
-                f"{y(p.mean or 0.0):.1f}",
-                f"{(p.commit or p.run_id)[:12]}: {_fmt(p.mean)} [{_fmt(p.ci_low)}, {_fmt(p.ci_high)}]",
-            )
-            for i, p in enumerate(scored)
-        ),
-        high=f"{high:.2f}",
-        high_y=f"{y(high) + 4:.1f}",
-        low=f"{low:.2f}",
-        low_y=f"{y(low) + 4:.1f}",
-        first=(scored[0].commit or "")[:7],
-        last=(scored[-1].commit or "")[:7],
-    )
-
-
 # -- pages ------------------------------------------------------------------------------------------------
 
 
@@ -256,6 +170,8 @@ async def repo_page(request: Request) -> Response:
     runs, branch, trend, flaky, gated = await run_in_threadpool(load)
     # Gated metrics (a threshold in the newest run) first, then informational ones; a metric no run gave a
     # value (e.g. token usage from an agent that reports none) gets a line, not an empty chart.
+    from evalward._server.charts import trend_chart
+
     charts = [trend_chart(metric, points) for metric, points in trend.items()]
     charted = sorted((c for c in charts if c.count), key=lambda c: (not c.gated, c.metric))
     unvalued = sorted(c.metric for c in charts if not c.count)
