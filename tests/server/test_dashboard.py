@@ -57,7 +57,9 @@ async def test_repo_page_has_a_trend_chart_per_metric_and_flip_rates(dash: httpx
     page = (await dash.get("/repos/acme/dice")).text
     # tool_trajectory_avg_score and response_match_score first (they have thresholds), then the ADK efficiency
     # metrics the agent gave values for; token usage and model calls were never reported: a line, not a chart.
-    assert page.count("<svg class=chart") == 4
+    # The share of case results passed leads (passed, failed, passed on main).
+    assert page.count("<svg class=chart") == 5
+    assert page.index('data-metric="cases passed"') < page.index('data-metric="response_match_score"')
     order = [page.index(f'data-metric="{m}"') for m in ("response_match_score", "tool_trajectory_avg_score")]
     assert order == sorted(order) and order[-1] < page.index('data-metric="invocation_duration_v1"')
     assert (
@@ -75,6 +77,19 @@ async def test_repo_page_has_a_trend_chart_per_metric_and_flip_rates(dash: httpx
     # Hand calculation: each case passed, failed, passed on main → 2 flips / 2 pairs = 1.000.
     case_link = '<a href="/repos/acme/dice/cases/dice_basic/roll_17_sided_dice_twice?branch=main">'
     assert f"<td>{case_link}roll_17_sided_dice_twice</a></td><td class=num>1.000</td><td class=num>3</td>" in page
+
+
+async def test_repo_page_lists_pull_requests_and_finds_runs(dash: httpx.AsyncClient) -> None:
+    page = (await dash.get("/repos/acme/dice")).text
+    assert '<tr data-pr="7"><td><a href="/repos/acme/dice/pulls/7">#7</a></td>' in page
+    assert '<a href="?branch=feature">feature</a>' in page  # a branch opens its trends
+    found = (await dash.get("/repos/acme/dice?q=%237")).text
+    runs = found.split("<h2>Runs", 1)[1]
+    assert runs.count("<tr data-run=") == 1 and 'data-run="pr-7"' in runs
+    by_commit = (await dash.get("/repos/acme/dice?q=2222")).text.split("<h2>Runs", 1)[1]
+    assert 'data-run="main-2"' in by_commit and by_commit.count("<tr data-run=") == 1
+    nothing = (await dash.get("/repos/acme/dice?q=nope")).text
+    assert "No run matches “nope”." in nothing
 
 
 async def test_run_page_shows_verdict_metrics_and_the_trajectory_diff(dash: httpx.AsyncClient) -> None:
@@ -192,7 +207,7 @@ def test_pages_render_in_headless_chromium(history_db: str) -> None:
 
                 driver.find_element(By.LINK_TEXT, "acme/dice").click()  # type: ignore[attr-defined]
                 charts = driver.find_elements(By.CSS_SELECTOR, "svg.chart")  # type: ignore[attr-defined]
-                assert len(charts) == 4  # 2 criteria + the 2 ADK efficiency metrics that have values
+                assert len(charts) == 5  # cases passed, 2 criteria, the 2 ADK efficiency metrics that have values
                 chart = driver.find_element(  # type: ignore[attr-defined]
                     By.CSS_SELECTOR, 'figure[data-metric="tool_trajectory_avg_score"] svg.chart'
                 )

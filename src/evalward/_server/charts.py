@@ -50,7 +50,8 @@ class TrendChart:
         return len(self.rows)
 
 
-def trend_chart(metric: str, points: Sequence[TrendPoint]) -> TrendChart:
+def trend_chart(metric: str, points: Sequence[TrendPoint], *, unit_scale: bool = False) -> TrendChart:
+    """`metric`'s chart over `points` (oldest first); `unit_scale` draws it on [0, 1] whatever its threshold."""
     scored = [p for p in points if p.mean is not None]
     gated = bool(points) and points[-1].threshold is not None
     if not scored:
@@ -68,8 +69,26 @@ def trend_chart(metric: str, points: Sequence[TrendPoint]) -> TrendChart:
         for p in scored
     ]
     values = [float(v) for p in scored for v in (p.mean, p.ci_low, p.ci_high) if v is not None]
-    unit_scale = gated and min(values) >= 0.0 and max(values) <= 1.0
+    unit_scale = unit_scale or (gated and min(values) >= 0.0 and max(values) <= 1.0)
     return TrendChart(metric, gated, len(points), render_svg(json.dumps(trend_spec(metric, rows, unit_scale))), rows)
+
+
+def share_chart(title: str, runs: Sequence[Any]) -> TrendChart:
+    """The share of case results that passed in each run of `runs` (`RunRow`s, oldest first), on [0, 1]."""
+    points = [
+        TrendPoint(
+            run_id=r.run_id,
+            commit=r.commit,
+            started_at=r.started_at,
+            mean=r.passes / r.recorded,
+            ci_low=None,
+            ci_high=None,
+            n=r.recorded,
+        )
+        for r in runs
+        if r.recorded
+    ]
+    return trend_chart(title, points, unit_scale=True)
 
 
 def trend_spec(metric: str, rows: list[dict[str, Any]], unit_scale: bool) -> dict[str, Any]:

@@ -39,7 +39,6 @@ from starlette.staticfiles import StaticFiles
 
 from evalward._server.api import READ_COOKIE, can_read
 from evalward.report.formatting import percent
-from evalward.store.history import TrendPoint
 
 if TYPE_CHECKING:
     from starlette.templating import Jinja2Templates
@@ -152,7 +151,11 @@ async def repo_page(request: Request) -> Response:
     state = server_state(request)
     repo = f"{request.path_params['owner']}/{request.path_params['repo']}"
 
-    def load() -> tuple[list[Any], str, dict[str, list[TrendPoint]], list[tuple[str, str, float, int]], dict[str, str]]:
+    query = request.query_params.get("q", "").strip()[:100]
+
+    def load() -> dict[str, Any]:
+        from evalward._server.charts import share_chart, trend_chart
+
         runs = state.store.list_runs(repository=repo, limit=100)
         if not runs and repo not in history.repositories(state.store):
             raise HTTPException(404, f"no runs or jobs for repository {repo}")
@@ -165,26 +168,48 @@ async def repo_page(request: Request) -> Response:
             if flips:
                 flaky.append((set_id, case_id, flips / pairs, len(outcomes)))
         flaky.sort(key=lambda item: (-item[2], item[1]))
-        return runs, branch, trend, flaky, history.gate_outcomes(state.store, [row.run_id for row in runs])
+        # Charts are drawn here, off the event loop (vl-convert takes 0.1 s and more a chart the first time).
+        # Gated metrics (a threshold in the newest run) first, then informational ones; a metric no run gave a
+        # value (e.g. token usage from an agent that reports none) gets a line, not an empty chart.
+        charts = [trend_chart(metric, points) for metric, points in trend.items()]
+        on_branch = [r for r in reversed(runs) if r.branch == branch and r.status == "complete" and r.recorded]
+        passed = share_chart("share of case results passed", on_branch)
+        pulls: dict[int, Any] = {}
+        for row in runs:  # newest first: each pull request's first row is its newest push
+            if row.pr_number is not None:
+                pulls.setdefault(row.pr_number, row)
+        return {
+            "runs": [r for r in runs if _matches(r, query)],
+            "branch": branch,
+            "charts": sorted((c for c in charts if c.count), key=lambda c: (not c.gated, c.metric)),
+            "unvalued": sorted(c.metric for c in charts if not c.count),
+            "passed": passed,
+            "flaky": flaky,
+            "pulls": list(pulls.items())[:PULLS_SHOWN],
+            "gated": history.gate_outcomes(state.store, [row.run_id for row in runs]),
+        }
 
-    runs, branch, trend, flaky, gated = await run_in_threadpool(load)
-    # Gated metrics (a threshold in the newest run) first, then informational ones; a metric no run gave a
-    # value (e.g. token usage from an agent that reports none) gets a line, not an empty chart.
-    from evalward._server.charts import trend_chart
+    loaded = await run_in_threadpool(load)
+    return render_page(request, "repo.html", repo=repo, query=query, **loaded)
 
-    charts = [trend_chart(metric, points) for metric, points in trend.items()]
-    charted = sorted((c for c in charts if c.count), key=lambda c: (not c.gated, c.metric))
-    unvalued = sorted(c.metric for c in charts if not c.count)
-    return render_page(
-        request,
-        "repo.html",
-        repo=repo,
-        branch=branch,
-        charts=charted,
-        unvalued=unvalued,
-        runs=runs,
-        flaky=flaky,
-        gated=gated,
+
+PULLS_SHOWN = 20
+"""Pull requests the repository page lists (those with the newest runs)."""
+
+
+def _matches(row: Any, query: str) -> bool:
+    """A run the repository page's search keeps: `query` is a PR number (`#12` or `12`), the start of a commit,
+    or part of a branch name or run id."""
+    if not query:
+        return True
+    number = query.removeprefix("#")
+    if number.isdigit() and row.pr_number == int(number):
+        return True
+    lowered = query.lower()
+    return bool(
+        (row.commit and row.commit.lower().startswith(lowered))
+        or (row.branch and lowered in row.branch.lower())
+        or lowered in row.run_id.lower()
     )
 
 
