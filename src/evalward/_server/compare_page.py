@@ -15,10 +15,10 @@ the first repetition on each side are shown with a word diff for the rows of the
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlencode
 
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
@@ -120,7 +120,7 @@ def _responses(cases: list[Any]) -> str:
 
 
 async def compare_page(request: Request) -> Response:
-    from evalward._server.dashboard import read_gate, render_page, server_state
+    from evalward._server.dashboard import one_page, page_number, query_link, read_gate, render_page, server_state
     from evalward.store import case_views
 
     if (redirect := read_gate(request)) is not None:
@@ -133,10 +133,7 @@ async def compare_page(request: Request) -> Response:
     show = params.get("show", "all") if params.get("show", "all") in FILTERS else "all"
     sort = params.get("sort", "change") if params.get("sort", "change") in SORTS else "change"
     query = params.get("q", "")[:200]
-    try:
-        page = max(1, int(params.get("page", "1")))
-    except ValueError:
-        page = 1
+    page = page_number(params.get("page"))
 
     def load() -> dict[str, Any]:
         for run_id in (baseline_id, candidate_id):
@@ -147,13 +144,15 @@ async def compare_page(request: Request) -> Response:
             case_views.case_tallies(state.store, baseline_id), case_views.case_tallies(state.store, candidate_id)
         )
         chosen = select_rows(rows, show, query, sort)
-        pages = max(1, -(-len(chosen) // ROWS_PER_PAGE))
-        shown = chosen[(min(page, pages) - 1) * ROWS_PER_PAGE :][:ROWS_PER_PAGE]
+        shown, pages = one_page(chosen, page, ROWS_PER_PAGE)
         changed = [r for r in shown if r.change != "unchanged"]
         keys = {(r.eval_set_id, r.case_id) for r in changed}
         texts: dict[tuple[str, str], list[tuple[str, str]]] = {}
         if keys:
-            sides = {run_id: _results(state.store, run_id, keys) for run_id in (baseline_id, candidate_id)}
+            wanted = sorted(keys)
+            sides = {
+                run_id: case_views.cases_of_run(state.store, run_id, wanted) for run_id in (baseline_id, candidate_id)
+            }
             for key in keys:
                 before = _responses(sides[baseline_id].get(key, []))
                 after = _responses(sides[candidate_id].get(key, []))
@@ -167,14 +166,6 @@ async def compare_page(request: Request) -> Response:
     counts["flaky"] = sum(r.flaky for r in rows)
     candidate_header = loaded["headers"][candidate_id]
     gated = sorted(name for name, s in candidate_header.summary.items() if s.threshold is not None)
-
-    def link(**changes: Any) -> str:
-        values = {"show": show, "q": query, "sort": sort, "page": 1, **changes}
-        kept = {
-            k: v for k, v in values.items() if v and not (k == "show" and v == "all") and not (k == "page" and v == 1)
-        }
-        kept = {k: v for k, v in kept.items() if not (k == "sort" and v == "change")}
-        return "?" + urlencode(kept) if kept else "?"
 
     return render_page(
         request,
@@ -194,20 +185,8 @@ async def compare_page(request: Request) -> Response:
         rows=loaded["shown"],
         texts=loaded["texts"],
         gated=gated,
-        link=link,
+        link=functools.partial(query_link, {"show": show, "q": query, "sort": sort}, {"show": "all", "sort": "change"}),
     )
-
-
-def _results(store: Any, run_id: str, keys: set[tuple[str, str]]) -> dict[tuple[str, str], list[Any]]:
-    """The results of the cases `keys` in `run_id` (a page's worth: one read per eval set)."""
-    from evalward.store import case_views
-
-    found: dict[tuple[str, str], list[Any]] = {}
-    for set_id in {k[0] for k in keys}:
-        ids = [case_id for s, case_id in keys if s == set_id]
-        for case_id, cases in case_views.cases_of_run(store, run_id, set_id, ids).items():
-            found[(set_id, case_id)] = cases
-    return found
 
 
 def compare_routes() -> list[Route]:

@@ -23,11 +23,11 @@ escaped by default, not call by call. Handlers pass data, never markup, but for 
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qs, quote, urlencode
 
 from starlette.concurrency import run_in_threadpool
@@ -43,6 +43,7 @@ from evalward.report.formatting import percent
 if TYPE_CHECKING:
     from starlette.templating import Jinja2Templates
 
+T = TypeVar("T")
 CONTENT_SECURITY_POLICY = "default-src 'self'; style-src 'self'"
 """Only this origin's stylesheet and nothing else: the pages have no script and no inline style."""
 
@@ -100,6 +101,26 @@ def case_href(run: Any, case: Any) -> str | None:
 def commit_href(repo: str, commit: str | None) -> str:
     """The commit on GitHub (`#` when the run recorded none)."""
     return f"https://github.com/{quote(repo)}/commit/{quote(commit, safe='')}" if commit else "#"
+
+
+def page_number(raw: str | None) -> int:
+    """The `?page=` asked for: a whole number from 1 (anything else is the first page)."""
+    return max(1, int(raw)) if raw and raw.isdigit() else 1
+
+
+def one_page(items: Sequence[T], page: int, size: int) -> tuple[Sequence[T], int]:
+    """(the items of page `page` of `size` each — the last page when past it, pages in all (at least 1))."""
+    pages = max(1, -(-len(items) // size))
+    start = (min(page, pages) - 1) * size
+    return items[start : start + size], pages
+
+
+def query_link(current: Mapping[str, Any], defaults: Mapping[str, Any], **changes: Any) -> str:
+    """`?…` for the same page with `changes` over the `current` query values (a page number only when changed):
+    empty values and values at their default are left out, so the plain page is `?`."""
+    values = {**current, **changes}
+    kept = {k: v for k, v in values.items() if v not in (None, "") and v != defaults.get(k) and (k, v) != ("page", 1)}
+    return "?" + urlencode(kept) if kept else "?"
 
 
 def _repo_href(repo: str) -> str:
@@ -246,10 +267,7 @@ async def run_page(request: Request) -> Response:
     run_id = request.path_params["run_id"]
     show = "failing" if request.query_params.get("show") == "failing" else "all"
     query = request.query_params.get("q", "")[:200]
-    try:
-        page = max(1, int(request.query_params.get("page", "1")))
-    except ValueError:
-        page = 1
+    page = page_number(request.query_params.get("page"))
 
     def load() -> dict[str, Any]:
         if not state.store.has_run(run_id):
@@ -261,15 +279,9 @@ async def run_page(request: Request) -> Response:
         keys = sorted(tallies, key=lambda k: (tallies[k].passes == tallies[k].results, tallies[k].share, k))
         failing = [k for k in keys if tallies[k].passes < tallies[k].results]
         chosen = [k for k in (failing if show == "failing" else keys) if query.lower() in k[1].lower()]
-        pages = max(1, -(-len(chosen) // RUN_PAGE_CASES))
-        shown = chosen[(min(page, pages) - 1) * RUN_PAGE_CASES :][:RUN_PAGE_CASES]
-        results: list[Any] = []
-        for set_id in dict.fromkeys(k[0] for k in shown):
-            found = case_views.cases_of_run(state.store, run_id, set_id, [k[1] for k in shown if k[0] == set_id])
-            results.extend((set_id, case_id, found.get(case_id, [])) for case_id in found)
-        position = {key: i for i, key in enumerate(shown)}
-        results.sort(key=lambda item: position[(item[0], item[1])])
-        cases = [case for _set_id, _case_id, repetitions in results for case in repetitions]
+        shown, pages = one_page(chosen, page, RUN_PAGE_CASES)
+        found = case_views.cases_of_run(state.store, run_id, shown)
+        cases = [case for key in shown for case in found.get(key, [])]
         counts = {"cases": len(keys), "failing": len(failing), "chosen": len(chosen)}
         return {
             "run": run,
@@ -284,11 +296,6 @@ async def run_page(request: Request) -> Response:
     run = loaded["run"]
     metrics = sorted(run.summary.items(), key=lambda item: (item[1].threshold is None, item[0]))
 
-    def link(**changes: Any) -> str:
-        values = {"show": show, "q": query, "page": 1, **changes}
-        kept = {k: v for k, v in values.items() if v and (k, v) not in {("show", "all"), ("page", 1)}}
-        return "?" + urlencode(kept) if kept else "?"
-
     return render_page(
         request,
         "run.html",
@@ -302,7 +309,7 @@ async def run_page(request: Request) -> Response:
         query=query,
         page=min(page, loaded["pages"]),
         pages=loaded["pages"],
-        link=link,
+        link=functools.partial(query_link, {"show": show, "q": query}, {"show": "all"}),
     )
 
 

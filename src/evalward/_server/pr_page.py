@@ -70,11 +70,9 @@ async def pr_page(request: Request) -> Response:
         latest = pushes[0]
         regressed = [c for c in latest.verdict.cases if c.label == "regressed"] if latest.verdict else []
         shown = regressed[:REGRESSED_SHOWN]
-        results: list[Any] = []
-        for set_id in dict.fromkeys(c.eval_set_id for c in shown):
-            ids = [c.case_id for c in shown if c.eval_set_id == set_id]
-            found = case_views.cases_of_run(state.store, latest.run.run_id, set_id, ids)
-            results.extend(case for case_id in ids for case in found.get(case_id, []))
+        keys = [(c.eval_set_id, c.case_id) for c in shown]
+        found = case_views.cases_of_run(state.store, latest.run.run_id, keys)
+        results = [case for key in keys for case in found.get(key, [])]
         return pushes, results, len(regressed), state.store.load_run_header(latest.run.run_id)
 
     pushes, results, regressed_count, head = await run_in_threadpool(load)

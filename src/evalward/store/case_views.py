@@ -9,6 +9,7 @@ pages, each from the case rows and score rows (never a whole run's JSON).
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -158,20 +159,23 @@ def case_tallies(store: Store, run_id: str) -> dict[tuple[str, str], CaseTally]:
     }
 
 
-def cases_of_run(store: Store, run_id: str, eval_set_id: str, case_ids: list[str]) -> dict[str, list[Any]]:
-    """{case id: its results in `run_id`, by repetition} for `case_ids` of one eval set (a page's worth)."""
+def cases_of_run(store: Store, run_id: str, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], list[Any]]:
+    """{(eval set, case id): its results in `run_id`, by repetition} for `keys` (a page's worth: one read per
+    eval set among them); keys without results are absent."""
     from sqlalchemy import Text, cast, select
 
     from evalward.model import CaseResult
 
     cc = cases_table.c
-    found: dict[str, list[Any]] = defaultdict(list)
+    found: dict[tuple[str, str], list[Any]] = defaultdict(list)
     with read_transaction(store.engine) as conn:
-        rows = conn.execute(
-            select(cc.case_id, cast(cc.case_json, Text))
-            .where(cc.run_id == run_id, cc.eval_set_id == eval_set_id, cc.case_id.in_(case_ids))
-            .order_by(cc.case_id, cc.repetition)
-        )
-        for case_id, text in rows:
-            found[case_id].append(CaseResult.model_validate_json(text))
+        for set_id in dict.fromkeys(set_id for set_id, _ in keys):
+            ids = [case_id for s, case_id in keys if s == set_id]
+            rows = conn.execute(
+                select(cc.case_id, cast(cc.case_json, Text))
+                .where(cc.run_id == run_id, cc.eval_set_id == set_id, cc.case_id.in_(ids))
+                .order_by(cc.case_id, cc.repetition)
+            )
+            for case_id, text in rows:
+                found[(set_id, case_id)].append(CaseResult.model_validate_json(text))
     return dict(found)

@@ -121,10 +121,7 @@ class Store(HistoryViews):
         """
         keys = list(iter_record_keys(run.cases))
         with write_transaction(self.engine) as conn:
-            if not writes.run_exists(conn, run.run_id):
-                self._insert_run(conn, run, run.status, unique_keys(keys))
-            else:
-                writes.update_run(conn, run.run_id, run_columns(run, run.status), case_order_json(keys))
+            writes.finish_run(conn, run.run_id, run_columns(run, run.status), keys)
             # The run's rows are its own results (written as they finished), so as many rows as results means
             # all of them are stored (the usual end of a run whose writer kept up): a large run then neither
             # reads its keys back nor compares them. Fewer rows: the missing ones are found and written.
@@ -386,14 +383,10 @@ class Store(HistoryViews):
         return merge_stored_shards(self, run_ids, group_id=group_id, new_run_id=new_run_id, finalize=finalize)
 
     def insert_complete_run(self, run: RunResult, planned: list[ItemKey]) -> None:
-        """Store a run made outside a writer (a merge of shards) whole: row, manifest, cases and case order."""
-        from sqlalchemy import update
-
+        """Store a run made outside a writer (a merge of shards) whole: row (with its case order), manifest, cases."""
         with write_transaction(self.engine) as conn:
             self._insert_run(conn, run, "complete", planned)
             self._insert_cases(conn, run.run_id, run.cases)
-            order = [list(c.key) for c in run.cases]
-            conn.execute(update(runs_table).where(runs_table.c.run_id == run.run_id).values(case_order=order))
 
     # -- internals --------------------------------------------------------------------------------
 

@@ -350,7 +350,7 @@ def serve(requests: IO[bytes], replies: IO[bytes]) -> int:
     from evalward.store import migrate, schema, writes  # noqa: F401
     from evalward.store.engine import JSONText, write_transaction
     from evalward.store.opening import open_engine
-    from evalward.store.row_shapes import case_order_json, unique_keys
+    from evalward.store.row_shapes import unique_keys
 
     first = read_frame(requests)
     if first is None or first[0] != OPEN:
@@ -383,7 +383,7 @@ def serve(requests: IO[bytes], replies: IO[bytes]) -> int:
             elif kind == FINISH:
                 columns, keys, run_json = _revived(json.loads(parts[0])), json.loads(parts[1]), parts[2]
                 columns["run_json"] = JSONText(run_json.decode("utf-8"))
-                _finish(engine, run_id, columns, [(str(e), str(c), int(r)) for e, c, r in keys], case_order_json)
+                _finish(engine, run_id, columns, [(str(e), str(c), int(r)) for e, c, r in keys])
                 # The run's last frame: the database is closed (SQLite checkpoints its WAL) before the run hears
                 # DONE, so the run may end as soon as it does.
                 engine.dispose()
@@ -424,17 +424,14 @@ def _find_resumable(engine: Engine, request: dict[str, Any]) -> str | None:
         return find_resumable(conn, request["commit"], request["fingerprint"], shard=shard)
 
 
-def _finish(engine: Engine, run_id: str, columns: dict[str, Any], keys: list[ItemKey], order: Any) -> None:
+def _finish(engine: Engine, run_id: str, columns: dict[str, Any], keys: list[ItemKey]) -> None:
     """`Store.finish_run` of a run whose cases this process stored: a stored count short of its keys means
     results were lost, an InfrastructureError."""
     from evalward.store import writes
     from evalward.store.engine import write_transaction
 
     with write_transaction(engine) as conn:
-        if writes.run_exists(conn, run_id):
-            writes.update_run(conn, run_id, columns, order(keys))
-        else:
-            writes.insert_run(conn, run_id, columns, keys, case_order=order(keys))
+        writes.finish_run(conn, run_id, columns, keys)
         missing = len(keys) - writes.stored_count(conn, run_id)
         if missing > 0:
             raise InfrastructureError(f"run {run_id}: {missing} case results were not stored")

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalward.errors import GateInputError, UsageError
 from evalward.store.engine import JSONText, read_transaction, write_transaction
-from evalward.store.row_shapes import ROWS_PER_INSERT, CaseRows, ItemKey, now
+from evalward.store.row_shapes import ROWS_PER_INSERT, CaseRows, ItemKey, case_order_json, now, unique_keys
 from evalward.store.schema import cases_table, plan_table, runs_table, scores_table
 
 if TYPE_CHECKING:
@@ -50,6 +50,16 @@ def insert_run(
                 for e, c, r in plan[start : start + ROWS_PER_INSERT]
             ],
         )
+
+
+def finish_run(conn: Connection, run_id: str, columns: dict[str, Any], keys: Sequence[ItemKey]) -> None:
+    """The runs row at a run's end: its final columns and its case order (`keys`, the run's results in order); a
+    run never begun is inserted, its keys its manifest. The case rows are the caller's business."""
+    order = case_order_json(keys)
+    if run_exists(conn, run_id):
+        update_run(conn, run_id, columns, order)
+    else:
+        insert_run(conn, run_id, columns, unique_keys(keys), case_order=order)
 
 
 def update_run(conn: Connection, run_id: str, columns: dict[str, Any], case_order: JSONText) -> None:
