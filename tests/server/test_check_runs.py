@@ -15,7 +15,6 @@ import json
 import os
 import signal
 import subprocess
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,7 @@ from tests.server.chaos import GitShim, alive, sandbox_setting, start_worker, wa
 from tests.server.conftest import delivery_headers, make_settings
 from tests.server.daemon import INSTALLATION, KEYS, REPO, pr_event, start_daemon
 from tests.server.live import LiveServer
+from tests.store.old_schema import queued_job_at
 
 from evalward._server.app import create_app
 from evalward.store import open_store
@@ -194,25 +194,9 @@ def _final(queue: JobQueue, job_id: int) -> Any:
 
 
 def test_migration_0006_keeps_the_jobs_and_adds_their_check_runs(db_url: str) -> None:
-    from sqlalchemy import text
-
     from evalward.store import HEAD_REVISION, upgrade_database
-    from evalward.store.engine import create_db_engine
 
-    assert upgrade_database(db_url, "0005") == "0005"
-    engine = create_db_engine(db_url)
-    try:
-        with engine.begin() as conn:
-            conn.execute(
-                text(
-                    "INSERT INTO jobs (kind, payload, status, attempts, repo, head_sha, dedupe_key, created_at,"
-                    " updated_at) VALUES ('evaluate', :payload, 'queued', 0, :repo, :sha, 'k', :now, :now)"
-                ),
-                {"payload": json.dumps({"installation_id": INSTALLATION}), "repo": REPO, "sha": A,
-                 "now": datetime(2025, 1, 1, tzinfo=UTC)},
-            )  # fmt: skip
-    finally:
-        engine.dispose()
+    queued_job_at(db_url, "0005", payload={"installation_id": INSTALLATION}, repo=REPO, sha=A, key="k")
     assert upgrade_database(db_url) == HEAD_REVISION
     with open_store(db_url) as store:
         queue = JobQueue(store.engine, max_attempts=1)

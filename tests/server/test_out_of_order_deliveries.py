@@ -14,19 +14,18 @@ once, and the migration's old rows.
 from __future__ import annotations
 
 import contextlib
-import json
 import threading
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 from tests.server.daemon import REPO, Daemon, pr_event, start_daemon
+from tests.store.old_schema import queued_job_at
 
 from evalward.store import HEAD_REVISION, open_store, upgrade_database
-from evalward.store.engine import create_db_engine
 from evalward.store.job_queue import JobQueue, JobSpec
 from evalward.store.job_supersede import CLOSED_KIND
 
@@ -214,24 +213,13 @@ def test_two_pushes_enqueued_at_once_leave_the_newer_open_whichever_starts_first
 
 
 def test_migration_0007_keeps_old_rows_which_have_no_time(db_url: str) -> None:
-    from sqlalchemy import select, text
+    from sqlalchemy import select
 
     from evalward.store.schema import jobs_table
 
-    assert upgrade_database(db_url, "0006") == "0006"
-    engine = create_db_engine(db_url)
-    try:
-        with engine.begin() as conn:
-            conn.execute(
-                text(
-                    "INSERT INTO jobs (kind, payload, status, attempts, repo, head_sha, dedupe_key, created_at,"
-                    " updated_at) VALUES ('evaluate', :payload, 'queued', 0, :repo, :sha, :key, :now, :now)"
-                ),
-                {"payload": json.dumps({"pr_number": 7, "head_sha": B}), "repo": REPO, "sha": B,
-                 "key": f"evaluate:{REPO}:{B}:default", "now": datetime(2025, 1, 1, tzinfo=UTC)},
-            )  # fmt: skip
-    finally:
-        engine.dispose()
+    queued_job_at(
+        db_url, "0006", payload={"pr_number": 7, "head_sha": B}, repo=REPO, sha=B, key=f"evaluate:{REPO}:{B}:default"
+    )
     assert upgrade_database(db_url) == HEAD_REVISION == "0007"
     with open_store(db_url) as store:
         with store.engine.connect() as conn:
