@@ -34,7 +34,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterable, Sequence
-from concurrent.futures import Future
+from concurrent.futures import Future, InvalidStateError
 from datetime import datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -120,16 +120,16 @@ def _iso_datetime(value: object) -> str:
     raise TypeError(f"a {type(value).__name__} in a row sent to the history writer process")
 
 
+DATETIME_COLUMNS = ("started_at", "finished_at")
+"""The columns of the rows sent (runs, case_results) that hold datetimes."""
+
+
 def _revived(columns: dict[str, Any]) -> dict[str, Any]:
     """`columns` as sent, with the datetimes they held made datetimes again."""
     for name in DATETIME_COLUMNS:
         if isinstance(columns.get(name), str):
             columns[name] = datetime.fromisoformat(columns[name])
     return columns
-
-
-DATETIME_COLUMNS = ("started_at", "finished_at")
-"""The columns of the rows sent (runs, case_results) that hold datetimes."""
 
 
 class HistoryProcess:
@@ -258,20 +258,24 @@ class HistoryProcess:
 
     def _send(self, kind: bytes, payload: bytes, *, awaiting: Future[str | None] | None = None) -> None:
         """Queue one frame for the child (waiting while the queue is full); `awaiting`, the future its answer
-        resolves, takes its place among the pending answers in the same step, so answers meet their requests
-        in the order sent. Raises the child's failure once it has stopped."""
-        while True:
-            if self._stopped():
-                raise self._failure()
-            with self._queueing:
+        resolves, takes its place among the pending answers first (the child may answer as soon as the frame is
+        sent), in the same step, so answers meet their requests in the order sent. Raises the child's failure
+        once it has stopped."""
+        with self._queueing:
+            if awaiting is not None:
+                with self._pending_lock:
+                    self._pending.append(awaiting)
+            while True:
+                if self._stopped():
+                    failure = self._failure()
+                    if awaiting is not None:
+                        _fail(awaiting, failure)
+                    raise failure
                 try:
                     self._outbox.put((kind, payload), timeout=0.1)
+                    return
                 except queue.Full:
                     continue
-                if awaiting is not None:
-                    with self._pending_lock:
-                        self._pending.append(awaiting)
-                return
 
     def _send_all(self, requests: IO[bytes]) -> None:
         try:
@@ -312,7 +316,13 @@ class HistoryProcess:
         with self._pending_lock:
             unanswered, self._pending = self._pending, []
         for answer in unanswered:
-            answer.set_exception(self._failure())
+            _fail(answer, self._failure())
+
+
+def _fail(answer: Future[str | None], failure: EvalwardError) -> None:
+    """Resolve `answer` with `failure` unless it is resolved already (the sender and the listener both may)."""
+    with contextlib.suppress(InvalidStateError):
+        answer.set_exception(failure)
 
 
 _prestarted: HistoryProcess | None = None
