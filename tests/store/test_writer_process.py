@@ -259,3 +259,28 @@ def test_the_writer_is_prestarted_only_for_runs_that_store(
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     assert _stores_a_run(args) is expected
+
+
+def test_a_results_columns_read_from_its_json_equal_those_read_from_the_model() -> None:
+    """The writer process reads the columns from the JSON it stores; the run's process from the model."""
+    import json
+    from datetime import UTC, datetime
+
+    from evalward.model import CaseError, Usage
+    from evalward.store.row_shapes import case_columns
+
+    case = _case("a")[0].model_copy(
+        update={
+            "status": "error",
+            "must_pass": True,
+            "latency_s": 1.5,
+            "usage": Usage(input_tokens=10, output_tokens=4, cost_usd=0.002),
+            "error": CaseError(kind="timeout", message="slow"),
+            "started_at": datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC),
+            "finished_at": datetime(2026, 1, 2, 3, 4, 7, tzinfo=UTC),
+        }
+    )
+    from_model = case_columns(case)
+    assert case_columns(json.loads(case.model_dump_json())) == from_model
+    assert from_model[0]["error_kind"] == "timeout" and from_model[0]["cost_usd"] == 0.002
+    assert from_model[0]["started_at"] == datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)

@@ -151,7 +151,6 @@ def run_and_report(
     from evalward.runners import make_agent
 
     options = prepared.options
-    store = history
     resumable: Future[str | None] | None = None
     try:
         agent = make_agent(
@@ -160,8 +159,8 @@ def run_and_report(
             processes=options.agent_processes,
             openai_options=getattr(options, "agent_options", None),
         )
-        if store is not None and resume_run_id is None:
-            resumable = store.find_resumable(
+        if history is not None and resume_run_id is None:
+            resumable = history.find_resumable(
                 options.context.commit, fingerprint_for(prepared, agent), shard=options.shard
             )
             # At a terminal the user is asked before the run; in CI the note is printed when the answer is in,
@@ -181,7 +180,7 @@ def run_and_report(
             if progress_bar is not None:
                 progress_bar.start()
             run = run_blocking(
-                prepared, store=store, resume_run_id=resume_run_id, progress=progress_callback, agent=agent
+                prepared, store=history, resume_run_id=resume_run_id, progress=progress_callback, agent=agent
             )
         finally:
             if progress_bar is not None:
@@ -214,7 +213,7 @@ def run_and_report(
                 click.echo(prepared.judge_usage.describe())
             if prepared.simulator is not None:
                 click.echo(prepared.simulator.describe())
-        if store is not None:
+        if history is not None:
             click.echo(f"run id: {run.run_id}")
         if resumable is not None and (found := resumable.result()) is not None:
             _note_resumable(found)
@@ -226,8 +225,8 @@ def run_and_report(
     finally:
         # Closed here, not left to the interpreter's exit: the writer process stores what it was sent and ends,
         # and SQLite checkpoints and removes its WAL file when the last connection closes.
-        if store is not None:
-            store.close()
+        if history is not None:
+            history.close()
 
 
 def _note_resumable(run_id: str) -> None:

@@ -50,34 +50,44 @@ def case_rows(
     return row, [{**key, "metric": name, "score": score, "status": status} for name, score, status in scores]
 
 
-def case_columns(case: Mapping[str, Any]) -> tuple[dict[str, Any], list[tuple[str, float | None, str]]]:
-    """The case_results columns a case result fills (all but run_id, recorded_at and its JSON), read from the
-    result's JSON (`CaseResult.model_dump(mode="json")`, or its JSON text parsed), and its metric scores as
-    (name, score, status), the first of each name: a metric named twice keeps its first score in the table;
-    the case JSON keeps both. Read from the JSON, so the history writer process needs no models to store it."""
-    usage = case.get("usage") or {}
-    error = case.get("error") or {}
+def case_columns(case: Any) -> tuple[dict[str, Any], list[tuple[str, float | None, str]]]:
+    """The case_results columns a case result fills (all but run_id, recorded_at and its JSON), and its metric
+    scores as (name, score, status), the first of each name: a metric named twice keeps its first score in the
+    table; the case JSON keeps both.
+
+    `case` is a `CaseResult` (the run's process) or its JSON parsed (`model_dump(mode="json")`'s shape: the
+    history writer process, which has no models and reads the columns from the JSON it stores). One reading
+    for both, so neither parses what it already has."""
+    usage, error = _field(case, "usage"), _field(case, "error")
     columns = {
-        "eval_set_id": case["eval_set_id"],
-        "case_id": case["case_id"],
-        "repetition": case["repetition"],
-        "status": case["status"],
-        "content_hash": case.get("content_hash"),
-        "must_pass": bool(case.get("must_pass", False)),
-        "latency_s": case.get("latency_s"),
-        "input_tokens": usage.get("input_tokens"),
-        "output_tokens": usage.get("output_tokens"),
-        "cost_usd": usage.get("cost_usd"),
-        "error_kind": error.get("kind"),
-        "started_at": _datetime(case.get("started_at")),
-        "finished_at": _datetime(case.get("finished_at")),
+        "eval_set_id": _field(case, "eval_set_id"),
+        "case_id": _field(case, "case_id"),
+        "repetition": _field(case, "repetition"),
+        "status": _field(case, "status"),
+        "content_hash": _field(case, "content_hash"),
+        "must_pass": bool(_field(case, "must_pass")),
+        "latency_s": _field(case, "latency_s"),
+        "input_tokens": _field(usage, "input_tokens"),
+        "output_tokens": _field(usage, "output_tokens"),
+        "cost_usd": _field(usage, "cost_usd"),
+        "error_kind": _field(error, "kind"),
+        "started_at": _datetime(_field(case, "started_at")),
+        "finished_at": _datetime(_field(case, "finished_at")),
     }
     scores: dict[str, tuple[str, float | None, str]] = {}
-    for metric in case.get("metric_results") or ():
-        scores.setdefault(metric["name"], (metric["name"], metric.get("score"), metric["status"]))
+    for metric in _field(case, "metric_results") or ():
+        name = _field(metric, "name")
+        scores.setdefault(name, (name, _field(metric, "score"), _field(metric, "status")))
     return columns, list(scores.values())
 
 
-def _datetime(value: str | None) -> datetime | None:
+def _field(value: Any, name: str) -> Any:
+    """`value`'s `name` (a mapping's key or a model's attribute); None for a missing one or no value."""
+    if value is None:
+        return None
+    return value.get(name) if isinstance(value, Mapping) else getattr(value, name, None)
+
+
+def _datetime(value: datetime | str | None) -> datetime | None:
     # pydantic writes UTC as "Z", which datetime.fromisoformat reads from Python 3.11 on.
-    return None if value is None else datetime.fromisoformat(value)
+    return datetime.fromisoformat(value) if isinstance(value, str) else value

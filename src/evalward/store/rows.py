@@ -3,7 +3,6 @@ read models `Store` returns. Pure functions of the models; the SQL that writes a
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Any, Literal
 
@@ -133,7 +132,7 @@ def rows_of_case(
     if encoded is None:
         dumped: dict[str, Any] = redact_model(case).model_dump(mode="json")
         return case_rows(run_id, *case_columns(dumped), dumped, recorded_at)
-    return case_rows(run_id, *case_columns(json.loads(encoded)), JSONText(encoded.decode("utf-8")), recorded_at)
+    return case_rows(run_id, *case_columns(case), JSONText(encoded.decode("utf-8")), recorded_at)
 
 
 ROWS_PER_READ = 500
