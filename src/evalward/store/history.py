@@ -5,7 +5,7 @@ the API and dashboard.
 - `HistoryViews.case_history`: per run, the mean score per metric (over one case's repetitions with
   `case_id`, over every case result without): mean = Σ non-null scores / number of non-null scores;
 - `HistoryViews.flip_rates`: per case, flips / consecutive pairs of runs on a branch;
-- `repositories`, `metric_trend`, `case_outcomes`, `flip_rate`: what the daemon's API and dashboard show per
+- `repositories`, `metric_trend`, `case_outcomes`, `gate_outcomes`: what the daemon's API and dashboard show per
   repository.
 """
 
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from datetime import datetime
-from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
@@ -337,14 +336,6 @@ def case_outcomes(store: Store, repository: str, branch: str, *, limit: int = 50
         runs_of[r.run_id] = runs_of.get(r.run_id, True) and r.status == "passed"
     position = {run_id: i for i, run_id in enumerate(runs)}
     return {key: [v for _, v in sorted(d.items(), key=lambda kv: position[kv[0]])] for key, d in per.items()}
-
-
-def flip_rate(outcomes: list[bool]) -> float | None:
-    """flips / consecutive pairs; e.g. pass, fail, fail, pass → 2 / 3 = 0.667. None with fewer than 2 runs."""
-    if len(outcomes) < 2:
-        return None
-    flips = sum(a != b for a, b in pairwise(outcomes))
-    return flips / (len(outcomes) - 1)
 
 
 def gate_outcomes(store: Store, run_ids: list[str]) -> dict[str, str]:
