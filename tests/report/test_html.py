@@ -24,7 +24,7 @@ Snapshot = Callable[[str, str], None]
 ALLOWED_TAGS = {
     "html", "head", "meta", "title", "style", "body", "header", "section", "h1", "h2", "h3", "p", "dl", "dt",
     "dd", "ul", "li", "table", "tr", "th", "td", "code", "pre", "span", "strong", "details", "summary",
-    "svg", "rect", "line", "circle",
+    "svg", "rect", "line", "circle", "div", "a",
 }  # fmt: skip
 VOID_TAGS = {"meta"}
 
@@ -87,9 +87,10 @@ def test_page_is_self_contained_and_locked_down():
         "content": "default-src 'none'; style-src 'unsafe-inline'; img-src data:",
     } in metas
     assert set(page.tags()) <= ALLOWED_TAGS
-    # no external reference of any kind: only the SVG namespace URI mentions a scheme
+    # no external reference of any kind: links only within the page, and only the SVG namespace URI mentions a scheme
     for _, attrs in page.starts:
-        assert not {"src", "href", "action", "srcset"} & set(attrs)
+        assert not {"src", "action", "srcset"} & set(attrs)
+        assert attrs.get("href", "#").startswith("#")
         assert not any(name.startswith("on") for name in attrs)
     assert text.count("://") == text.count('xmlns="http://www.w3.org/2000/svg"')
     # every element closed (meta is void)
@@ -163,8 +164,9 @@ def test_html_injection_is_neutralised():
     for _, attrs in page.starts:
         assert not any(name.startswith("on") for name in attrs)
         assert "src" not in attrs
-    # the hostile </details> closes nothing: 3 failing repetitions + the arithmetic + the case labels
-    assert page.tags().count("details") == page.ends.count("details") == 5
+    # the hostile </details> closes nothing: 3 failing repetitions + the arithmetic + the case labels + the
+    # unchanged cases of the case-by-case view
+    assert page.tags().count("details") == page.ends.count("details") == 6
     assert page.comments == []
     # payloads appear only escaped, and the text survives as text
     for payload in ("<script", "<img", "<!--", "onerror=alert(1)>"):

@@ -14,9 +14,9 @@ from tests.server.runs import dice_run, t
 from tests.server.test_dashboard import browser_or_skip
 
 from evalward._server.app import create_app
-from evalward._server.compare_page import classify, compare_rows, select_rows, word_diff
+from evalward.model.case_tally import CaseTally
+from evalward.report.case_changes import classify, compare_rows, select_rows, word_diff
 from evalward.store import open_store
-from evalward.store.case_views import CaseTally
 
 
 def tally(passes: int, results: int = 3, errors: int = 0) -> CaseTally:

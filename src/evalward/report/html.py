@@ -6,7 +6,9 @@ Self-contained: inline CSS and inline SVG only, no external asset, no JavaScript
 injected markup could load and run nothing.
 
 Sections, in order:
-1. the run header: id, commit, branch, agent, status, repetitions, counts;
+1. the run header: its first line what happened (the gate's verdict and headline when there is one, the run's own
+   threshold result second; else whether the run passed), then id, commit, branch, agent, status, repetitions,
+   counts;
 2. the metric summary: mean, 95% interval, threshold, pass rate, status, and a small plot per metric —
    a bar to the mean, the interval as a whisker, the threshold as a marker;
 3. the verdict (when given): outcome and reason, baseline, one row per compared metric with a plot of
@@ -14,8 +16,10 @@ Sections, in order:
    metrics), whether and how the analysis was clustered (G per metric), findings, counts, the per-case
    tests (Fisher + Benjamini–Hochberg, diagnostic; p and q per tested case in the case table) or why
    none ran, and the reproduce line;
-4. a table of every case result: status and score per metric;
-5. per case result that did not pass: error, and per turn with differences the query, failing metrics,
+4. with a baseline, the two runs case by case (`case_changes.changes_between`): the view of the dashboard's compare
+   page, its counts linking to each class's first row, the unchanged cases folded away;
+5. a table of every case result: status and score per metric;
+6. per case result that did not pass: error, and per turn with differences the query, failing metrics,
    the tool-call and step diffs (against the expectation and, with a baseline, against the baseline's
    first passing repetition), argument differences and the responses.
 
@@ -37,6 +41,7 @@ from evalward.model.verdict import Verdict
 from evalward.redact import redact
 from evalward.report import formatting as fmt
 from evalward.report import verdict_view
+from evalward.report.case_changes import CLASSES, changes_between
 from evalward.report.case_evidence import TurnEvidence, case_results, diff_lines, resource_deltas, turn_evidence
 from evalward.report.verdict_view import bounds_text, delta_text, interval_label, passes_text
 
@@ -80,6 +85,7 @@ def render_html(
         subject=subject or verdict_view.subject_label(run.context),
         fmt=fmt,
         c=verdict_view,
+        classes=CLASSES,
         metric_names=list(run.summary) or list(dict.fromkeys(m.name for c in run.cases for m in c.metric_results)),
         failing=[_failing_case(case, baseline) for case, _ in shown],
         hidden=max(0, failing_count - MAX_CASE_SECTIONS),
@@ -91,6 +97,8 @@ def render_html(
         scores=_scores,
         cut=_cut,
         number=format,
+        changes=changes_between(baseline, run) if baseline is not None else None,
+        change_anchor=lambda name: "#change-" + name.replace(" ", "-"),
     )
     # The template escapes and redacts every value it prints; this second pass catches a secret split
     # across two values.

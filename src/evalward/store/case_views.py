@@ -13,38 +13,12 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict
-
+from evalward.model.case_tally import CaseTally
 from evalward.store.engine import read_transaction
 from evalward.store.schema import cases_table, scores_table
 
 if TYPE_CHECKING:
     from evalward.store import Store
-
-
-class CaseTally(BaseModel):
-    """One case of one run: how its repetitions ended and its mean score per metric."""
-
-    model_config = ConfigDict(defer_build=True, frozen=True)
-
-    passes: int
-    """repetitions that passed."""
-    results: int
-    """repetitions recorded."""
-    errors: int
-    """repetitions that ended in an error."""
-    scores: dict[str, float | None]
-    """{metric: mean of the repetitions' non-null scores} (None when none had a score)."""
-
-    @property
-    def passed(self) -> bool:
-        """Every repetition passed (a case's outcome in a run, as `case_outcomes` and the flip rates count it)."""
-        return self.results > 0 and self.passes == self.results
-
-    @property
-    def share(self) -> float:
-        """passes / results."""
-        return self.passes / self.results if self.results else 0.0
 
 
 class CaseRunPoint(CaseTally):
@@ -124,8 +98,9 @@ def case_results_in(store: Store, run_ids: list[str], eval_set_id: str, case_id:
     return dict(found)
 
 
-def case_tallies(store: Store, run_id: str) -> dict[tuple[str, str], CaseTally]:
-    """{(eval set, case id): its tally} over every case of the run: two grouped reads, whatever the run's size."""
+def case_tallies(store: Store, run_id: str, metrics: Sequence[str] | None = None) -> dict[tuple[str, str], CaseTally]:
+    """{(eval set, case id): its tally} over every case of the run: two grouped reads, whatever the run's size.
+    `metrics`: the metrics whose mean scores are wanted (None: all; empty: none, and the score rows are not read)."""
     from sqlalchemy import case, func, select
 
     cc, s = cases_table.c, scores_table.c
@@ -142,12 +117,12 @@ def case_tallies(store: Store, run_id: str) -> dict[tuple[str, str], CaseTally]:
             .group_by(cc.eval_set_id, cc.case_id)
         ).all()
         scores: dict[tuple[str, str], dict[str, float | None]] = defaultdict(dict)
-        for set_id, case_id, metric, mean in conn.execute(
-            select(s.eval_set_id, s.case_id, s.metric, func.avg(s.score))
-            .where(s.run_id == run_id)
-            .group_by(s.eval_set_id, s.case_id, s.metric)
-        ):
-            scores[(set_id, case_id)][metric] = None if mean is None else float(mean)
+        if metrics is None or metrics:
+            query = select(s.eval_set_id, s.case_id, s.metric, func.avg(s.score)).where(s.run_id == run_id)
+            if metrics is not None:
+                query = query.where(s.metric.in_(list(metrics)))
+            for set_id, case_id, metric, mean in conn.execute(query.group_by(s.eval_set_id, s.case_id, s.metric)):
+                scores[(set_id, case_id)][metric] = None if mean is None else float(mean)
     return {
         (set_id, case_id): CaseTally(
             passes=int(passes or 0),
