@@ -273,7 +273,7 @@ async def run_page(request: Request) -> Response:
         if not state.store.has_run(run_id):
             raise HTTPException(404, f"run {run_id!r} is not stored")
         run = state.store.load_run_header(run_id)
-        tallies = case_views.case_tallies(state.store, run_id)
+        tallies = case_views.case_tallies(state.store, run_id, metrics=[])  # outcomes only: no score rows read
         verdict, provenance = _verdict_of(state.store, run, sum(t.results for t in tallies.values()))
         # The cases that did not pass first (fewest passing repetitions first), then the rest, by key.
         keys = sorted(tallies, key=lambda k: (tallies[k].passes == tallies[k].results, tallies[k].share, k))
@@ -319,7 +319,7 @@ def _verdict_of(store: Any, run: Any, results: int) -> tuple[Any, str]:
     from evalward._gating import gate_run
     from evalward.gate import GatePolicy
 
-    recorded = store.recorded_verdicts(run.run_id)
+    recorded = store.recorded_verdicts(run.run_id, limit=1)
     if recorded:
         # The verdict the pull request actually got, with the repository's own policy.
         newest = recorded[0]

@@ -64,7 +64,7 @@ async def pr_page(request: Request) -> Response:
             by_commit.setdefault(row.commit, []).append(row)
         pushes = []
         for commit, runs in list(by_commit.items())[:PUSHES_SHOWN]:
-            recorded = state.store.recorded_verdicts(runs[0].run_id)
+            recorded = state.store.recorded_verdicts(runs[0].run_id, limit=1)
             newest = recorded[0] if recorded else None
             pushes.append(Push(commit, runs[0], len(runs), newest.verdict if newest else None, newest))
         latest = pushes[0]

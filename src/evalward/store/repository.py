@@ -178,22 +178,25 @@ class Store(HistoryViews):
                 )
             )
 
-    def recorded_verdicts(self, run_id: str) -> list[RecordedVerdict]:
-        """The verdicts recorded for `run_id`, newest first."""
-        from sqlalchemy import select
+    def recorded_verdicts(self, run_id: str, *, limit: int | None = None) -> list[RecordedVerdict]:
+        """The verdicts recorded for `run_id`, newest first; the newest `limit` of them when given (a verdict on a
+        large run is large: a page that shows the newest reads only it)."""
+        from sqlalchemy import Text, cast, select
 
         from evalward.model.verdict import RecordedVerdict, Verdict
 
         t = gate_verdicts_table.c
         with read_transaction(self.engine) as conn:
+            # The JSON as text, parsed once by pydantic (not decoded to Python objects first, then validated).
             rows = conn.execute(
-                select(t.source, t.created_at, t.verdict_json)
+                select(t.source, t.created_at, cast(t.verdict_json, Text))
                 .where(t.run_id == run_id)
                 .order_by(t.created_at.desc(), t.id.desc())
+                .limit(limit)
             ).all()
         return [
-            RecordedVerdict(source=source, recorded_at=at, verdict=Verdict.model_validate(data))
-            for source, at, data in rows
+            RecordedVerdict(source=source, recorded_at=at, verdict=Verdict.model_validate_json(text))
+            for source, at, text in rows
         ]
 
     # -- reading ----------------------------------------------------------------------------------
