@@ -3,7 +3,8 @@
 A case's story on a branch is read from its outcome in each complete run, oldest first (it passes in a run when
 every repetition passed, as `store.history.case_outcomes` counts it):
 - a **sustained change** is the newest runs failing `SUSTAINED_RUNS` or more times in a row after a run it passed:
-  the first run of that streak is its **first bad commit**, the passing run before it the last good one;
+  the first run of that streak is its **first bad commit**, the passing run before it the last good one; when the
+  case passes again, the newest such streak is named with the run that **fixed** it;
 - **flakiness** is the flip rate over the window (flips / consecutive pairs of runs), the changes into and out
   of a sustained failure not counted: a regression and its fix are two changes, not noise (`changes_and_flips`).
 """
@@ -42,6 +43,13 @@ class CaseStory:
     """The passing run just before `first_bad`."""
     flips: int
     pairs: int
+    fixed_by: CaseRunPoint | None = None
+    """The first passing run after the streak, when the case passes again (None: still failing)."""
+
+    @property
+    def failing(self) -> bool:
+        """The case fails now in a sustained streak."""
+        return self.first_bad is not None and self.fixed_by is None
 
     @property
     def flip_rate(self) -> float | None:
@@ -101,6 +109,7 @@ def tell(points: list[CaseRunPoint], branch: str) -> CaseStory:
             f"Passing since commit {_short(points[last + 1].commit)}, which fixed a failure that began at "
             f"{_short(points[first].commit)} ({last - first + 1} runs).{noise}"
         )
+        return CaseStory(headline, points[first], points[first - 1], flips, pairs, fixed_by=points[last + 1])
     elif flips:
         headline = f"Passing in the newest run.{noise}"
     else:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
@@ -26,6 +26,14 @@ from evalward.store.history import TrendPoint
 
 WIDTH, HEIGHT = 380, 150
 LINE, BAND, THRESHOLD = "#0969da", "#0969da", "#cf222e"
+GATE_COLOURS = {
+    "pass": "#1a7f37",
+    "fail": "#cf222e",
+    "inconclusive": "#9a6700",
+    "error": "#8250df",
+    "not gated": "#8c959f",
+}
+"""A point's colour on the pass-share chart: the gate's verdict on its run (the dashboard's verdict colours)."""
 CACHED_CHARTS = 64
 """Charts kept drawn (~25–170 KB of SVG each)."""
 VEGA_BASE_URL = "https://vega.github.io/vega-datasets/"
@@ -42,7 +50,7 @@ class TrendChart:
     """Runs on the branch, with a value or not."""
     svg: Markup = field(default_factory=Markup)
     rows: list[dict[str, Any]] = field(default_factory=list)
-    """{commit, run_id, mean, ci_low, ci_high, threshold} per run with a value, oldest first."""
+    """{commit, run_id, mean, ci_low, ci_high, threshold, href, gate, date} per run with a value, oldest first."""
 
     @property
     def count(self) -> int:
@@ -50,8 +58,15 @@ class TrendChart:
         return len(self.rows)
 
 
-def trend_chart(metric: str, points: Sequence[TrendPoint], *, unit_scale: bool = False) -> TrendChart:
-    """`metric`'s chart over `points` (oldest first); `unit_scale` draws it on [0, 1] whatever its threshold."""
+def trend_chart(
+    metric: str,
+    points: Sequence[TrendPoint],
+    *,
+    unit_scale: bool = False,
+    verdicts: Mapping[str, str] | None = None,
+) -> TrendChart:
+    """`metric`'s chart over `points` (oldest first); `unit_scale` draws it on [0, 1] whatever its threshold;
+    `verdicts` ({run id: gate outcome}) colours each point by the gate's verdict on its run."""
     scored = [p for p in points if p.mean is not None]
     gated = bool(points) and points[-1].threshold is not None
     if not scored:
@@ -65,16 +80,20 @@ def trend_chart(metric: str, points: Sequence[TrendPoint], *, unit_scale: bool =
             "ci_high": p.ci_high if p.ci_high is not None else p.mean,
             "threshold": p.threshold,
             "href": "runs/" + quote(p.run_id, safe=""),  # relative: see `render_svg`
+            "gate": (verdicts or {}).get(p.run_id, "not gated"),
+            "date": p.started_at.strftime("%Y-%m-%d %H:%M") if p.started_at else "",
         }
         for p in scored
     ]
     values = [float(v) for p in scored for v in (p.mean, p.ci_low, p.ci_high) if v is not None]
     unit_scale = unit_scale or (gated and min(values) >= 0.0 and max(values) <= 1.0)
-    return TrendChart(metric, gated, len(points), render_svg(json.dumps(trend_spec(metric, rows, unit_scale))), rows)
+    spec = trend_spec(metric, rows, unit_scale, by_verdict=verdicts is not None)
+    return TrendChart(metric, gated, len(points), render_svg(json.dumps(spec)), rows)
 
 
-def share_chart(title: str, runs: Sequence[Any]) -> TrendChart:
-    """The share of case results that passed in each run of `runs` (`RunRow`s, oldest first), on [0, 1]."""
+def share_chart(title: str, runs: Sequence[Any], verdicts: Mapping[str, str]) -> TrendChart:
+    """The share of case results that passed in each run of `runs` (`RunRow`s, oldest first), on [0, 1], each
+    point coloured by the gate's verdict on its run (`verdicts`: {run id: outcome})."""
     points = [
         TrendPoint(
             run_id=r.run_id,
@@ -88,11 +107,26 @@ def share_chart(title: str, runs: Sequence[Any]) -> TrendChart:
         for r in runs
         if r.recorded
     ]
-    return trend_chart(title, points, unit_scale=True)
+    return trend_chart(title, points, unit_scale=True, verdicts=verdicts)
 
 
-def trend_spec(metric: str, rows: list[dict[str, Any]], unit_scale: bool) -> dict[str, Any]:
-    """The Vega-Lite specification of one metric's trend (see the module docstring)."""
+def cost_chart(title: str, runs: Sequence[Any], costs: Mapping[str, float]) -> TrendChart:
+    """Each run's mean cost per case result in US dollars (`costs`: {run id: cost}, from the case rows), on its
+    own zero-based scale; runs whose agent reported no cost are left out."""
+    points = [
+        TrendPoint(run_id=r.run_id, commit=r.commit, started_at=r.started_at, mean=costs[r.run_id],
+                   ci_low=None, ci_high=None, n=r.recorded)
+        for r in runs
+        if r.run_id in costs
+    ]  # fmt: skip
+    return trend_chart(title, points)
+
+
+def trend_spec(
+    metric: str, rows: list[dict[str, Any]], unit_scale: bool, *, by_verdict: bool = False
+) -> dict[str, Any]:
+    """The Vega-Lite specification of one metric's trend (see the module docstring); `by_verdict` colours the
+    points by the rows' `gate` field, with a legend."""
     # Two runs of one commit are two points: the x field is the run's position, labelled with its commit.
     data = [{**row, "position": index} for index, row in enumerate(rows)]
     labels = {str(index): row["commit"] for index, row in enumerate(rows)}
@@ -101,6 +135,13 @@ def trend_spec(metric: str, rows: list[dict[str, Any]], unit_scale: bool) -> dic
         "type": "ordinal",
         "title": "commit (oldest left)",
         "axis": {"labelExpr": f"{json.dumps(labels)}[datum.value] || ''", "labelAngle": -45, "labelOverlap": True},
+    }
+    verdict_colour = {
+        "field": "gate",
+        "type": "nominal",
+        "title": "gate",
+        "scale": {"domain": list(GATE_COLOURS), "range": list(GATE_COLOURS.values())},
+        "legend": {"orient": "bottom", "direction": "horizontal"},
     }
     scale: dict[str, Any] = {"domain": [0, 1]} if unit_scale else {"zero": True, "nice": True}
     y = {"type": "quantitative", "scale": scale, "title": metric}
@@ -113,7 +154,12 @@ def trend_spec(metric: str, rows: list[dict[str, Any]], unit_scale: bool) -> dic
         {
             # The points are the links (on the line itself a link would go to the first run's page).
             "mark": {"type": "point", "filled": True, "color": LINE, "size": 40, "cursor": "pointer"},
-            "encoding": {"x": x, "y": {**y, "field": "mean"}, "href": {"field": "href", "type": "nominal"}},
+            "encoding": {
+                "x": x,
+                "y": {**y, "field": "mean"},
+                "href": {"field": "href", "type": "nominal"},
+                **({"color": verdict_colour} if by_verdict else {}),
+            },
         },
     ]
     threshold = rows[-1]["threshold"]

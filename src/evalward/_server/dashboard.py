@@ -175,7 +175,7 @@ async def repo_page(request: Request) -> Response:
     query = request.query_params.get("q", "").strip()[:100]
 
     def load() -> dict[str, Any]:
-        from evalward._server.charts import share_chart, trend_chart
+        from evalward._server.charts import cost_chart, share_chart, trend_chart
 
         runs = state.store.list_runs(repository=repo, limit=100)
         if not runs and repo not in history.repositories(state.store):
@@ -194,7 +194,10 @@ async def repo_page(request: Request) -> Response:
         # value (e.g. token usage from an agent that reports none) gets a line, not an empty chart.
         charts = [trend_chart(metric, points) for metric, points in trend.items()]
         on_branch = [r for r in reversed(runs) if r.branch == branch and r.status == "complete" and r.recorded]
-        passed = share_chart("share of case results passed", on_branch)
+        gated = history.gate_outcomes(state.store, [row.run_id for row in runs])
+        passed = share_chart("share of case results passed", on_branch, gated)
+        costs = history.cost_per_result(state.store, [row.run_id for row in on_branch])
+        cost = cost_chart("cost per case result (USD)", on_branch, costs)
         pulls: dict[int, Any] = {}
         for row in runs:  # newest first: each pull request's first row is its newest push
             if row.pr_number is not None:
@@ -205,9 +208,10 @@ async def repo_page(request: Request) -> Response:
             "charts": sorted((c for c in charts if c.count), key=lambda c: (not c.gated, c.metric)),
             "unvalued": sorted(c.metric for c in charts if not c.count),
             "passed": passed,
+            "cost": cost,
             "flaky": flaky,
             "pulls": list(pulls.items())[:PULLS_SHOWN],
-            "gated": history.gate_outcomes(state.store, [row.run_id for row in runs]),
+            "gated": gated,
         }
 
     loaded = await run_in_threadpool(load)

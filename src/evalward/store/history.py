@@ -338,6 +338,23 @@ def case_outcomes(store: Store, repository: str, branch: str, *, limit: int = 50
     return {key: [v for _, v in sorted(d.items(), key=lambda kv: position[kv[0]])] for key, d in per.items()}
 
 
+def cost_per_result(store: Store, run_ids: list[str]) -> dict[str, float]:
+    """{run id: mean cost in US dollars of its case results that reported one} for the runs of `run_ids` with any
+    (the dashboard's cost chart: one grouped read of the case rows, never the runs' JSON)."""
+    from sqlalchemy import func, select
+
+    if not run_ids:
+        return {}
+    cc = cases_table.c
+    with read_transaction(store.engine) as conn:
+        rows = conn.execute(
+            select(cc.run_id, func.avg(cc.cost_usd))
+            .where(cc.run_id.in_(run_ids), cc.cost_usd.is_not(None))
+            .group_by(cc.run_id)
+        ).all()
+    return {run_id: float(mean) for run_id, mean in rows if mean is not None}
+
+
 def gate_outcomes(store: Store, run_ids: list[str]) -> dict[str, str]:
     """{run id: the outcome of the newest verdict recorded for it} (`pass`, `fail`, `inconclusive`, `error`) for the
     runs of `run_ids` a gate judged; a run list shows it first, the run's own threshold result second."""
