@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
+from types import SimpleNamespace
+from typing import Any
 
 from tests.fakes.hostile_html import PAYLOADS
 
-from evalward._server.charts import trend_chart
+from evalward._server.charts import GATE_COLOURS, cost_chart, share_chart, trend_chart
 from evalward.store.history import TrendPoint
 
 
@@ -57,3 +59,34 @@ def test_untrusted_names_stay_text_inside_the_svg() -> None:
     svg = str(trend_chart(hostile, points([0.5], threshold=None, run_id=hostile, commit=hostile)).svg)
     assert "<script" not in svg and "<img" not in svg
     assert "&lt;script&gt;" in svg  # the metric's name in the axis title, escaped by vl-convert
+
+
+def run_rows(count: int) -> list[Any]:
+    return [
+        SimpleNamespace(
+            run_id=f"run-{i}",
+            commit=f"c{i:06d}",
+            started_at=datetime(2026, 1, 1 + i, tzinfo=UTC),
+            passes=8,
+            recorded=10,
+        )
+        for i in range(count)
+    ]
+
+
+def test_the_pass_share_colours_each_point_by_the_gates_verdict() -> None:
+    chart = share_chart("share passed", run_rows(3), {"run-0": "pass", "run-1": "fail"})
+    svg = str(chart.svg)
+    assert [row["gate"] for row in chart.rows] == ["pass", "fail", "not gated"]
+    for outcome in ("pass", "fail", "not gated"):
+        assert f'fill="{GATE_COLOURS[outcome]}"' in svg
+    assert ">gate</text>" in svg  # the legend's title
+    assert chart.rows[0]["date"] == "2026-01-01 00:00"
+
+
+def test_cost_is_drawn_for_the_runs_that_reported_one_on_its_own_scale() -> None:
+    chart = cost_chart("cost per case result (USD)", run_rows(3), {"run-0": 0.0012, "run-2": 0.0031})
+    assert [row["run_id"] for row in chart.rows] == ["run-0", "run-2"] and chart.runs == 2
+    assert not chart.gated
+    assert "for a linear scale with values from 0.0000 to 0.0035" in str(chart.svg)  # dollars from zero, not 0–1
+    assert cost_chart("cost", run_rows(2), {}).count == 0
