@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from tests.order_cases import write_order_set
+
 from evalward._gating import gate_run
 from evalward._pipeline import RunOptions, prepare, run_prepared
 from evalward.gate import GatePolicy
@@ -269,29 +271,11 @@ def answer(request: dict) -> dict:
 def big_shop_runs(store: Store, work: Path, cases: int, started: datetime) -> tuple[str, str]:
     """Two runs of a generated `cases`-case set in `acme/shop` (`shop-first`, then `shop-second`, which answers
     1 case in 100 wrongly); the second gated against the first."""
-    eval_cases = [
-        {
-            "eval_id": f"order_{n}",
-            "conversation": [
-                {
-                    "invocation_id": f"inv-{n}",
-                    "user_content": {"role": "user", "parts": [{"text": f"Where is order {n}?"}]},
-                    "final_response": {"role": "model", "parts": [{"text": f"Order {n} has shipped."}]},
-                    "intermediate_data": {"tool_uses": [{"name": "lookup_order", "args": {"order_id": n}}]},
-                }
-            ],
-        }
-        for n in range(1, cases + 1)
-    ]
     runs: list[RunResult] = []
     for index, run_id in enumerate(("shop-first", "shop-second")):
         folder = work / run_id
         folder.mkdir(parents=True)
-        (folder / "catalog.evalset.json").write_text(
-            json.dumps({"eval_set_id": "orders", "eval_cases": eval_cases}), encoding="utf-8"
-        )
-        criteria = {"criteria": {"tool_trajectory_avg_score": 1.0, "response_match_score": 0.8}}
-        (folder / "test_config.json").write_text(json.dumps(criteria), encoding="utf-8")
+        write_order_set(folder, cases, "catalog.evalset.json")
         (folder / "catalog_agent.py").write_text(SHOP_AGENT.format(wrong=index).lstrip(), encoding="utf-8")
         context = RunContext(repository=SHOP, commit=sha("shop", index), branch="main", base_branch="main")
         runs.append(

@@ -17,6 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tests.order_cases import write_order_set
+
 ROOT = Path(__file__).resolve().parents[2]
 CASES = 2000
 
@@ -34,26 +36,7 @@ def answer(request):
 
 
 def write_eval_set(folder: Path) -> Path:
-    cases = [
-        {
-            "eval_id": f"order_{n}",
-            "conversation": [
-                {
-                    "invocation_id": f"inv-{n}",
-                    "user_content": {"role": "user", "parts": [{"text": f"Where is order {n}?"}]},
-                    "final_response": {"role": "model", "parts": [{"text": f"Order {n} has shipped."}]},
-                    "intermediate_data": {"tool_uses": [{"name": "lookup_order", "args": {"order_id": n}}]},
-                }
-            ],
-            "session_input": {"app_name": "shop", "user_id": "user", "state": {}},
-        }
-        for n in range(1, CASES + 1)
-    ]
-    path = folder / "orders.evalset.json"
-    path.write_text(json.dumps({"eval_set_id": "orders", "eval_cases": cases}), encoding="utf-8")
-    (folder / "test_config.json").write_text(
-        json.dumps({"criteria": {"tool_trajectory_avg_score": 1.0, "response_match_score": 0.8}}), encoding="utf-8"
-    )
+    path = write_order_set(folder, CASES)
     (folder / "shop.py").write_text(AGENT, encoding="utf-8")
     return path
 
