@@ -126,6 +126,8 @@ async def test_the_case_page_names_the_first_bad_commit_and_the_fix(
     assert history.main_commits[broken][:12] in first_bad and history.main_commits[fixed][:12] in first_bad
     assert f'<tr data-run="{history.main_run_at(broken)}" class=first-bad>' in page
     assert f'<tr data-run="{history.main_run_at(fixed)}" class=fixed>' in page
+    chart = page.split('<figure data-metric="case passed">', 1)[1].split("</figure>", 1)[0]
+    assert chart.count('xlink:href="/runs/main-') == len(history.main_runs)  # a point per run, each its link
 
 
 async def test_compare_regressed_shows_exactly_the_broken_cases(

@@ -19,6 +19,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
+from evalward._server.charts import case_chart
 from evalward.store.case_views import CaseRunPoint
 
 if TYPE_CHECKING:
@@ -150,6 +151,8 @@ async def case_page(request: Request) -> Response:
 
     branch, points, results, gated = await run_in_threadpool(load)
     story = tell(points, branch)
+    # Drawn off the event loop, as the repository page's charts are (vl-convert takes 0.1 s a chart).
+    chart = await run_in_threadpool(case_chart, "share of repetitions passed", points)
     metrics = sorted({metric for point in points for metric in point.scores}, key=lambda m: (m not in gated, m))
     recent = [
         (point, [case_view(case) for case in results.get(point.run_id, [])]) for point in points[-RECENT_RESULTS:]
@@ -165,6 +168,7 @@ async def case_page(request: Request) -> Response:
         points=list(reversed(points)),
         metrics=metrics,
         recent=list(reversed(recent)),
+        chart=chart,
     )
 
 

@@ -110,6 +110,17 @@ def share_chart(title: str, runs: Sequence[Any], verdicts: Mapping[str, str]) ->
     return trend_chart(title, points, unit_scale=True, verdicts=verdicts)
 
 
+def case_chart(title: str, points: Sequence[Any]) -> TrendChart:
+    """One case's share of passing repetitions in each run of `points` (`CaseRunPoint`s, oldest first), on [0, 1]."""
+    shares = [
+        TrendPoint(run_id=p.run_id, commit=p.commit, started_at=p.started_at, mean=p.share,
+                   ci_low=None, ci_high=None, n=p.results)
+        for p in points
+        if p.results
+    ]  # fmt: skip
+    return trend_chart(title, shares, unit_scale=True)
+
+
 def cost_chart(title: str, runs: Sequence[Any], costs: Mapping[str, float]) -> TrendChart:
     """Each run's mean cost per case result in US dollars (`costs`: {run id: cost}, from the case rows), on its
     own zero-based scale; runs whose agent reported no cost are left out."""
