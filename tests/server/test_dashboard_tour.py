@@ -7,6 +7,7 @@ Each assertion is read off what the history stored (its verdicts, its broken cas
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -101,14 +102,8 @@ async def test_the_pr_page_shows_the_failing_push_and_the_fix(
     failing = pushes[1].verdict
     assert failing is not None and failing.outcome == "fail"
     table = page.split("<table id=pushes>", 1)[1]
-    assert str(httpx_escape(failing.headline)) in table  # the failing push's headline, in its row
+    assert html.escape(failing.headline, quote=True) in table  # the failing push's headline, in its row
     assert table.count("<tr data-commit=") == 3
-
-
-def httpx_escape(text: str) -> str:
-    from html import escape
-
-    return escape(text, quote=True)
 
 
 async def test_a_re_run_push_is_one_row(dash: httpx.AsyncClient, history: DashboardHistory) -> None:

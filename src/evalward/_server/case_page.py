@@ -20,6 +20,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from evalward._server.charts import case_chart
+from evalward.report.case_changes import gated_metrics
 from evalward.store.case_views import CaseRunPoint
 
 if TYPE_CHECKING:
@@ -146,7 +147,7 @@ async def case_page(request: Request) -> Response:
         recent = [p.run_id for p in points[-RECENT_RESULTS:]]
         # The criteria (a threshold in the newest run) lead the columns; informational metrics follow.
         newest = state.store.load_run_header(points[-1].run_id) if points else None
-        gated = {name for name, s in newest.summary.items() if s.threshold is not None} if newest else set()
+        gated = set(gated_metrics(newest.summary)) if newest else set()
         return branch, points, case_views.case_results_in(state.store, recent, eval_set_id, case_id), gated
 
     branch, points, results, gated = await run_in_threadpool(load)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
@@ -94,43 +94,34 @@ def trend_chart(
 def share_chart(title: str, runs: Sequence[Any], verdicts: Mapping[str, str]) -> TrendChart:
     """The share of case results that passed in each run of `runs` (`RunRow`s, oldest first), on [0, 1], each
     point coloured by the gate's verdict on its run (`verdicts`: {run id: outcome})."""
-    points = [
-        TrendPoint(
-            run_id=r.run_id,
-            commit=r.commit,
-            started_at=r.started_at,
-            mean=r.passes / r.recorded,
-            ci_low=None,
-            ci_high=None,
-            n=r.recorded,
-        )
-        for r in runs
-        if r.recorded
-    ]
+    points = _points(runs, lambda r: r.passes / r.recorded if r.recorded else None, size=lambda r: r.recorded)
     return trend_chart(title, points, unit_scale=True, verdicts=verdicts)
 
 
 def case_chart(title: str, points: Sequence[Any]) -> TrendChart:
     """One case's share of passing repetitions in each run of `points` (`CaseRunPoint`s, oldest first), on [0, 1]."""
-    shares = [
-        TrendPoint(run_id=p.run_id, commit=p.commit, started_at=p.started_at, mean=p.share,
-                   ci_low=None, ci_high=None, n=p.results)
-        for p in points
-        if p.results
-    ]  # fmt: skip
+    shares = _points(points, lambda p: p.share if p.results else None, size=lambda p: p.results)
     return trend_chart(title, shares, unit_scale=True)
 
 
 def cost_chart(title: str, runs: Sequence[Any], costs: Mapping[str, float]) -> TrendChart:
     """Each run's mean cost per case result in US dollars (`costs`: {run id: cost}, from the case rows), on its
     own zero-based scale; runs whose agent reported no cost are left out."""
-    points = [
-        TrendPoint(run_id=r.run_id, commit=r.commit, started_at=r.started_at, mean=costs[r.run_id],
-                   ci_low=None, ci_high=None, n=r.recorded)
-        for r in runs
-        if r.run_id in costs
-    ]  # fmt: skip
-    return trend_chart(title, points)
+    return trend_chart(title, _points(runs, lambda r: costs.get(r.run_id), size=lambda r: r.recorded))
+
+
+def _points(
+    runs: Sequence[Any], value: Callable[[Any], float | None], *, size: Callable[[Any], int]
+) -> list[TrendPoint]:
+    """A point per item of `runs` (anything with run_id, commit and started_at, oldest first) that `value` gives a
+    number, with no interval; `size` is the number of results behind it."""
+    points = []
+    for run in runs:
+        mean = value(run)
+        if mean is not None:
+            points.append(TrendPoint(run_id=run.run_id, commit=run.commit, started_at=run.started_at, mean=mean,
+                                     ci_low=None, ci_high=None, n=size(run)))  # fmt: skip
+    return points
 
 
 def trend_spec(

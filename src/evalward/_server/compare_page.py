@@ -24,6 +24,7 @@ from evalward.report.case_changes import (
     CaseRow,
     class_counts,
     compare_rows,
+    gated_metrics,
     response_diffs,
     select_rows,
 )
@@ -56,7 +57,7 @@ async def compare_page(request: Request) -> Response:
             if not state.store.has_run(run_id):
                 raise HTTPException(404, f"run {run_id!r} is not stored")
         headers = {run_id: state.store.load_run_header(run_id) for run_id in (baseline_id, candidate_id)}
-        gated = sorted(name for name, s in headers[candidate_id].summary.items() if s.threshold is not None)
+        gated = gated_metrics(headers[candidate_id].summary)
         # Only the gated metrics have a column: the other metrics' score rows are not read.
         rows = compare_rows(
             case_views.case_tallies(state.store, baseline_id, gated),

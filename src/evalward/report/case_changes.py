@@ -110,6 +110,16 @@ def responses_text(cases: Sequence[Any]) -> str:
     return "\n".join(turn.actual_response or "" for turn in cases[0].invocations)
 
 
+def class_anchor(name: str) -> str:
+    """The id of the static report's first row of class `name` (or `flaky`), which its count links to."""
+    return "change-" + name.replace(" ", "-")
+
+
+def gated_metrics(summary: Mapping[str, Any]) -> list[str]:
+    """The metrics of a run's summary with a threshold (its criteria), sorted: a column each."""
+    return sorted(name for name, metric in summary.items() if metric.threshold is not None)
+
+
 def class_counts(rows: Sequence[CaseRow]) -> dict[str, int]:
     """{class: cases in it} for every class, and `flaky`: the header's counts."""
     counts = {name: sum(r.change == name for r in rows) for name in CLASSES}
@@ -165,11 +175,10 @@ def changes_between(baseline: RunResult, candidate: RunResult) -> ChangesView:
         for results in found.values():
             results.sort(key=lambda case: case.repetition)
         sides.append(found)
-    gated = sorted(name for name, summary in candidate.summary.items() if summary.threshold is not None)
     return ChangesView(
         counts=class_counts(rows),
         changed=changed,
         unchanged=[r for r in rows if r.change == "unchanged"],
         texts=response_diffs(changed, sides[0], sides[1]),
-        gated=gated,
+        gated=gated_metrics(candidate.summary),
     )

@@ -41,7 +41,7 @@ from evalward.model.verdict import Verdict
 from evalward.redact import redact
 from evalward.report import formatting as fmt
 from evalward.report import verdict_view
-from evalward.report.case_changes import CLASSES, changes_between
+from evalward.report.case_changes import CLASSES, changes_between, class_anchor
 from evalward.report.case_evidence import TurnEvidence, case_results, diff_lines, resource_deltas, turn_evidence
 from evalward.report.verdict_view import bounds_text, delta_text, interval_label, passes_text
 
@@ -98,7 +98,8 @@ def render_html(
         cut=_cut,
         number=format,
         changes=changes_between(baseline, run) if baseline is not None else None,
-        change_anchor=lambda name: "#change-" + name.replace(" ", "-"),
+        change_anchor=lambda name: "#" + class_anchor(name),
+        class_anchor=class_anchor,
     )
     # The template escapes and redacts every value it prints; this second pass catches a secret split
     # across two values.
