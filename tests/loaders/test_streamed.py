@@ -324,3 +324,27 @@ def test_a_large_set_keeps_no_case_and_a_small_one_keeps_every_case(
     assert isinstance(large.cases, IndexedCases) and isinstance(small.cases, IndexedCases)
     assert large.cases._cache == {}
     assert list(small.cases._cache) == [0, 1, 2, 3, 4]
+
+
+def test_a_native_file_is_decoded_once_and_its_positions_found_when_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The walk reads a native file whole; the whole-file reader neither decodes it again nor indexes the
+    position of every value, yet a problem still points at its line and column."""
+    from evalward.loaders import documents, load
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise AssertionError("read a second time")
+
+    monkeypatch.setattr(load, "parse_source", refused)
+    monkeypatch.setattr(documents, "index_json", refused)
+    cases = [{"id": f"c{n}", "query": f"q{n}"} for n in range(300)]
+    cases[250] = {"id": "c250", "query": 7}
+    text = json.dumps({"evalward": 1, "cases": cases})  # one line: columns run to the end of the file
+    path = tmp_path / "one_line.eval.json"
+    path.write_text(text, encoding="utf-8")
+    result = load.load_file_result(path, "one_line.eval.json")
+    assert result.eval_set is None
+    [problem] = result.problems
+    assert problem.json_path == "$.cases[250].query"
+    assert (problem.line, problem.column) == (1, text.index('"query": 7') + len('"query": ') + 1)

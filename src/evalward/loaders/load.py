@@ -47,7 +47,7 @@ from evalward.loaders.detect import KNOWN_SHAPES, describe_shape, detect_format
 from evalward.loaders.discovery import CONFIG_FILE_NAME, INITIAL_SESSION_FILE_NAME, discover, eval_set_stem
 from evalward.loaders.documents import Document, DocumentError, parse_source, read_document, read_source
 from evalward.loaders.problems import Problems
-from evalward.loaders.streamed import load_streamed
+from evalward.loaders.streamed import Streamed, load_streamed
 from evalward.loaders.test_config import adk_default_criteria, read_test_config
 from evalward.model import Criteria, EvalCase, EvalFormat, EvalSet, SessionInput
 from evalward.model.cases import case_ids, case_source, edit_cases, keep_ids
@@ -261,11 +261,12 @@ def load_file_result(
     try:
         source = read_source(file, shown)
         streamed = load_streamed(source, default_id) if stream else None
-        collected, fmt, eval_set = (
-            (streamed.problems, streamed.format, streamed.eval_set)
-            if streamed is not None
-            else _load_whole(parse_source(source), default_id, known_metrics, custom_evaluator_types)
-        )
+        fmt: EvalFormat | None
+        if isinstance(streamed, Streamed):
+            collected, fmt, eval_set = streamed.problems, streamed.format, streamed.eval_set
+        else:
+            document = streamed.document if streamed is not None else parse_source(source)
+            collected, fmt, eval_set = _load_whole(document, default_id, known_metrics, custom_evaluator_types)
     except DocumentError as exc:
         return _FileResult(None, exc.problems, [])
     if eval_set is not None:

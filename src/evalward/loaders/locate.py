@@ -57,6 +57,9 @@ class LocatedIndex(PositionIndex):
         self._line = line
         self._column = column
         self._outer = outer
+        self._mark = (base, line, base, column)
+        """(offset, its line, the offset its line's counted columns start at, the column there) of the last
+        position found."""
         # Containers read so far, by offset. Some may be given whole (the loader's own scan of a large
         # top-level object or case list).
         self._objects = {at: _ObjectScan.whole(found) for at, found in (members or {}).items()}
@@ -76,12 +79,18 @@ class LocatedIndex(PositionIndex):
 
     def position(self, offset: int) -> Position:
         """The line and column of the character at `offset` (at or after `base`)."""
+        # Counted from the last position asked for when this one is after it: a whole file's cases are asked
+        # for in order, and counting each from the start made a one-line file's positions quadratic.
+        at, line, line_start, first_column = self._mark
+        if offset < at:
+            at, line, line_start, first_column = self._base, self._line, self._base, self._column
         text = self._text
-        newlines = text.count("\n", self._base, offset)
-        if not newlines:
-            return Position(line=self._line, column=self._column + offset - self._base)
-        line_start = text.rfind("\n", self._base, offset) + 1
-        return Position(line=self._line + newlines, column=offset - line_start + 1)
+        newlines = text.count("\n", at, offset)
+        if newlines:
+            line += newlines
+            line_start, first_column = text.rfind("\n", at, offset) + 1, 1
+        self._mark = (offset, line, line_start, first_column)
+        return Position(line=line, column=first_column + offset - line_start)
 
     def _walk(self, steps: PathKey) -> tuple[int, int | None, bool]:
         """(offset of the deepest value found, offset of the key of the last step taken, whether every step

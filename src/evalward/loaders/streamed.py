@@ -5,10 +5,14 @@ Streamed, whatever their size (so a small file and a large one take the same pat
 - a top-level JSON array, or a `.jsonl` file, of LangSmith examples or multi-agent cases (detected from the
   first element, as `detect` does) → `langsmith.map_example` / `multi_agent.map_agent_case`.
 
-Everything else is read whole (`documents.parse_text`): YAML and native files (small by nature), ADK legacy
-files (a legacy test file is one case), langchain-benchmarks lists (recognised by any element, and their
-per-case metrics are replaced in place by `--metrics-mode replace`), and files whose problems only the
-whole-file reader reports as they must be reported (`json_stream.WholeFile`).
+Everything else is read whole: YAML files (`documents.parse_text`), JSON objects that are not ADK eval sets
+(native and pydantic-evals files, ADK legacy files: small by nature; a legacy test file is one case),
+langchain-benchmarks lists (recognised by any element, and their per-case metrics are replaced in place by
+`--metrics-mode replace`), and files whose problems only the whole-file reader reports as they must be
+reported (`json_stream.WholeFile`). A JSON object the walk has read and checked whole is handed back as a
+`Document` (`WalkedDocument`): decoding it a second time and indexing the position of every value
+(`positions.index_json`) was half of loading a 2,000-case native file; its positions are found when asked
+for (`locate.LocatedIndex`), as a streamed case's are.
 
 Each element is decoded and checked (`json_stream`), mapped with positions found on demand (`locate`), and
 its facts kept (`indexed.IndexBuilder`); the `EvalCase` itself is let go. Problems come out in the
@@ -23,13 +27,21 @@ from dataclasses import dataclass
 from evalward.loaders.detect import detect_format, detect_list_format, has_expected_steps
 from evalward.loaders.documents import Document, DocumentKind, SourceText
 from evalward.loaders.indexed import RECENT_CASES, WHOLE_SET, IndexBuilder
-from evalward.loaders.json_stream import Element, JsonlWalk, JsonWalk, WholeFile
+from evalward.loaders.json_stream import Element, JsonlWalk, JsonWalk, WholeFile, exceeds
 from evalward.loaders.locate import LocatedIndex
-from evalward.loaders.positions import PathKey, Position, PositionIndex
+from evalward.loaders.positions import DEFAULT_LIMITS, PathKey, Position, PositionIndex
 from evalward.loaders.problems import Problems
 from evalward.model import EvalCase, EvalFormat, EvalSet
 
 _ADK_CASES = "eval_cases"
+
+
+@dataclass
+class WalkedDocument:
+    """A JSON object read whole by the walk, checked as `documents.parse_text` checks a file: for the
+    whole-file loaders (`load._load_whole`)."""
+
+    document: Document
 
 
 @dataclass
@@ -45,9 +57,9 @@ class Streamed:
 
 def load_streamed(
     source: SourceText, default_id: str, *, cache_size: int = RECENT_CASES, whole_set: int = WHOLE_SET
-) -> Streamed | None:
-    """`source` loaded one case at a time; None when it is to be read whole (module docstring). Raises
-    `documents.DocumentError` for syntax and structure problems."""
+) -> Streamed | WalkedDocument | None:
+    """`source` loaded one case at a time; a `WalkedDocument` or None when it is to be read whole, the first
+    already read (module docstring). Raises `documents.DocumentError` for syntax and structure problems."""
     if source.suffix in (".yaml", ".yml"):
         return None
     try:
@@ -61,7 +73,9 @@ def load_streamed(
         return None
 
 
-def _load_adk(source: SourceText, walk: JsonWalk, default_id: str, cache_size: int, whole_set: int) -> Streamed:
+def _load_adk(
+    source: SourceText, walk: JsonWalk, default_id: str, cache_size: int, whole_set: int
+) -> Streamed | WalkedDocument:
     from evalward.loaders import adk  # the ADK file models: loaded when an ADK file is read
 
     builder = IndexBuilder(
@@ -71,7 +85,7 @@ def _load_adk(source: SourceText, walk: JsonWalk, default_id: str, cache_size: i
     case_problems = _map_all(walk, walk.elements(), builder, source, outer)
     walk.finish()
     if detect_format(walk.top) != "adk_evalset":
-        raise WholeFile  # a native file: small by nature, read whole
+        return _walked_document(source, walk, outer)  # a native file: small by nature, read whole
     problems = Problems(Document(path=source.shown, data=walk.top, index=outer.index(), kind="json"))
     shell, cases_key = adk.evalset_head(problems)
     if cases_key != _ADK_CASES:
@@ -157,6 +171,18 @@ def _map_all(
             seen(case)
         builder.add(case, element.position, element.start, element.end, element.line, element.column)
     return found
+
+
+def _walked_document(source: SourceText, walk: JsonWalk, outer: _Outer) -> WalkedDocument:
+    """The object the walk read, as the whole-file reader would have read it; WholeFile when the walk left a
+    part of it undecoded (an `eval_cases` array it mapped case by case) or cannot vouch for a limit."""
+    if walk.cases_at is not None:
+        raise WholeFile
+    # The walk checks each top-level value against the value limit on its own; the whole-file reader counts
+    # the file's values together. A file of fewer characters than the limit cannot hold more values.
+    if len(source.text) > DEFAULT_LIMITS.max_values and exceeds(walk.top, 0, DEFAULT_LIMITS):
+        raise WholeFile
+    return WalkedDocument(Document(path=source.shown, data=walk.top, index=outer.index(), kind="json"))
 
 
 def _with_cases(eval_set: EvalSet | None, builder: IndexBuilder) -> EvalSet | None:
