@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -155,6 +156,52 @@ def test_a_killed_writer_fails_the_run_with_its_reason(tmp_path: Path) -> None:
                 time.sleep(0.05)
     finally:
         history.close()
+
+
+def _recording(history: HistoryProcess, sent: list[tuple[bytes, bytes]]) -> HistoryProcess:
+    """`history`, noting in `sent` each frame it sends."""
+    send = history._send
+
+    def noted(kind: bytes, payload: bytes, **options: Any) -> None:
+        sent.append((kind, payload))
+        send(kind, payload, **options)
+
+    history._send = noted  # type: ignore[method-assign]
+    return history
+
+
+def test_a_runs_end_sends_its_eval_sets_only_when_its_beginning_did_not(tmp_path: Path) -> None:
+    """The eval sets a run began with (a large run's are most of its row) are not sent again at its end: the
+    row keeps the stored ones, and reads back as the in-process store writes it. A run resumed by another
+    process sends its own."""
+    url = f"sqlite:///{tmp_path}/h.db"
+    sent: list[tuple[bytes, bytes]] = []
+    run = _run("r3")
+    case, text = _case("a")
+    finished = run.model_copy(update={"status": "complete", "passed": True, "cases": [case], "warnings": ["w"]})
+    history = _recording(HistoryProcess().open(url), sent)
+    try:
+        history.begin_run(run, [("s", "a", 0)])
+        history.record_cases("r3", [case], [text], fresh=True)
+        history.finish_run(finished)
+    finally:
+        history.close()
+    finish = unpack_parts(next(payload for kind, payload in sent if kind == b"Z"))
+    assert json.loads(finish[3])["eval_sets"] == [] and finish[4:] == [b"keep-eval-sets"]
+    with open_store(url) as store:
+        stored = store.load_run("r3")
+    assert stored.eval_sets == run.eval_sets and stored.warnings == ["w"] and stored.status == "complete"
+
+    sent.clear()
+    resumed = _recording(HistoryProcess().open(url), sent)
+    try:
+        resumed.finish_run(finished.model_copy(update={"warnings": ["w", "again"]}))
+    finally:
+        resumed.close()
+    finish = unpack_parts(next(payload for kind, payload in sent if kind == b"Z"))
+    assert len(finish) == 4 and json.loads(finish[3])["eval_sets"] == [s.model_dump(mode="json") for s in run.eval_sets]
+    with open_store(url) as store:
+        assert store.load_run("r3").eval_sets == run.eval_sets
 
 
 def test_a_finished_run_missing_results_is_an_error_not_a_complete_run(tmp_path: Path) -> None:

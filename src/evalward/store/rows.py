@@ -84,15 +84,19 @@ class ScoreRow(BaseModel):
     status: str
 
 
-def run_columns(run: RunResult, status: str) -> dict[str, Any]:
+def run_columns(run: RunResult, status: str, *, eval_sets: bool = True) -> dict[str, Any]:
     """The runs row for `run` (without planned_count/created_at): run JSON without its cases and case
-    summaries, secrets redacted like every row written (`evalward.redact`).
+    summaries (and, with `eval_sets=False`, without its eval sets: for a writer that keeps the stored ones),
+    secrets redacted like every row written (`evalward.redact`).
 
     The case summaries are not stored: each is a fold of the case's stored results, and `load_run` folds
     them again. A row holding them took ~600 bytes a case, all written as one value: a 100,000-case run's
     finish_run held ~250 MB of JSON text and its copies."""
     # Dumped once: the redaction check reads the JSON text the row stores (`engine.JSONText`, kept as it is).
-    run, text = redact_model_json(run.model_copy(update={"cases": [], "case_summaries": [], "status": status}))
+    left_out: dict[str, Any] = {"cases": [], "case_summaries": [], "status": status}
+    if not eval_sets:
+        left_out["eval_sets"] = []
+    run, text = redact_model_json(run.model_copy(update=left_out))
     run_json = JSONText(text)
     ctx = run.context
     return {

@@ -55,7 +55,10 @@ OPEN = b"O"  # payload: the database URL ("" for the default)
 FIND = b"F"  # payload: JSON {"commit", "fingerprint", "shard"}; answered with ANSWER
 BEGIN = b"B"  # parts: run id, its runs-row columns (JSON), its planned keys (JSON), its run JSON
 CASES = b"C"  # parts: run id, then each case's redacted JSON
-FINISH = b"Z"  # parts: run id, its runs-row columns, its case keys in order, its run JSON; answered with DONE
+FINISH = b"Z"  # parts: run id, its runs-row columns, its case keys in order, its run JSON[, KEEP_EVAL_SETS]; answered
+# with DONE
+KEEP_EVAL_SETS = b"keep-eval-sets"
+"""FINISH's last part when its run JSON leaves out the eval sets: the runs row keeps those BEGIN stored."""
 # From the child.
 READY = b"R"  # the database is open and migrated
 ANSWER = b"A"  # payload: JSON, the answer to FIND
@@ -166,6 +169,9 @@ class HistoryProcess:
         self._pending_lock = threading.Lock()
         self._error: EvalwardError | None = None
         self._reader_store: Store | None = None
+        # The eval sets each run began here was sent with: a run's end sends its own only when they differ
+        # (a 2,000-case run's are ~0.5 MB of JSON, made and sent twice before).
+        self._begun_sets: dict[str, list[Any]] = {}
         self._listener = threading.Thread(
             target=self._listen, args=(self._child.stdout,), name="evalward-history-replies", daemon=True
         )
@@ -197,6 +203,7 @@ class HistoryProcess:
         columns, run_json = _without_json(run_columns(run, "running"), "run_json")
         plan = json.dumps(unique_keys(planned)).encode()
         self._send(BEGIN, pack_parts([run.run_id.encode(), _columns_json(columns), plan, run_json]))
+        self._begun_sets[run.run_id] = run.eval_sets
 
     def record_cases(
         self, run_id: str, cases: Sequence[CaseResult], encoded: Sequence[bytes] | None = None, *, fresh: bool = False
@@ -213,9 +220,11 @@ class HistoryProcess:
         from evalward.model.records import iter_record_keys
         from evalward.store.rows import run_columns
 
-        columns, run_json = _without_json(run_columns(run, run.status), "run_json")
+        keep_sets = self._begun_sets.pop(run.run_id, None) is run.eval_sets
+        columns, run_json = _without_json(run_columns(run, run.status, eval_sets=not keep_sets), "run_json")
         keys = json.dumps(list(iter_record_keys(run.cases))).encode()
-        self._send(FINISH, pack_parts([run.run_id.encode(), _columns_json(columns), keys, run_json]))
+        parts = [run.run_id.encode(), _columns_json(columns), keys, run_json]
+        self._send(FINISH, pack_parts([*parts, KEEP_EVAL_SETS] if keep_sets else parts))
         self._done.wait()  # set by DONE, and by the listener when the child reports an error or is gone
         if self._error is not None or not self._finished:
             raise self._failure()
@@ -392,8 +401,10 @@ def serve(requests: IO[bytes], replies: IO[bytes]) -> int:
                 _store_cases(engine, run_id, parts)
             elif kind == FINISH:
                 columns, keys, run_json = _revived(json.loads(parts[0])), json.loads(parts[1]), parts[2]
+                keep_sets = parts[3:] == [KEEP_EVAL_SETS]
                 columns["run_json"] = JSONText(run_json.decode("utf-8"))
-                _finish(engine, run_id, columns, [(str(e), str(c), int(r)) for e, c, r in keys])
+                keys = [(str(e), str(c), int(r)) for e, c, r in keys]
+                _finish(engine, run_id, columns, keys, keep_eval_sets=keep_sets)
                 # The run's last frame: the database is closed (SQLite checkpoints its WAL) before the run hears
                 # DONE, so the run may end as soon as it does.
                 engine.dispose()
@@ -434,13 +445,21 @@ def _find_resumable(engine: Engine, request: dict[str, Any]) -> str | None:
         return find_resumable(conn, request["commit"], request["fingerprint"], shard=shard)
 
 
-def _finish(engine: Engine, run_id: str, columns: dict[str, Any], keys: list[ItemKey]) -> None:
+def _finish(engine: Engine, run_id: str, columns: dict[str, Any], keys: list[ItemKey], *, keep_eval_sets: bool) -> None:
     """`Store.finish_run` of a run whose cases this process stored: a stored count short of its keys means
-    results were lost, an InfrastructureError."""
+    results were lost, an InfrastructureError. `keep_eval_sets`: the run JSON sent leaves out the eval sets,
+    and the row keeps those its beginning stored."""
     from evalward.store import writes
-    from evalward.store.engine import write_transaction
+    from evalward.store.engine import JSONText, write_transaction
 
     with write_transaction(engine) as conn:
+        if keep_eval_sets:
+            stored = writes.stored_run_json(conn, run_id)
+            if stored is None:
+                raise InfrastructureError(f"run {run_id} ended without the beginning that stored its eval sets")
+            run_json = json.loads(columns["run_json"].text)
+            run_json["eval_sets"] = json.loads(stored)["eval_sets"]
+            columns["run_json"] = JSONText(json.dumps(run_json, ensure_ascii=False, separators=(",", ":")))
         writes.finish_run(conn, run_id, columns, keys)
         missing = len(keys) - writes.stored_count(conn, run_id)
         if missing > 0:

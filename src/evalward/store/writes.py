@@ -147,6 +147,14 @@ def recorded_keys(conn: Connection, run_id: str, keys: Sequence[ItemKey]) -> set
     return found
 
 
+def stored_run_json(conn: Connection, run_id: str) -> str | None:
+    """The run JSON of the runs row `run_id`, as stored; None without that row."""
+    from sqlalchemy import Text, cast, select
+
+    found = conn.execute(select(cast(runs_table.c.run_json, Text)).where(runs_table.c.run_id == run_id)).first()
+    return None if found is None else str(found[0])
+
+
 def run_exists(conn: Connection, run_id: str) -> bool:
     from sqlalchemy import select
 
