@@ -55,6 +55,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from evalward import cpu_placement
 from evalward.errors import UsageError
 from evalward.model import AgentOutput, AgentRequest, AgentTarget, canonical_hash
 from evalward.redact import mask_command_text
@@ -306,6 +307,7 @@ class SubprocessAgent:
                 env=env,
                 limit=LINE_LIMIT_BYTES,
             )
+            cpu_placement.release(proc.pid)  # the agent's process may use every CPU, the writer's too
         except FileNotFoundError as exc:
             where = f" (working directory {self._cwd})" if self._cwd else ""
             raise AgentStartError(

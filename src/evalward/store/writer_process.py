@@ -39,6 +39,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from evalward import cpu_placement
 from evalward.errors import EvalwardError, GateInputError, InfrastructureError, UsageError
 
 if TYPE_CHECKING:
@@ -154,6 +155,8 @@ class HistoryProcess:
             env=env,
         )
         assert self._child.stdin is not None and self._child.stdout is not None
+        # The writer on a CPU of its own and the run on the others, until `close` (`evalward.cpu_placement`).
+        self._placement = cpu_placement.separate(self._child.pid)
         # Frames are written by a thread of their own, in the order queued: a large frame (a run's eval sets,
         # a batch) sent while the child is still importing or busy never blocks the run's event loop. The
         # queue is short, so a child that falls behind slows the run's writer thread, not its memory.
@@ -257,6 +260,7 @@ class HistoryProcess:
         self._outbox.put(None)
         self._sender.join()
         self._child.wait()
+        cpu_placement.restore(self._placement)
         self._listener.join(timeout=5)
         if self._child.stdout is not None:
             self._child.stdout.close()
