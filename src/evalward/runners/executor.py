@@ -62,6 +62,7 @@ from evalward.model import (
 from evalward.model.text import listed_ids
 from evalward.runners.base import Agent
 from evalward.runners.conversation import Conversation
+from evalward.runners.deliveries import Deliveries
 from evalward.runners.sharding import shard_cases
 from evalward.runners.turn_attempts import run_turn
 
@@ -462,14 +463,14 @@ async def execute(
     queue: Iterator[WorkItem] = iter(items)
     remaining = len(items)
     in_flight: dict[int, WorkItem] = {}
-    deliveries: set[asyncio.Task[None]] = set()
 
     if on_progress is not None:
         on_progress(0, summary.total)
 
     # Results are delivered (scored, stored) in the background so a worker starts its next case at once:
     # awaiting the delivery serialised scoring and database writes into every agent call's critical path.
-    # At most `pending_limit` delivered-but-unfinished results exist at a time (back-pressure).
+    # Deliveries start one per turn of the event loop (`runners.deliveries`). At most `pending_limit`
+    # delivered-but-unfinished results exist at a time (back-pressure).
     pending = asyncio.Semaphore(max(8, 2 * options.concurrency))
     failures: list[BaseException] = []
     workers: list[asyncio.Task[None]] = []
@@ -488,13 +489,14 @@ async def execute(
             pending.release()
 
     def delivered(task: asyncio.Task[None]) -> None:
-        deliveries.discard(task)
         if task.cancelled() or task.exception() is None:
             return
         if not failures:
             failures.append(task.exception())  # type: ignore[arg-type]
             for other in workers:
                 other.cancel()
+
+    deliveries: Deliveries[CaseRun] = Deliveries(deliver, delivered)
 
     async def worker(worker_id: int) -> None:
         nonlocal remaining
@@ -509,15 +511,13 @@ async def execute(
                     case_run = await runner.run(item)
             del in_flight[worker_id]
             await pending.acquire()
-            delivery = asyncio.create_task(deliver(case_run))
-            deliveries.add(delivery)
-            delivery.add_done_callback(delivered)
+            deliveries.add(case_run)
 
     workers.extend(asyncio.create_task(worker(i)) for i in range(min(options.concurrency, len(items))))
     try:
         try:
             await asyncio.gather(*workers)
-            await _drain(deliveries)
+            await deliveries.drain()
         except asyncio.CancelledError:
             if failures:
                 await _stop(workers, deliveries)
@@ -541,16 +541,9 @@ async def execute(
     return summary
 
 
-async def _drain(deliveries: set[asyncio.Task[None]]) -> None:
-    """Wait for every started delivery (new ones cannot start once the workers are done)."""
-    while deliveries:
-        await asyncio.gather(*list(deliveries), return_exceptions=True)
-
-
-async def _stop(workers: list[asyncio.Task[None]], deliveries: set[asyncio.Task[None]]) -> None:
-    """Cancel the workers (and the cases they run), then let started deliveries finish."""
+async def _stop(workers: list[asyncio.Task[None]], deliveries: Deliveries[CaseRun]) -> None:
+    """Cancel the workers (and the cases they run), then let the deliveries of finished cases finish."""
     for task in workers:
         task.cancel()
     await asyncio.gather(*workers, return_exceptions=True)
-    if deliveries:
-        await asyncio.gather(*list(deliveries), return_exceptions=True)
+    await deliveries.stop()

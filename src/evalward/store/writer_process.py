@@ -409,10 +409,10 @@ def serve(requests: IO[bytes], replies: IO[bytes]) -> int:
                 columns["run_json"] = JSONText(run_json.decode("utf-8"))
                 keys = [(str(e), str(c), int(r)) for e, c, r in keys]
                 _finish(engine, run_id, columns, keys, keep_eval_sets=keep_sets)
-                # The run's last frame: the database is closed (SQLite checkpoints its WAL) before the run hears
-                # DONE, so the run may end as soon as it does.
-                engine.dispose()
+                # The run's last frame: DONE once it is committed; the database is closed (SQLite checkpoints
+                # its WAL into the file) while the run writes its reports, and the run's `close` waits for that.
                 write_frame(replies, DONE)
+                engine.dispose()
                 return 0
     except Exception as exc:
         _report(replies, exc)
