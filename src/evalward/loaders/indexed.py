@@ -182,13 +182,18 @@ class IndexedCases(CaseSequence):
         return self._origin.features[self._row(index)]
 
     def source_at(self, index: int) -> SourceLocation:
+        return SourceLocation(**self.source_fields_at(index))
+
+    def source_fields_at(self, index: int) -> dict[str, Any]:
+        # Made as dicts: a run's eval set info lists every case's source, and a model made for each only to be
+        # dumped was half of writing a 2,000-case run's first row.
         origin, row = self._origin, self._row(index)
-        return SourceLocation(
-            path=origin.shown,
-            line=origin.lines[row],
-            column=origin.columns[row],
-            json_path=format_json_path(origin.path_of(row)),
-        )
+        return {
+            "path": origin.shown,
+            "line": origin.lines[row],
+            "column": origin.columns[row],
+            "json_path": format_json_path(origin.path_of(row)),
+        }
 
     def select(self, indexes: Sequence[int]) -> IndexedCases:
         with self._lock:

@@ -90,6 +90,11 @@ class CaseSequence(Sequence["EvalCase"], ABC):
     def source_at(self, index: int) -> SourceLocation | None:
         """`case_at(index).source`, without reading the case back."""
 
+    def source_fields_at(self, index: int) -> dict[str, Any]:
+        """`source_at(index)` as `SourceLocation.model_dump(mode="json")` gives it ({} without one)."""
+        source = self.source_at(index)
+        return {} if source is None else source.model_dump(mode="json")
+
     @abstractmethod
     def turn_count_at(self, index: int) -> int:
         """`len(case_at(index).turns)`, without reading the case back."""
@@ -224,8 +229,7 @@ class _SourceFacts(Mapping[str, Any]):
         self._index = index
 
     def _dumped(self) -> dict[str, Any]:
-        source = self._cases.source_at(self._index)
-        return {} if source is None else source.model_dump(mode="json")
+        return self._cases.source_fields_at(self._index)
 
     def __getitem__(self, key: str) -> Any:
         return self._dumped()[key]
