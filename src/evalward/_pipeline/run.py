@@ -10,6 +10,7 @@ request interleaved. Finished results reach the history database through one wri
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import gc
 import uuid
@@ -82,9 +83,14 @@ async def _hand_to_writer(
 
 
 async def _write_results(
-    store: Store | HistoryProcess, run_id: str, queue: asyncio.Queue[_Written | None], writer: ThreadPoolExecutor
+    store: Store | HistoryProcess,
+    run_id: str,
+    queue: asyncio.Queue[_Written | None],
+    writer: ThreadPoolExecutor,
+    ending: asyncio.Event,
 ) -> None:
-    """Drain `queue` into the store in batches until a None arrives (see run_prepared)."""
+    """Drain `queue` into the store in batches until a None arrives (see run_prepared); `ending` is set when the
+    run has finished its cases, so the last batch goes at once instead of at the end of its window."""
     loop = asyncio.get_running_loop()
     finished = False
     while not finished:
@@ -102,7 +108,9 @@ async def _write_results(
                 remaining = deadline - loop.time()
                 if remaining <= 0:
                     break
-                await asyncio.sleep(min(remaining, WRITE_POLL_S))
+                # Woken early by the run's end: its last results are written while it folds them.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(ending.wait(), min(remaining, WRITE_POLL_S))
                 continue
             item = queue.get_nowait()
             if item is None:
@@ -235,7 +243,8 @@ async def run_prepared(
     # its lock, and a batch is milliseconds of results (a kill -9 loses at most that; --resume reruns it).
     writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evalward-store")
     to_write: asyncio.Queue[_Written | None] = asyncio.Queue(maxsize=WRITE_QUEUE_MAX)
-    write_task = asyncio.create_task(_write_results(store, run.run_id, to_write, writer)) if store else None
+    ending = asyncio.Event()
+    write_task = asyncio.create_task(_write_results(store, run.run_id, to_write, writer, ending)) if store else None
 
     empty_answers = EmptyAnswers()
 
@@ -295,6 +304,7 @@ async def run_prepared(
             prepared.simulator = simulator
             await simulator.aclose()
         if write_task is not None:
+            ending.set()
             await _hand_to_writer(to_write, None, write_task)  # raises the writer's error if it failed
             await write_task
         writer.shutdown(wait=True)

@@ -85,6 +85,8 @@ def _field(value: Any, name: str) -> Any:
     """`value`'s `name` (a mapping's key or a model's attribute); None for a missing one or no value."""
     if value is None:
         return None
+    if type(value) is dict:  # the writer process's parsed JSON: ~34 lookups a case, before the slower ABC check
+        return value.get(name)
     return value.get(name) if isinstance(value, Mapping) else getattr(value, name, None)
 
 
