@@ -284,24 +284,26 @@ def combine_metric(parts: Iterable[MetricPart], *, pass_rule: PassRule) -> Metri
     errored = False
     n_scored = n_gated = n_passed = 0
     labels: Counter[str] = Counter()
-    for part in parts:
-        labels.update(part.labels)
-        threshold = part.threshold if part.threshold is not None else threshold
-        higher = part.higher_is_better
-        errored = errored or part.errored
-        n_scored += part.n_scored
-        n_gated += part.n_gated
-        n_passed += part.n_passed
-        if part.case_mean is None:
+    # Unpacked, not read by name: a run's end combines every case's part of every metric.
+    for part_threshold, higher, part_errored, case_mean, all_scored_passed, scored, gated, passed, part_labels in parts:
+        if part_labels:
+            labels.update(part_labels)
+        if part_threshold is not None:
+            threshold = part_threshold
+        errored = errored or part_errored
+        n_scored += scored
+        n_gated += gated
+        n_passed += passed
+        if case_mean is None:
             continue
-        case_means.append(part.case_mean)
+        case_means.append(case_mean)
         if threshold is not None:
             if pass_rule == "mean_over_runs":
-                all_ok = all_ok and _meets(part.case_mean, threshold, part.higher_is_better)
+                all_ok = all_ok and _meets(case_mean, threshold, higher)
             else:
-                all_ok = all_ok and part.all_scored_passed
-        elif part.n_gated:
-            all_ok = all_ok and part.n_passed == part.n_gated
+                all_ok = all_ok and all_scored_passed
+        elif gated:
+            all_ok = all_ok and passed == gated
     if higher is None:
         return None
     counted = dict(sorted(labels.items(), key=lambda item: (-item[1], item[0])))
@@ -459,6 +461,30 @@ class _MetricColumn:
         if part.labels:
             self.labels[slot] = part.labels
 
+    def parts(self, slots: Iterable[int]) -> Iterator[MetricPart]:
+        """The parts of `slots`, in that order, skipping slots without one: `get` for each, with what every
+        slot needs looked up once (a run's end reads every case's part of every metric)."""
+        flags, means, labels, thresholds = self.flags, self.means, self.labels, self.thresholds
+        scored, gated, passed = self.scored.values, self.gated.values, self.passed.values
+        make, count = MetricPart._make, len(flags)
+        for slot in slots:
+            found = flags[slot] if slot < count else 0
+            if not found & self._PRESENT:
+                continue
+            yield make(
+                (
+                    thresholds[slot] if found & self._HAS_THRESHOLD else None,
+                    bool(found & self._HIGHER),
+                    bool(found & self._ERRORED),
+                    means[slot] if found & self._HAS_MEAN else None,
+                    bool(found & self._ALL_PASSED),
+                    scored[slot],
+                    gated[slot],
+                    passed[slot],
+                    labels.get(slot, ()),
+                )
+            )
+
     def get(self, slot: int) -> MetricPart | None:
         flags = self.flags[slot] if slot < len(self.flags) else 0
         if not flags & self._PRESENT:
@@ -540,9 +566,7 @@ class RunFold:
         order = order_by_codes(keys) if isinstance(keys, array) else sorted(range(len(keys)), key=keys.__getitem__)
         summary: dict[str, MetricSummary] = {}
         for name in sorted(self._first_seen, key=self._first_seen.__getitem__):
-            column = self._columns[name]
-            parts = (part for slot in order if (part := column.get(slot)) is not None)
-            metric_summary = combine_metric(parts, pass_rule=self.pass_rule)
+            metric_summary = combine_metric(self._columns[name].parts(order), pass_rule=self.pass_rule)
             if metric_summary is not None:
                 summary[name] = metric_summary
         return summary
