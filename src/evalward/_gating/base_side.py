@@ -200,7 +200,7 @@ def cases_to_run(
 
 def select_cases(sets: Sequence[EvalSet], keys: Sequence[CaseKey]) -> list[EvalSet]:
     """Copies of `sets` holding only the cases in `keys` (sets left empty are dropped)."""
-    from evalward.runners.executor import keep_cases
+    from evalward.loaders.selection import keep_cases
 
     return keep_cases(sets, keys)
 

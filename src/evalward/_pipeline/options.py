@@ -59,7 +59,7 @@ class RunOptions:
     case_patterns: list[str] = field(default_factory=list)
     """`--case`: run only cases whose id matches one of these globs (`fnmatch`, case-sensitive)."""
     sample: int | None = None
-    """`--sample N`: run N cases chosen by `runners.executor.sample_cases` (the same N every time)."""
+    """`--sample N`: run N cases chosen by `loaders.selection.sample_cases` (the same N every time)."""
     initial_session_file: str | None = None
     """ADK `initial_session_file`: its state is every case's initial state unless the case sets its own."""
     pass_rule: PassRule = "per_run"
@@ -403,7 +403,7 @@ def select_run_cases(
     """The sets holding only the cases `--case` and then `--sample` pick (sets left empty are dropped), and how
     they were chosen — `chosen` (the `FILE:IDS` paths) first — for `RunResult.case_selection`; None when every
     case runs. UsageError (exit 2) when a pattern matches no case."""
-    from evalward.runners.executor import filter_cases, sample_cases
+    from evalward.loaders.selection import filter_cases, sample_cases
 
     described = [chosen] if chosen else []
     total = sum(len(s.cases) for s in sets)
