@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evalward.judging.cache import SqlJudgeCache, cache_key
+from evalward.judging.cache import StoredJudgeCache, cache_key
+from evalward.model.judge_reply import CachedReply
 from evalward.store import open_store
-from evalward.store.judge_replies import CachedReply
 
 
 def test_key_covers_model_messages_and_parameters() -> None:
@@ -20,11 +20,11 @@ def test_key_covers_model_messages_and_parameters() -> None:
 
 async def test_history_database_holds_the_cache(tmp_path: Path) -> None:
     store = open_store(f"sqlite:///{tmp_path}/history.db")
-    cache = SqlJudgeCache(store.judge_replies())
+    cache = StoredJudgeCache(store.judge_replies())
     assert await cache.get("k") is None
     await cache.put("k", "m", CachedReply('{"is_correct": true}', 10, 5))
     await cache.put("k", "m", CachedReply("ignored: the key exists", 1, 1))
     assert await cache.get("k") == CachedReply('{"is_correct": true}', 10, 5)
     cache.close()  # does not own the store's engine
-    assert await SqlJudgeCache(store.judge_replies()).get("k") is not None
+    assert await StoredJudgeCache(store.judge_replies()).get("k") is not None
     store.close()

@@ -19,7 +19,7 @@ from tests.fakes.openai_server import FakeOpenAI, Reply
 from tests.judging.scored import judge_case
 from tests.judging.test_run_judged import evalward
 
-from evalward.judging.cache import MemoryJudgeCache, SqlJudgeCache
+from evalward.judging.cache import MemoryJudgeCache, StoredJudgeCache
 from evalward.judging.config import JudgeConfig
 from evalward.judging.scoring import Judging
 from evalward.metrics.judge.prompts import GROUNDING_SYSTEM, RUBRIC_CONVERSATION_SYSTEM, SEGMENT_SYSTEM
@@ -33,6 +33,7 @@ from evalward.model import (
     MetricSpec,
     ToolCall,
 )
+from evalward.store.judge_replies import JudgeReplies
 
 QUESTION = "How many James Brown songs do you have, and what do they cost?"
 COUNT = ToolCall(name="count_tracks", args={"artist": "James Brown"}, result={"count": 20, "cheapest": "$0.99"})
@@ -237,11 +238,11 @@ async def test_rerun_is_served_from_the_cache(fake_openai: FakeOpenAI, tmp_path:
     fake_openai.responder = judge
     url = f"sqlite:///{tmp_path}/judge_cache.db"
     output = AgentOutput(response=ANSWER, tool_calls=[COUNT])
-    first = judging_for(fake_openai, SqlJudgeCache.open(url))
+    first = judging_for(fake_openai, StoredJudgeCache(JudgeReplies.open(url)))
     _, before = await judged(first, *one_turn(output, HALLUCINATIONS))
     assert len(fake_openai.completions()) == 2
 
-    second = judging_for(fake_openai, SqlJudgeCache.open(url))
+    second = judging_for(fake_openai, StoredJudgeCache(JudgeReplies.open(url)))
     _, after = await judged(second, *one_turn(output, HALLUCINATIONS))
     assert len(fake_openai.completions()) == 2  # no new request
     assert (second.usage.cached, second.usage.requests) == (2, 0)

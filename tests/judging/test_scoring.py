@@ -11,11 +11,12 @@ from tests.fakes.openai_server import FakeOpenAI, Reply
 from tests.judging.scored import judge_case
 
 from evalward.errors import InfrastructureError
-from evalward.judging.cache import MemoryJudgeCache, SqlJudgeCache
+from evalward.judging.cache import MemoryJudgeCache, StoredJudgeCache
 from evalward.judging.config import JudgeConfig
 from evalward.judging.scoring import Judging, judged_specs
 from evalward.metrics.judge.prompts import CORRECTNESS_SYSTEM
 from evalward.model import AgentOutput, EvalCase, Invocation, MetricSpec
+from evalward.store.judge_replies import JudgeReplies
 
 QUESTION = "How many songs do you have by James Brown?"
 REFERENCE = "We have 20 songs by James Brown"
@@ -88,12 +89,12 @@ async def test_rerun_on_unchanged_outputs_makes_no_calls(fake_openai: FakeOpenAI
     outputs = [AgentOutput(response="There are 20.")]
     fake_openai.responder = lambda body: grade(True)
 
-    first = judging_for(fake_openai, store=SqlJudgeCache.open(url))
+    first = judging_for(fake_openai, store=StoredJudgeCache(JudgeReplies.open(url)))
     before = await judge_case(case(), [spec], outputs, first)
     await first.aclose()
     assert len(fake_openai.completions()) == 3  # one request per sample
 
-    second = judging_for(fake_openai, store=SqlJudgeCache.open(url))
+    second = judging_for(fake_openai, store=StoredJudgeCache(JudgeReplies.open(url)))
     after = await judge_case(case(), [spec], outputs, second)
     await second.aclose()
     assert len(fake_openai.completions()) == 3  # zero new requests
@@ -101,7 +102,7 @@ async def test_rerun_on_unchanged_outputs_makes_no_calls(fake_openai: FakeOpenAI
     assert after.metric_results[0].score == before.metric_results[0].score == 1.0
 
     # A changed answer is a changed prompt: asked again.
-    third = judging_for(fake_openai, store=SqlJudgeCache.open(url))
+    third = judging_for(fake_openai, store=StoredJudgeCache(JudgeReplies.open(url)))
     await judge_case(case(), [spec], [AgentOutput(response="Twenty.")], third)
     await third.aclose()
     assert len(fake_openai.completions()) == 6

@@ -336,16 +336,14 @@ async def start_judging(prepared: PreparedRun, store: Store | HistoryProcess | N
     """
     if not prepared.judges:
         return None
-    from evalward.judging.cache import JudgeCache, SqlJudgeCache
+    from evalward.judging.cache import StoredJudgeCache
     from evalward.judging.config import FALLBACK_CACHE_URL, JudgeConfig
     from evalward.judging.scoring import Judging
+    from evalward.store.judge_replies import JudgeReplies
 
     config = prepared.options.judge or JudgeConfig()
-    cache: JudgeCache = (
-        SqlJudgeCache(store.judge_replies())
-        if store is not None
-        else SqlJudgeCache.open(config.cache_url or FALLBACK_CACHE_URL)
-    )
+    replies = store.judge_replies() if store is not None else JudgeReplies.open(config.cache_url or FALLBACK_CACHE_URL)
+    cache = StoredJudgeCache(replies)
     judging = Judging(config, cache=cache)
     try:
         judging.warnings = await judging.probe(prepared.judges)

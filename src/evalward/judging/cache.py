@@ -6,28 +6,38 @@ parameters (temperature, …), the requested response format (schema name and sc
 so the s samples of one question are s entries, and a different schema, model or prompt is a miss.
 The base URL is not in the key: the same model name at another endpoint is taken to be the same model.
 
-Storage: the `judge_cache` table (migration 0003) of the history database when the run uses one, otherwise
-the same table in a SQLite file (`.evalward/judge_cache.db`). Only replies that parsed are stored (a reply
-the judge got wrong is asked again next time). Writes ignore a key that is already there, so concurrent
-runs and shards cannot conflict.
+Storage: whatever implements `JudgeReplyStore`; the run gives the `judge_cache` table (migration 0003) of the
+history database when it uses one, otherwise the same table in a SQLite file (`.evalward/judge_cache.db`),
+both `store.judge_replies.JudgeReplies`. Only replies that parsed are stored (a reply the judge got wrong is
+asked again next time). Writes ignore a key that is already there, so concurrent runs and shards cannot
+conflict.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from evalward.model import canonical_hash
-from evalward.store.judge_replies import CachedReply
-
-if TYPE_CHECKING:
-    from evalward.store.judge_replies import JudgeReplies
+from evalward.model.judge_reply import CachedReply
 
 
 def cache_key(model: str, messages: Sequence[dict[str, Any]], parameters: dict[str, Any]) -> str:
     """sha256 of the canonical JSON of (model, messages, parameters); see the module docstring."""
     return canonical_hash({"model": model, "messages": list(messages), "parameters": parameters})
+
+
+class JudgeReplyStore(Protocol):
+    """Where replies are kept between runs (`store.judge_replies.JudgeReplies` implements it): blocking calls,
+    made from a worker thread."""
+
+    def get(self, key: str) -> CachedReply | None: ...
+
+    def put(self, key: str, model: str, reply: CachedReply) -> None:
+        """Keep `reply` under `key` unless the key is there already."""
+
+    def close(self) -> None: ...
 
 
 class JudgeCache(Protocol):
@@ -54,19 +64,12 @@ class MemoryJudgeCache:
         pass
 
 
-class SqlJudgeCache:
-    """Replies kept in the `judge_cache` table of a database (`evalward.store.judge_replies`): the history
-    database's engine, or a file of its own (`open`)."""
+class StoredJudgeCache:
+    """Replies kept by a `JudgeReplyStore`, asked from a worker thread so the run's event loop never waits on
+    it."""
 
-    def __init__(self, replies: JudgeReplies) -> None:
+    def __init__(self, replies: JudgeReplyStore) -> None:
         self._replies = replies
-
-    @classmethod
-    def open(cls, url: str) -> SqlJudgeCache:
-        """A cache in its own database at `url` (the table is created when missing)."""
-        from evalward.store.judge_replies import JudgeReplies
-
-        return cls(JudgeReplies.open(url))
 
     async def get(self, key: str) -> CachedReply | None:
         return await asyncio.to_thread(self._replies.get, key)

@@ -76,7 +76,7 @@ from evalward.metrics.judge.replies import JudgeReplyError, JudgeVerdict, parse_
 from evalward.metrics.judge.spec import JudgeSpec, is_conversation_metric, is_judged, judge_spec
 from evalward.metrics.scoring_context import CaseScores
 from evalward.model import AgentOutput, CaseError, EvalCase, Invocation, MetricResult, MetricSpec
-from evalward.store.judge_replies import CachedReply
+from evalward.model.judge_reply import CachedReply
 
 EXPLANATION_REASONING_CHARS = 600
 """How much of the judge's reasoning an explanation quotes (all of it is in `details`)."""

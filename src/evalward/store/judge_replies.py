@@ -8,21 +8,13 @@ writing the same reply cannot conflict: the first one stays.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from evalward.model.judge_reply import CachedReply
+
 if TYPE_CHECKING:
     from sqlalchemy import Engine
-
-
-@dataclass(frozen=True)
-class CachedReply:
-    """A judge's reply as cached: its text and the tokens it cost when it was first asked."""
-
-    text: str
-    input_tokens: int | None
-    output_tokens: int | None
 
 
 class JudgeReplies:
