@@ -17,8 +17,7 @@ from array import array
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 
-CaseKey = tuple[str, str]
-"""(eval set id, case id)."""
+from evalward.model.cases import CaseKey
 
 
 class CaseKeys:

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from evalward.model import AgentOutput, AgentRequest, AgentTarget, EvalSet, RunContext
+from evalward.model.cases import CaseKey
 
 BaselineRunMode = Literal["missing", "always", "never"]
 """`missing` (default): run the base side for the cases no stored run covers; `always`: for every case (a
@@ -40,8 +41,6 @@ BASELINE_RUN_MODES: tuple[BaselineRunMode, ...] = ("missing", "always", "never")
 
 PROBE_TIMEOUT_S = 120.0
 """How long the base agent may take to load in the probe."""
-
-CaseKey = tuple[str, str]
 
 
 class BaseSideUnavailable(Exception):

@@ -38,6 +38,7 @@ from pydantic import ValidationError
 from evalward._gating.base_side import BaselineRunMode, BaseSideUnavailable
 from evalward.errors import EvalFileError, FileProblem, GateInputError
 from evalward.model import RunResult
+from evalward.model.cases import CaseKey
 from evalward.model.records import in_key_order, iter_record_keys, joined, pick_where, record_statuses, records_where
 from evalward.model.verdict import AgentRuns, BaselineInfo, Look, NoBaseline, Verdict
 
@@ -50,8 +51,6 @@ if TYPE_CHECKING:
 
 RemoteSearch = Callable[["BaselineQuery"], "tuple[BaselineSearch, dict[tuple[str, str], float]]"]
 """Asks a server for the baseline search and the flip rates (`RemoteHistory.search_baseline` bound to a run)."""
-
-CaseKey = tuple[str, str]
 
 
 @dataclass

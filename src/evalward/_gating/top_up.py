@@ -24,14 +24,13 @@ from evalward.gate.sequential import (
     undecided_metrics,
 )
 from evalward.model import CaseResult
+from evalward.model.cases import CaseKey
 from evalward.model.verdict import TopUp, Verdict
 
 if TYPE_CHECKING:
     from evalward._gating.flow import BaselinePlan, GateOutcome
     from evalward._pipeline import PreparedRun
     from evalward.gate import GatePolicy
-
-CaseKey = tuple[str, str]
 
 REPLAY_PREFIX = "replay:"
 """A replay agent answers from its recordings: more repetitions would only repeat them."""

@@ -10,9 +10,10 @@ import statistics
 from collections.abc import Sequence
 from typing import Literal
 
-from evalward.gate.context import CaseKey, GateContext
+from evalward.gate.context import GateContext
 from evalward.gate.findings import case_name, finding, fmt_num
 from evalward.gate.scores import ScoredResult
+from evalward.model.cases import CaseKey
 from evalward.model.verdict import Finding, Severity
 
 ThresholdMode = Literal["block", "warn", "change", "off"]

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from evalward.gate.checks import missing_baseline_is_error
-from evalward.gate.context import CaseKey, GateContext
+from evalward.gate.context import GateContext
 from evalward.gate.findings import finding, fmt_signed, plural
+from evalward.model.cases import CaseKey
 from evalward.model.verdict import BaselineInfo, Finding, MetricComparison
 
 Outcome = Literal["pass", "fail", "inconclusive", "error"]

@@ -16,13 +16,11 @@ from typing import TYPE_CHECKING
 from evalward.gate.policy import GatePolicy
 from evalward.gate.scores import ScoredResult, scored
 from evalward.model import RunResult
+from evalward.model.cases import CaseKey
 from evalward.model.verdict import Look, NoBaseline
 
 if TYPE_CHECKING:
     from evalward.gate.sequential import SecondLookInputs
-
-CaseKey = tuple[str, str]
-"""(eval_set_id, case_id): how cases pair across runs."""
 
 
 @dataclass(frozen=True)

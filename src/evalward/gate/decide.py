@@ -107,7 +107,7 @@ from evalward.gate.checks import (
     threshold_mode,
 )
 from evalward.gate.conclusion import baseline_info, conclude
-from evalward.gate.context import CaseKey, GateContext, sub_seed
+from evalward.gate.context import GateContext, sub_seed
 from evalward.gate.diagnostics import diagnose_cases, per_case_tests
 from evalward.gate.guards import (
     NEWLY_BROKEN_TEST,
@@ -129,6 +129,7 @@ from evalward.gate.policy import ERROR_RATE_METRIC, GatePolicy
 from evalward.gate.resources import resource_findings
 from evalward.gate.sequential import SecondLookInputs, combine_p, suspects_of
 from evalward.model import RunResult
+from evalward.model.cases import CaseKey
 from evalward.model.verdict import (
     Confirmation,
     Finding,

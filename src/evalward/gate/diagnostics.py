@@ -15,10 +15,11 @@ from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 
 from evalward.gate import stats
-from evalward.gate.context import CaseKey, GateContext
+from evalward.gate.context import GateContext
 from evalward.gate.findings import case_name, finding, fmt_num, fmt_p, plural
 from evalward.gate.pairing import PairedMetric
 from evalward.gate.scores import ScoredResult
+from evalward.model.cases import CaseKey
 from evalward.model.verdict import CaseDiagnostic, CaseLabel, Finding, PerCaseTests
 
 LIKELY_REGRESSED_DROP = 0.5

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evalward.gate.context import CaseKey
+from evalward.model.cases import CaseKey
 from evalward.model.verdict import Finding, FindingKind, Severity
 
 

@@ -15,13 +15,14 @@ from dataclasses import dataclass
 from typing import Literal
 
 from evalward.gate import stats
-from evalward.gate.context import CaseKey, GateContext, sub_seed
+from evalward.gate.context import GateContext, sub_seed
 from evalward.gate.findings import case_name, finding, fmt_p, fmt_signed, plural
 from evalward.gate.metric_tests import stratified_how
 from evalward.gate.metric_verdicts import FLOAT_SLACK
 from evalward.gate.policy import ERROR_RATE_METRIC
 from evalward.gate.stratified import NewlyBrokenResult, PassRateResult, Stratum, newly_broken_test, pass_rate_test
 from evalward.model import RunResult
+from evalward.model.cases import CaseKey
 from evalward.model.verdict import Confirmation, Finding, MetricComparison, NewlyBroken
 
 NEWLY_BROKEN_TEST = "newly_broken"

@@ -13,12 +13,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from evalward.gate import stats
-from evalward.gate.context import CaseKey, GateContext, sub_seed
+from evalward.gate.context import GateContext, sub_seed
 from evalward.gate.findings import fmt_p, plural
 from evalward.gate.pairing import PairedMetric, case_scores
 from evalward.gate.policy import CASE_PASS_METRIC, GatePolicy
 from evalward.gate.scores import ScoredResult
 from evalward.gate.stratified import PassRateResult, Stratum, pass_rate_test, weighted_holm
+from evalward.model.cases import CaseKey
 from evalward.model.verdict import TestName
 
 

@@ -13,11 +13,12 @@ from dataclasses import dataclass
 
 from evalward.gate import stats
 from evalward.gate.checks import case_passes
-from evalward.gate.context import CaseKey, GateContext
+from evalward.gate.context import GateContext
 from evalward.gate.findings import case_name, finding, plural
 from evalward.gate.policy import CASE_PASS_METRIC
 from evalward.gate.scores import ScoredResult
 from evalward.model import RunResult
+from evalward.model.cases import CaseKey
 from evalward.model.verdict import Finding
 
 

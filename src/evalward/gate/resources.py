@@ -13,9 +13,10 @@ from collections.abc import Sequence
 from typing import Literal
 
 from evalward.gate import stats
-from evalward.gate.context import CaseKey, GateContext, sub_seed
+from evalward.gate.context import GateContext, sub_seed
 from evalward.gate.findings import finding, plural
 from evalward.gate.scores import ScoredResult
+from evalward.model.cases import CaseKey
 from evalward.model.verdict import Finding, Severity
 
 INFORMATIONAL_RESAMPLES = 2_000

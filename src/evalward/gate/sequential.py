@@ -35,11 +35,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 
-from evalward.gate.context import CaseKey, single_look, sub_seed
+from evalward.gate.context import single_look, sub_seed
 from evalward.gate.findings import case_name, plural
 from evalward.gate.policy import GatePolicy
 from evalward.gate.suite import projected_bound, zero_failure_bound
 from evalward.model import CaseResult, RunResult
+from evalward.model.cases import CaseKey
 from evalward.model.records import in_key_order, iter_record_keys, joined
 from evalward.model.verdict import CaseDiagnostic, Finding, Look, MetricComparison, TopUp, Verdict
 

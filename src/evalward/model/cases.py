@@ -33,6 +33,10 @@ if TYPE_CHECKING:  # evalset.py imports this module; the names are only needed f
 CaseEdit = Callable[["EvalCase"], None]
 """A change made in place to one case, e.g. giving it an initial session."""
 
+CaseKey = tuple[str, str]
+"""(eval_set_id, case_id): a case across runs, sets and reports (the one definition; `case_keys` numbers them)."""
+
+
 _T = TypeVar("_T")
 
 
