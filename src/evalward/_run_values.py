@@ -1,9 +1,9 @@
 """The values of `evalward run`'s options that shape a run, and the one way they become `_pipeline.RunOptions`.
 
 `evalward run`, `evalward ci` (and so the GitHub Action's inputs) and `evalward.testing.evaluate` all take
-these values — the CLI through the option bundles of `evalward._cli.options`, whose Python names are the
+these values — the CLI through the option bundles of `evalward._cli.click_options`, whose Python names are the
 field names here, the pytest API as keyword arguments — and all build their `RunOptions` with
-`run_options_from`. A new run option is added once, here and in `_cli/options.py`, and reaches all three.
+`run_options_from`. A new run option is added once, here and in `_cli/click_options.py`, and reaches all three.
 
 Options that say where results go or how the run is recorded (`--json`, `--db`, `--resume`, `--repo`, …)
 are not run values: each command handles them itself.
@@ -182,7 +182,7 @@ def run_options_from(
 
     `agent_label` names an agent given as an object (the pytest API) instead of `values.agent`."""
     from evalward._pipeline import RunOptions, parse_metric_option, split_metric_options
-    from evalward.judging.config import JudgeConfig, load_prices
+    from evalward.judging.judge_config import JudgeConfig, load_prices
 
     agent = agent_label or values.agent
     if not agent:

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalward.model import AgentOutput, ToolCall, Usage
-from evalward.model.trajectory import CallStatus
+from evalward.model.agent_io import CallStatus
 
 __all__ = [
     "TraceCollector",

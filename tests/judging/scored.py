@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from evalward.judging.scoring import Judging
+from evalward.judging.judged_case import Judging
 from evalward.metrics.evaluation import score_case_run
 from evalward.metrics.scoring_context import ScoringContext
 from evalward.model import AgentOutput, CaseResult, EvalCase, MetricSpec

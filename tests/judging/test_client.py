@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from tests.fakes.openai_server import FakeOpenAI, Reply
 
-from evalward.judging.client import JudgeCallError, JudgeClient
-from evalward.judging.config import ModelPrice
+from evalward.judging.judge_client import JudgeCallError, JudgeClient
+from evalward.judging.judge_config import ModelPrice
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

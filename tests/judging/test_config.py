@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from evalward.errors import EvalFileError
-from evalward.judging.config import JudgeConfig, ModelPrice, load_prices
+from evalward.judging.judge_config import JudgeConfig, ModelPrice, load_prices
 
 
 def test_base_url_resolution(monkeypatch: pytest.MonkeyPatch) -> None:

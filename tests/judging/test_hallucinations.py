@@ -20,8 +20,8 @@ from tests.judging.scored import judge_case
 from tests.judging.test_run_judged import evalward
 
 from evalward.judging.cache import MemoryJudgeCache, StoredJudgeCache
-from evalward.judging.config import JudgeConfig
-from evalward.judging.scoring import Judging
+from evalward.judging.judge_config import JudgeConfig
+from evalward.judging.judged_case import Judging
 from evalward.metrics.judge.prompts import GROUNDING_SYSTEM, RUBRIC_CONVERSATION_SYSTEM, SEGMENT_SYSTEM
 from evalward.model import (
     AgentOutput,

@@ -24,9 +24,9 @@ from tests.fakes.openai_server import FakeOpenAI, Reply
 from tests.judging.scored import judge_case
 
 from evalward.judging.cache import MemoryJudgeCache
-from evalward.judging.config import JudgeConfig
 from evalward.judging.inflight import SingleFlight
-from evalward.judging.scoring import Judging
+from evalward.judging.judge_config import JudgeConfig
+from evalward.judging.judged_case import Judging
 from evalward.model import AgentOutput, CaseResult, EvalCase, Invocation, MetricSpec
 
 QUESTION = "How many songs do you have by James Brown?"

@@ -20,7 +20,7 @@ import openai
 import pytest
 from tests.fakes.openai_server import FakeOpenAI, Reply
 
-from evalward.judging.client import openai_headers
+from evalward.judging.judge_client import openai_headers
 
 AGENT = """\
 import json

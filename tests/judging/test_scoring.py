@@ -12,8 +12,8 @@ from tests.judging.scored import judge_case
 
 from evalward.errors import InfrastructureError
 from evalward.judging.cache import MemoryJudgeCache, StoredJudgeCache
-from evalward.judging.config import JudgeConfig
-from evalward.judging.scoring import Judging, judged_specs
+from evalward.judging.judge_config import JudgeConfig
+from evalward.judging.judged_case import Judging, judged_specs
 from evalward.metrics.judge.prompts import CORRECTNESS_SYSTEM
 from evalward.model import AgentOutput, EvalCase, Invocation, MetricSpec
 from evalward.store.judge_replies import JudgeReplies

@@ -17,7 +17,7 @@ import pytest
 from tests.fakes.openai_server import FakeOpenAI, Reply
 
 from evalward._pipeline import RunOptions, prepare, run_prepared
-from evalward.judging.config import JudgeConfig
+from evalward.judging.judge_config import JudgeConfig
 from evalward.metrics.registry import check_specs, needs_judge
 from evalward.metrics.step_judge import STEP_ANSWER_SYSTEM, STEP_CALLS_SYSTEM, calls_prompt
 from evalward.model import MetricSpec, RunResult, ToolCall

@@ -6,8 +6,8 @@ import pytest
 from tests.fakes.openai_server import FakeOpenAI, Reply
 from tests.judging.scored import judge_case
 
-from evalward.judging.config import JudgeConfig
-from evalward.judging.scoring import Judging
+from evalward.judging.judge_config import JudgeConfig
+from evalward.judging.judged_case import Judging
 from evalward.loaders.adk_personas import PREBUILT_PERSONAS
 from evalward.metrics.judge.prompts import prompt_identity, user_turn_prompt
 from evalward.metrics.judge.spec import check_judge_options, judge_spec

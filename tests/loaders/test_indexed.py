@@ -1,4 +1,4 @@
-"""`loaders.indexed`: cases read back from the file on demand, per-case facts kept, and what that costs."""
+"""`loaders.indexed_cases`: cases read back from the file on demand, per-case facts kept, and what that costs."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import pytest
 from evalward.errors import EvalFileError
 from evalward.loaders import load_paths
 from evalward.loaders.documents import read_source
-from evalward.loaders.indexed import IdStrings, IndexedCases, _IdBuffer
+from evalward.loaders.indexed_cases import IdStrings, IndexedCases, _IdBuffer
 from evalward.loaders.streamed import load_streamed
 from evalward.model import EvalSet
 

@@ -21,7 +21,7 @@ import pytest
 from evalward.errors import EvalFileError
 from evalward.loaders import load as load_module
 from evalward.loaders import load_paths
-from evalward.loaders.indexed import IndexedCases
+from evalward.loaders.indexed_cases import IndexedCases
 from evalward.loaders.streamed import load_streamed
 from evalward.model import EvalSet
 

@@ -22,7 +22,7 @@ from evalward.model import (
     MetricSpec,
     ToolCall,
 )
-from evalward.runners.stepwise import StepAttempt
+from evalward.runners.teacher_forcing_driver import StepAttempt
 
 CUSTOM = {"custom_metric": {"code_config": {"name": "tests.fakes.custom_metrics.tool_count_match"}}}
 

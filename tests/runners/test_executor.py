@@ -13,7 +13,7 @@ from tests.fakes.cases import make_case, make_set, many_cases
 from evalward.errors import UsageError
 from evalward.model import AgentOutput, AgentRequest, Usage
 from evalward.runners import make_agent
-from evalward.runners.base import AgentFailure
+from evalward.runners.agent_contract import AgentFailure
 from evalward.runners.executor import (
     CaseRun,
     ExecutorOptions,

@@ -12,7 +12,7 @@ from evalward.errors import UsageError
 from evalward.model import AgentOutput, AgentRequest
 from evalward.redact import url_without_credentials
 from evalward.runners import make_agent
-from evalward.runners.base import AgentFailure
+from evalward.runners.agent_contract import AgentFailure
 from evalward.runners.executor import ExecutorOptions, execute, plan_work
 from evalward.runners.http import HttpAgent
 

@@ -13,7 +13,7 @@ from tests.fakes.openai_server import FakeOpenAI, Reply, ToolCallReply
 
 from evalward.errors import EvalFileError
 from evalward.model import AgentRequest, Message, ToolCall
-from evalward.runners.base import AgentFailure, AgentStartError
+from evalward.runners.agent_contract import AgentFailure, AgentStartError
 from evalward.runners.openai_agent import OpenAIAgent, OpenAIAgentOptions, load_tools, openai_messages
 
 TOOLS: list[dict[str, Any]] = [

@@ -10,7 +10,7 @@ from tests.fakes.http_agent import FakeHttpAgent
 
 from evalward.model import AgentOutput, ToolCall, Usage
 from evalward.runners import make_agent
-from evalward.runners.base import AgentFailure
+from evalward.runners.agent_contract import AgentFailure
 from evalward.runners.executor import ExecutorOptions, execute, plan_work
 from evalward.runners.outputs import coerce_output, snippet
 

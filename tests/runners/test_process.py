@@ -13,7 +13,7 @@ from tests.fakes.cases import make_case, make_set
 from evalward.errors import UsageError
 from evalward.model import AgentRequest
 from evalward.runners import make_agent
-from evalward.runners.base import AgentFailure, AgentStartError
+from evalward.runners.agent_contract import AgentFailure, AgentStartError
 from evalward.runners.executor import ExecutorOptions, execute, plan_work
 from evalward.runners.process import MAX_CONSECUTIVE_DEATHS, SubprocessAgent, parse_command
 

@@ -13,7 +13,7 @@ from tests.fakes.cases import make_case, make_set
 
 from evalward.model import AgentOutput, AgentRequest, EvalCase, ToolCall
 from evalward.runners import make_agent
-from evalward.runners.base import Agent, AgentFailure, AgentStartError
+from evalward.runners.agent_contract import Agent, AgentFailure, AgentStartError
 from evalward.runners.executor import CaseRun, ExecutorOptions, execute, plan_work
 from evalward.runners.python import PythonAgent
 

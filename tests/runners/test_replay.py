@@ -10,7 +10,7 @@ import pytest
 
 from evalward.model import AgentOutput, AgentRequest
 from evalward.reading import DEFAULT_MAX_FILE_SIZE, set_max_file_size
-from evalward.runners.base import AgentFailure
+from evalward.runners.agent_contract import AgentFailure
 from evalward.runners.replay import ReplayAgent
 
 LINE = '{"case_id": "c", "output": {"response": "hi", "tool_calls": [{"name": "f"}]}}\n'

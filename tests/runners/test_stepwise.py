@@ -6,8 +6,8 @@ from tests.fakes.agents import FakeAgent
 
 from evalward.metrics.stepwise import first_step, free_run, parse_reference, step_credit, stepwise_scores
 from evalward.model import AgentOutput, AgentRequest, Message, ToolCall
-from evalward.runners.base import AgentFailure
-from evalward.runners.stepwise import teacher_forced_steps
+from evalward.runners.agent_contract import AgentFailure
+from evalward.runners.teacher_forcing_driver import teacher_forced_steps
 
 
 def search(query: str, call_id: str | None = None) -> ToolCall:

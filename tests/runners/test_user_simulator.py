@@ -146,7 +146,7 @@ async def test_an_unreachable_or_empty_simulator_is_a_simulator_error(fake: Fake
 
 
 async def test_an_agent_failure_ends_the_conversation(fake: FakeOpenAI) -> None:
-    from evalward.runners.base import AgentFailure
+    from evalward.runners.agent_contract import AgentFailure
 
     async def broken(request: AgentRequest) -> AgentOutput:
         if request.turn == 1:

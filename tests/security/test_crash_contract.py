@@ -65,7 +65,7 @@ def test_evalward_ci_answers_a_crash_with_verdict_error_a_summary_and_an_error_s
     stage: str, workspace: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     workspace.push()
-    target = "evalward._gating.run_and_gate" if stage == "running" else "evalward._ci.flow.render_outcome"
+    target = "evalward._gating.run_and_gate" if stage == "running" else "evalward._ci.ci_flow.render_outcome"
     monkeypatch.setattr(target, _explode)
     env = workspace.env("pull_request", pull_request_payload())
     result, log = workspace.run(env)

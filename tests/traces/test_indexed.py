@@ -1,4 +1,4 @@
-"""`traces.indexed`: recordings read back from their file by offset, each answer from a row read again."""
+"""`traces.recordings_index`: recordings read back from their file by offset, each answer from a row read again."""
 
 from __future__ import annotations
 

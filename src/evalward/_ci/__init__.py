@@ -5,7 +5,7 @@ The flow, module by module:
 - `inputs`: the Action's inputs (`INPUT_<NAME>`, dashes kept) validated and mapped onto `EVALWARD_*`
   variables; `working-directory`; `CiOptions`, everything `evalward ci` can be told.
 - `setup`: the `setup` commands that install the agent's dependencies before the evals.
-- `flow`: `run_ci` — setup → run → store → gate → report, per event (its docstring has the modes).
+- `ci_flow`: `run_ci` — setup → run → store → gate → report, per event (its docstring has the modes).
 - `exit_code`: the verdict → exit code, GitHub states and the `regressions` output (`decide_exit`).
 - `render`: the comment, job summary, check run and annotations, rendered by `report/`.
 - `artifact`: the results artifact (`write_artifact`, `read_artifact`, shard merging).
@@ -22,10 +22,10 @@ from evalward._ci.artifact import (
     read_artifact,
     write_artifact,
 )
+from evalward._ci.ci_flow import run_ci
 from evalward._ci.event import GITHUB_RETRY_BUDGET_S, ClientFactory, Mode, ci_context, default_client, event_mode
 from evalward._ci.exit_code import REGRESSION_KINDS, Decision, count_regressions, decide_exit
 from evalward._ci.failure import report_startup_error
-from evalward._ci.flow import run_ci
 from evalward._ci.from_artifact import report_from_artifact
 from evalward._ci.inputs import (
     ACTION_INPUTS,

@@ -23,7 +23,7 @@ from evalward.github.publish import COMMENT_MODES, CommentMode
 from evalward.github.sticky import DEFAULT_BOT_LOGINS
 
 ACTION_INPUTS: dict[str, str] = {
-    # what runs (the options of `evalward run`; see evalward._cli.options)
+    # what runs (the options of `evalward run`; see evalward._cli.click_options)
     "eval-paths": "EVALWARD_PATHS",
     "agent": "EVALWARD_AGENT",
     "test-config": "EVALWARD_TEST_CONFIG",

@@ -9,8 +9,7 @@ from typing import Any
 
 import click
 
-from evalward._cli.common import db_option
-from evalward._cli.options import (
+from evalward._cli.click_options import (
     base_branch_option,
     baseline_run_option,
     group_id_option,
@@ -18,6 +17,7 @@ from evalward._cli.options import (
     run_id_option,
     run_value_options,
 )
+from evalward._cli.common import db_option
 
 
 @click.command("ci", epilog="The working directory is EVALWARD_WORKING_DIRECTORY (input `working-directory`).")

@@ -8,8 +8,8 @@ from typing import Any
 
 import click
 
+from evalward._cli.click_options import baseline_run_option
 from evalward._cli.common import db_option
-from evalward._cli.options import baseline_run_option
 
 
 def _outputs(func: Any) -> Any:

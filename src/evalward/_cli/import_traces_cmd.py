@@ -197,7 +197,7 @@ class CheckedReplay:
 
     async def run_turn(self, request: AgentRequest) -> AgentOutput:
         from evalward.errors import EvalwardError
-        from evalward.runners.base import AgentFailure
+        from evalward.runners.agent_contract import AgentFailure
         from evalward.runners.replay import eval_set_of
         from evalward.traces.query_check import check_turn
 

@@ -17,8 +17,8 @@ from typing import Any
 import click
 
 from evalward import __version__
+from evalward._cli.click_options import file_size_value
 from evalward._cli.common import resources_closed
-from evalward._cli.options import file_size_value
 from evalward.gc_tuning import pause_during_start_up
 
 # name -> (module, attribute, one-line help). The help is here so `--help` needs no imports.

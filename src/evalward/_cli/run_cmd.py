@@ -9,14 +9,14 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import click
 
-from evalward._cli.common import db_option, mark_resources_closed, stderr_is_terminal
-from evalward._cli.options import (
+from evalward._cli.click_options import (
     base_branch_option,
     group_id_option,
     report_file_options,
     run_id_option,
     run_value_options,
 )
+from evalward._cli.common import db_option, mark_resources_closed, stderr_is_terminal
 from evalward.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, UsageError
 
 if TYPE_CHECKING:
@@ -92,7 +92,7 @@ def execute_run(
     quiet: bool,
     **run_values: Any,
 ) -> int:
-    """`evalward run`: `_run_values` are the options of `_cli.options.run_value_options` (see `RunValues`)."""
+    """`evalward run`: `_run_values` are the options of `_cli.click_options.run_value_options` (see `RunValues`)."""
     from evalward._cli.common import echo_warnings
     from evalward._pipeline import prepare
     from evalward._run_values import RunValues, run_options_from

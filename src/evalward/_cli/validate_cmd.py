@@ -14,7 +14,7 @@ import click
 from evalward.errors import UsageError
 
 if TYPE_CHECKING:
-    from evalward.judging.config import JudgeConfig
+    from evalward.judging.judge_config import JudgeConfig
     from evalward.model import EvalSet
 
 
@@ -37,7 +37,7 @@ def validate_command(paths: tuple[str, ...], test_config: str | None) -> None:
     from evalward._pipeline import RunOptions, prepare
     from evalward.config import LoadedConfig
     from evalward.errors import printable
-    from evalward.judging.config import JudgeConfig
+    from evalward.judging.judge_config import JudgeConfig
     from evalward.report.escape import workflow_command_safe
 
     if not paths:
@@ -75,7 +75,7 @@ def _judge_warnings(sets: list[EvalSet], judge: JudgeConfig) -> list[str]:
         specs = _specs_per_case([eval_set])  # the run's own view: set criteria, or each case's own metrics
         if not any(needs_judge(spec) for case_specs in specs for spec in case_specs):
             continue  # most sets: the judging machinery is never imported
-        from evalward.judging.scoring import HOW_TO_CONFIGURE_A_JUDGE, Judging, judged_specs
+        from evalward.judging.judged_case import HOW_TO_CONFIGURE_A_JUDGE, Judging, judged_specs
 
         missing = Judging(judge, environ={}).unresolved(judged_specs(specs))
         if missing:

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from evalward._pipeline import PreparedRun, ProgressCallback
     from evalward.gate import GatePolicy
     from evalward.remote_history import BaselineQuery
-    from evalward.runners.base import Agent
+    from evalward.runners.agent_contract import Agent
     from evalward.store import BaselineSearch, Store
 
 RemoteSearch = Callable[["BaselineQuery"], "tuple[BaselineSearch, dict[tuple[str, str], float]]"]

@@ -19,7 +19,7 @@ from evalward.model.cases import keep_ids
 
 if TYPE_CHECKING:
     from evalward._pipeline import PreparedRun
-    from evalward.judging.config import JudgeConfig
+    from evalward.judging.judge_config import JudgeConfig
 
 
 @dataclass

@@ -29,7 +29,7 @@ from evalward.store.comparability import scorer_version
 
 if TYPE_CHECKING:
     from evalward._pipeline import PreparedRun
-    from evalward.judging.scoring import Judging
+    from evalward.judging.judged_case import Judging
     from evalward.runners.executor import CaseRun
     from evalward.store import Store
 

@@ -170,7 +170,7 @@ def _one_look(outcome: GateOutcome, policy: GatePolicy, plan: BaselinePlan, why:
     giving the first look back the second's share keeps the false-alarm rate at α; the top-up's partial results,
     if any, are not used."""
     from evalward.gate import decide
-    from evalward.gate.context import single_look
+    from evalward.gate.gate_context import single_look
 
     first = outcome.verdict
     assert outcome.baseline is not None

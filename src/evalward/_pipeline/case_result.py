@@ -27,8 +27,8 @@ from evalward.spill import RecordLog
 
 if TYPE_CHECKING:
     from evalward._pipeline.options import RunOptions
-    from evalward.judging.scoring import Judging
-    from evalward.runners.base import Agent
+    from evalward.judging.judged_case import Judging
+    from evalward.runners.agent_contract import Agent
     from evalward.runners.executor import CaseRun, WorkItem
 
 
@@ -54,7 +54,7 @@ async def score_finished_case(
     efficiency metrics, as ADK appends them to every eval."""
     from evalward.loaders.load import ADK_FORMATS
     from evalward.metrics.evaluation import score_case_run
-    from evalward.runners.stepwise import AgentTeacher
+    from evalward.runners.teacher_forcing_driver import AgentTeacher
 
     eval_set, case = item.eval_set, played_case(item, case_run)
     teacher = None

@@ -27,9 +27,9 @@ from evalward.model.cases import (
 )
 
 if TYPE_CHECKING:
-    from evalward.judging.config import JudgeConfig
-    from evalward.judging.scoring import ResolvedJudge
-    from evalward.runners.base import Agent
+    from evalward.judging.judge_config import JudgeConfig
+    from evalward.judging.judged_case import ResolvedJudge
+    from evalward.runners.agent_contract import Agent
     from evalward.runners.user_simulator import SimulatorSettings
 
 PassRule = Literal["per_run", "mean_over_runs"]
@@ -248,8 +248,8 @@ def validate_criteria(sets: Sequence[EvalSet], judge: JudgeConfig | None = None)
     specs_per_case = _specs_per_case(sets)
     if not any(needs_judge(spec) for specs in specs_per_case for spec in specs):
         return []  # no judge involved: the judging machinery (and its openai client) is never imported
-    from evalward.judging.config import JudgeConfig
-    from evalward.judging.scoring import Judging, judged_specs
+    from evalward.judging.judge_config import JudgeConfig
+    from evalward.judging.judged_case import Judging, judged_specs
 
     return Judging(judge or JudgeConfig()).resolve_all(judged_specs(specs_per_case))
 
@@ -501,7 +501,7 @@ def scenario_sets(sets: Sequence[EvalSet]) -> list[EvalSet]:
 def simulator_settings(options: RunOptions, eval_set: EvalSet) -> SimulatorSettings:
     """The user simulator of `eval_set`: the run's `--user-*` options beat its test_config's
     `user_simulator_config`; the endpoint, key variable, timeout and retries default to the judge's."""
-    from evalward.judging.config import JudgeConfig
+    from evalward.judging.judge_config import JudgeConfig
     from evalward.model import DEFAULT_MAX_TURNS
     from evalward.runners.user_simulator import SimulatorSettings
 

@@ -38,8 +38,8 @@ from evalward.spill import RankedKeys, RecordLog, encode_record
 
 if TYPE_CHECKING:
     from evalward._pipeline.options import PreparedRun
-    from evalward.judging.scoring import Judging
-    from evalward.runners.base import Agent
+    from evalward.judging.judged_case import Judging
+    from evalward.runners.agent_contract import Agent
     from evalward.runners.executor import CaseRun, RateLimiter
     from evalward.runners.user_simulator import UserSimulator
     from evalward.store import Store
@@ -144,7 +144,7 @@ async def run_prepared(
     """
     from evalward.metrics.aggregate import RunFold
     from evalward.runners import make_agent
-    from evalward.runners.base import AgentStartError
+    from evalward.runners.agent_contract import AgentStartError
     from evalward.runners.executor import ExecutorOptions, execute, plan_work
 
     options = prepared.options
@@ -337,8 +337,8 @@ async def start_judging(prepared: PreparedRun, store: Store | HistoryProcess | N
     if not prepared.judges:
         return None
     from evalward.judging.cache import StoredJudgeCache
-    from evalward.judging.config import FALLBACK_CACHE_URL, JudgeConfig
-    from evalward.judging.scoring import Judging
+    from evalward.judging.judge_config import FALLBACK_CACHE_URL, JudgeConfig
+    from evalward.judging.judged_case import Judging
     from evalward.store.judge_replies import JudgeReplies
 
     config = prepared.options.judge or JudgeConfig()
@@ -359,7 +359,7 @@ def start_simulator(prepared: PreparedRun) -> UserSimulator | None:
 
     if not scenario_sets(prepared.sets):
         return None
-    from evalward.judging.config import JudgeConfig
+    from evalward.judging.judge_config import JudgeConfig
     from evalward.runners.user_simulator import UserSimulator
 
     options = prepared.options

@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from evalward.gate.checks import missing_baseline_is_error
-from evalward.gate.context import GateContext
 from evalward.gate.findings import finding, fmt_signed, plural
+from evalward.gate.gate_context import GateContext
+from evalward.gate.rule_checks import missing_baseline_is_error
 from evalward.model.cases import CaseKey
 from evalward.model.verdict import BaselineInfo, Finding, MetricComparison
 

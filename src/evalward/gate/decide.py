@@ -84,8 +84,8 @@ inconclusive, there is no baseline (neutral policy) or nothing was comparable; e
 inconclusive fails. `Verdict.headline` says what happened in plain words (`gate.headline`); `reason` gives the
 deciding statistics.
 
-Where the steps live (each takes the frozen `GateContext` of `gate.context` and returns its findings and
-results; `_evaluate` below runs them in this order and assembles the Verdict): `gate.checks` (steps 0–3 and
+Where the steps live (each takes the frozen `GateContext` of `gate.gate_context` and returns its findings and
+results; `_evaluate` below runs them in this order and assembles the Verdict): `gate.rule_checks` (steps 0–3 and
 `still_failing`), `gate.pairing` (step 4 and the paired data), `gate.metric_tests`, `gate.guards` and
 `gate.metric_verdicts` (step 5), `gate.resources` (step 6), `gate.diagnostics` (step 7), `gate.conclusion`
 (the outcome).
@@ -97,18 +97,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import date
 
-from evalward.gate.checks import (
-    completeness_findings,
-    missing_baseline_findings,
-    must_pass_findings,
-    quarantine_findings,
-    still_failing,
-    threshold_findings,
-    threshold_mode,
-)
 from evalward.gate.conclusion import baseline_info, conclude
-from evalward.gate.context import GateContext, sub_seed
 from evalward.gate.diagnostics import diagnose_cases, per_case_tests
+from evalward.gate.gate_context import GateContext, sub_seed
 from evalward.gate.guards import (
     NEWLY_BROKEN_TEST,
     Confirmed,
@@ -127,6 +118,15 @@ from evalward.gate.metric_verdicts import JudgedTest, judge_metric
 from evalward.gate.pairing import PairedMetric, direction, pair_cases, pair_metric
 from evalward.gate.policy import ERROR_RATE_METRIC, GatePolicy
 from evalward.gate.resources import resource_findings
+from evalward.gate.rule_checks import (
+    completeness_findings,
+    missing_baseline_findings,
+    must_pass_findings,
+    quarantine_findings,
+    still_failing,
+    threshold_findings,
+    threshold_mode,
+)
 from evalward.gate.sequential import SecondLookInputs, combine_p, suspects_of
 from evalward.model import RunResult
 from evalward.model.cases import CaseKey

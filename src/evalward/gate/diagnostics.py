@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 
 from evalward.gate import stats
-from evalward.gate.context import GateContext
 from evalward.gate.findings import case_name, finding, fmt_num, fmt_p, plural
+from evalward.gate.gate_context import GateContext
 from evalward.gate.pairing import PairedMetric
 from evalward.gate.scores import ScoredResult
 from evalward.model.cases import CaseKey

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from evalward.gate import stats
-from evalward.gate.context import GateContext, sub_seed
 from evalward.gate.findings import case_name, finding, fmt_p, fmt_signed, plural
+from evalward.gate.gate_context import GateContext, sub_seed
 from evalward.gate.metric_tests import stratified_how
 from evalward.gate.metric_verdicts import FLOAT_SLACK
 from evalward.gate.policy import ERROR_RATE_METRIC

@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from evalward.gate import stats
-from evalward.gate.context import GateContext, sub_seed
 from evalward.gate.findings import fmt_p, plural
+from evalward.gate.gate_context import GateContext, sub_seed
 from evalward.gate.pairing import PairedMetric, case_scores
 from evalward.gate.policy import CASE_PASS_METRIC, GatePolicy
 from evalward.gate.scores import ScoredResult

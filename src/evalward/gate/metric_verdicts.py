@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from evalward.gate import stats
-from evalward.gate.context import GateContext, sub_seed
 from evalward.gate.findings import finding, fmt_num, fmt_p, fmt_signed, plural
+from evalward.gate.gate_context import GateContext, sub_seed
 from evalward.gate.metric_tests import OneSidedTest
 from evalward.gate.pairing import PairedMetric
 from evalward.gate.policy import CASE_PASS_METRIC

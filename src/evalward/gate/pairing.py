@@ -12,10 +12,10 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 from evalward.gate import stats
-from evalward.gate.checks import case_passes
-from evalward.gate.context import GateContext
 from evalward.gate.findings import case_name, finding, plural
+from evalward.gate.gate_context import GateContext
 from evalward.gate.policy import CASE_PASS_METRIC
+from evalward.gate.rule_checks import case_passes
 from evalward.gate.scores import ScoredResult
 from evalward.model import RunResult
 from evalward.model.cases import CaseKey

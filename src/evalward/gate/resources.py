@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from typing import Literal
 
 from evalward.gate import stats
-from evalward.gate.context import GateContext, sub_seed
 from evalward.gate.findings import finding, plural
+from evalward.gate.gate_context import GateContext, sub_seed
 from evalward.gate.scores import ScoredResult
 from evalward.model.cases import CaseKey
 from evalward.model.verdict import Finding, Severity

@@ -35,8 +35,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 
-from evalward.gate.context import single_look, sub_seed
 from evalward.gate.findings import case_name, plural
+from evalward.gate.gate_context import single_look, sub_seed
 from evalward.gate.policy import GatePolicy
 from evalward.gate.suite import projected_bound, zero_failure_bound
 from evalward.model import CaseResult, RunResult

@@ -18,8 +18,8 @@ from evalward.metrics import stepwise as sw
 from evalward.metrics.scoring_context import JudgedSteps
 from evalward.metrics.step_judge import answer_prompt, calls_prompt
 
-if TYPE_CHECKING:  # `judging.scoring` imports this module
-    from evalward.judging.scoring import Judging, ResolvedJudge
+if TYPE_CHECKING:  # `judging.judged_case` imports this module
+    from evalward.judging.judged_case import Judging, ResolvedJudge
 
 
 @dataclass(frozen=True)

@@ -53,7 +53,7 @@ class DocumentError(Exception):
 
 @dataclass(frozen=True)
 class SourceText:
-    """A file's text as read, and what reading part of it again later needs (`loaders.indexed`)."""
+    """A file's text as read, and what reading part of it again later needs (`loaders.indexed_cases`)."""
 
     path: Path
     shown: str

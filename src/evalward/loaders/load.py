@@ -59,12 +59,12 @@ _FormatLoader = Callable[[Problems, str], EvalSet | None]
 # format -> (module, function). Each format's module (and the pydantic models it builds as it is imported) is
 # imported only when a file of that format is read: a run of ADK eval sets never loads the other five.
 _LOADERS: dict[EvalFormat, tuple[str, str]] = {
-    "adk_evalset": ("evalward.loaders.adk", "load_adk_evalset"),
+    "adk_evalset": ("evalward.loaders.adk_evalset", "load_adk_evalset"),
     "adk_legacy_test": ("evalward.loaders.adk_legacy", "load_legacy_test"),
     "adk_legacy_evalset": ("evalward.loaders.adk_legacy", "load_legacy_evalset"),
     "langsmith": ("evalward.loaders.langsmith", "load_langsmith"),
     "langchain_benchmarks": ("evalward.loaders.benchmarks", "load_benchmarks"),
-    "multi_agent": ("evalward.loaders.multi_agent", "load_multi_agent"),
+    "multi_agent": ("evalward.loaders.multi_agent_cases", "load_multi_agent"),
 }
 
 

@@ -1,9 +1,9 @@
 """Load an eval file one case at a time into an `IndexedCases`, with the problems the whole-file path reports.
 
 Streamed, whatever their size (so a small file and a large one take the same path):
-- an ADK eval set (a top-level object whose `eval_cases` is an array) → `adk.map_case` per element;
+- an ADK eval set (a top-level object whose `eval_cases` is an array) → `adk_evalset.map_case` per element;
 - a top-level JSON array, or a `.jsonl` file, of LangSmith examples or multi-agent cases (detected from the
-  first element, as `detect` does) → `langsmith.map_example` / `multi_agent.map_agent_case`.
+  first element, as `detect` does) → `langsmith.map_example` / `multi_agent_cases.map_agent_case`.
 
 Everything else is read whole: YAML files (`documents.parse_text`), JSON objects that are not ADK eval sets
 (native and pydantic-evals files, ADK legacy files: small by nature; a legacy test file is one case),
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from evalward.loaders.detect import detect_format, detect_list_format, has_expected_steps
 from evalward.loaders.documents import Document, DocumentKind, SourceText
-from evalward.loaders.indexed import RECENT_CASES, WHOLE_SET, IndexBuilder
+from evalward.loaders.indexed_cases import RECENT_CASES, WHOLE_SET, IndexBuilder
 from evalward.loaders.json_stream import Element, JsonlWalk, JsonWalk, WholeFile, exceeds
 from evalward.loaders.locate import LocatedIndex
 from evalward.loaders.positions import DEFAULT_LIMITS, PathKey, Position, PositionIndex
@@ -76,10 +76,15 @@ def load_streamed(
 def _load_adk(
     source: SourceText, walk: JsonWalk, default_id: str, cache_size: int, whole_set: int
 ) -> Streamed | WalkedDocument:
-    from evalward.loaders import adk  # the ADK file models: loaded when an ADK file is read
+    from evalward.loaders import adk_evalset  # the ADK file models: loaded when an ADK file is read
 
     builder = IndexBuilder(
-        source, kind="json", prefix=(_ADK_CASES,), mapper=adk.map_case, cache_size=cache_size, whole_set=whole_set
+        source,
+        kind="json",
+        prefix=(_ADK_CASES,),
+        mapper=adk_evalset.map_case,
+        cache_size=cache_size,
+        whole_set=whole_set,
     )
     outer = _Outer(walk)
     case_problems = _map_all(walk, walk.elements(), builder, source, outer)
@@ -87,12 +92,12 @@ def _load_adk(
     if detect_format(walk.top) != "adk_evalset":
         return _walked_document(source, walk, outer)  # a native file: small by nature, read whole
     problems = Problems(Document(path=source.shown, data=walk.top, index=outer.index(), kind="json"))
-    shell, cases_key = adk.evalset_head(problems)
+    shell, cases_key = adk_evalset.evalset_head(problems)
     if cases_key != _ADK_CASES:
         raise WholeFile  # cases under a camelCase key are reported, never loaded: the whole-file path does that
     problems.items.extend(case_problems.items)
     problems.warnings.extend(case_problems.warnings)
-    eval_set = None if shell is None else adk.evalset_from_head(shell, default_id, [])
+    eval_set = None if shell is None else adk_evalset.evalset_from_head(shell, default_id, [])
     return Streamed(problems, "adk_evalset", _with_cases(eval_set, builder))
 
 
@@ -115,9 +120,9 @@ def _load_list(
     if fmt != "langsmith" and fmt != "multi_agent":
         raise WholeFile  # unrecognised, or a list format read whole
     # Imported here: an ADK eval set's run needs neither module nor the pydantic models they build.
-    from evalward.loaders import langsmith, multi_agent
+    from evalward.loaders import langsmith, multi_agent_cases
 
-    mapper = langsmith.map_example if fmt == "langsmith" else multi_agent.map_agent_case
+    mapper = langsmith.map_example if fmt == "langsmith" else multi_agent_cases.map_agent_case
     builder = IndexBuilder(source, kind=kind, prefix=(), mapper=mapper, cache_size=cache_size, whole_set=whole_set)
     defaults = langsmith.DefaultCriteria()
     outer = _Outer(walk) if isinstance(walk, JsonWalk) else None
@@ -129,7 +134,7 @@ def _load_list(
     eval_set = (
         langsmith.langsmith_set(default_id, [], defaults)
         if fmt == "langsmith"
-        else multi_agent.multi_agent_set(default_id, [])
+        else multi_agent_cases.multi_agent_set(default_id, [])
     )
     return Streamed(problems, fmt, _with_cases(eval_set, builder))
 

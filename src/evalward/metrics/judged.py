@@ -1,10 +1,10 @@
 """The LLM-judged metrics as a `Metric`: scored by the run's judge (`ScoringContext.judge`, `evalward.judging`).
 
 Every judged criterion of a case is scored in one call, on the turns the agent answered: per turn (or once
-per conversation, or per simulated-user turn, `judging.scoring`), folded over the turns as the formulas in
+per conversation, or per simulated-user turn, `judging.judged_case`), folded over the turns as the formulas in
 `metrics.judge` say. A judge that fails after its retries makes the case a `judge_error`, never a zero. With
 no judge (a re-scored run whose criteria judge nothing) or no answered turn there is nothing to judge. A run
-with a judged criterion and no reachable judge is refused before any agent runs (`judging.scoring`).
+with a judged criterion and no reachable judge is refused before any agent runs (`judging.judged_case`).
 """
 
 from __future__ import annotations

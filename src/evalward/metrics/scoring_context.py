@@ -2,7 +2,7 @@
 
 `ScoringContext` holds the case as the agent played it, its outputs and measurements, and the handles a
 metric may need beyond the outputs: `judge` (an LLM judge, `evalward.judging` provides it), `teacher` (the
-agent under test, asked again step by step for teacher forcing; `evalward.runners.stepwise` provides it) and
+agent under test, asked again step by step for teacher forcing; `evalward.runners.teacher_forcing_driver` provides it) and
 `recorded` (the result as first recorded, when a stored run is re-scored and the agent is not there). The
 handles are Protocols so that `metrics` keeps importing nothing but `model`.
 

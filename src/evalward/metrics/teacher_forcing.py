@@ -1,7 +1,7 @@
 """The step metrics as a `Metric`: teacher forcing through `ScoringContext.teacher` (docs/metrics.md §6).
 
 For every answered turn with `reference_messages`, the teacher (the agent under test) is asked for its next
-action after each reference prefix (`runners.stepwise`); each answer's first step is compared with the
+action after each reference prefix (`runners.teacher_forcing_driver`); each answer's first step is compared with the
 reference step exactly (`metrics.stepwise.step_credit`), or by the judge when a step criterion says
 `match: judge` (`metrics.step_judge`; a judge that fails makes the step metrics a judge error). The normal
 run's output gives the free-running survival. Formulas: `metrics.stepwise`.

@@ -2,6 +2,15 @@
 
 from typing import TYPE_CHECKING, Any
 
+from evalward.model.agent_io import (
+    AgentOutput,
+    AgentRequest,
+    IntermediateResponse,
+    Message,
+    ToolCall,
+    Trajectory,
+    Usage,
+)
 from evalward.model.cases import CaseEdit, CaseSequence
 from evalward.model.evalset import (
     DEFAULT_MAX_TURNS,
@@ -37,15 +46,6 @@ from evalward.model.results import (
     RunResult,
     SimulationEnd,
     SimulationResult,
-)
-from evalward.model.trajectory import (
-    AgentOutput,
-    AgentRequest,
-    IntermediateResponse,
-    Message,
-    ToolCall,
-    Trajectory,
-    Usage,
 )
 
 if TYPE_CHECKING:

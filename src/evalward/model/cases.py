@@ -4,7 +4,7 @@
 only what planning, selection, run info and hashing need (case id, content hash, input hash, where it was
 read from) and reads a case back when it is asked for. A 100,000-case eval file then costs a few hundred
 bytes per case instead of a few kilobytes. The file-backed form lives with the loaders
-(`evalward.loaders.indexed`); this module holds the contract and the helpers that take either form, so the
+(`evalward.loaders.indexed_cases`); this module holds the contract and the helpers that take either form, so the
 stages that select or edit cases need not know which one they have.
 
 Rules every `CaseSequence` keeps:

@@ -24,8 +24,8 @@ from pydantic import (
 )
 
 from evalward.model import cases as case_facts
+from evalward.model.agent_io import IntermediateResponse, Message, ToolCall
 from evalward.model.cases import CaseSequence
-from evalward.model.trajectory import IntermediateResponse, Message, ToolCall
 
 
 class SourceLocation(BaseModel):

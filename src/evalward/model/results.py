@@ -12,9 +12,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
+from evalward.model.agent_io import AgentOutput, ToolCall, Usage
 from evalward.model.evalset import EvalFormat, MetricSpec
 from evalward.model.records import KeepFactsMapping, KeepRecordSequence, record_statuses
-from evalward.model.trajectory import AgentOutput, ToolCall, Usage
 
 SCHEMA_VERSION = 1
 """Version of the persisted `RunResult` JSON; bump it with a migration note when the shape changes."""

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from evalward.errors import UsageError
-from evalward.runners.base import Agent, AgentFailure, AgentStartError
+from evalward.runners.agent_contract import Agent, AgentFailure, AgentStartError
 
 __all__ = ["TARGET_FORMS", "Agent", "AgentFailure", "AgentStartError", "make_agent"]
 

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from evalward.model import AgentOutput, AgentRequest, AgentTarget, IntermediateResponse, ToolCall, Usage, canonical_hash
-from evalward.runners.base import AgentFailure, AgentStartError
+from evalward.runners.agent_contract import AgentFailure, AgentStartError
 from evalward.runners.python import load_python_file
 
 PREFIX = "adk:"

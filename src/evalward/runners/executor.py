@@ -53,7 +53,7 @@ from evalward.model import (
     SimulationResult,
     Usage,
 )
-from evalward.runners.base import Agent
+from evalward.runners.agent_contract import Agent
 from evalward.runners.conversation import Conversation
 from evalward.runners.deliveries import Deliveries
 from evalward.runners.sharding import shard_cases

@@ -26,7 +26,7 @@ from evalward.backoff import server_wait_s
 from evalward.errors import UsageError
 from evalward.model import AgentOutput, AgentRequest, AgentTarget, ErrorKind, canonical_hash
 from evalward.redact import url_without_credentials
-from evalward.runners.base import AgentFailure
+from evalward.runners.agent_contract import AgentFailure
 from evalward.runners.outputs import coerce_output, snippet
 
 if TYPE_CHECKING:

@@ -24,7 +24,7 @@ from typing import Any, TextIO
 
 from evalward.model import AgentRequest
 from evalward.runners import make_agent
-from evalward.runners.base import Agent, AgentFailure, AgentStartError
+from evalward.runners.agent_contract import Agent, AgentFailure, AgentStartError
 
 EXIT_CANNOT_START = 2
 

@@ -45,7 +45,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from evalward.errors import EvalFileError, FileProblem, UsageError
 from evalward.model import AgentOutput, AgentRequest, AgentTarget, Message, ToolCall, Usage, canonical_hash
 from evalward.openai_requests import async_openai_client, counting_attempts
-from evalward.runners.base import AgentFailure, AgentStartError
+from evalward.runners.agent_contract import AgentFailure, AgentStartError
 from evalward.runners.python import load_python_file
 
 if TYPE_CHECKING:

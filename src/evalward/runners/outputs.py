@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from evalward.model import AgentOutput
 from evalward.model.text import compact_json
-from evalward.runners.base import AgentFailure
+from evalward.runners.agent_contract import AgentFailure
 
 MAX_SHOWN_ERRORS = 3
 """How many pydantic errors a malformed-output message lists before `… and N more`."""

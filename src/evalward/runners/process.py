@@ -59,7 +59,7 @@ from evalward import cpu_placement
 from evalward.errors import UsageError
 from evalward.model import AgentOutput, AgentRequest, AgentTarget, canonical_hash
 from evalward.redact import mask_command_text
-from evalward.runners.base import AgentFailure, AgentStartError
+from evalward.runners.agent_contract import AgentFailure, AgentStartError
 from evalward.runners.outputs import coerce_output, snippet
 
 logger = logging.getLogger(__name__)

@@ -33,7 +33,7 @@ from typing import Any
 
 from evalward import trace
 from evalward.model import AgentOutput, AgentRequest, AgentTarget, canonical_hash
-from evalward.runners.base import AgentFailure, AgentStartError
+from evalward.runners.agent_contract import AgentFailure, AgentStartError
 from evalward.runners.outputs import coerce_output
 from evalward.runners.worker_threads import WorkerThreads
 

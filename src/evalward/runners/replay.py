@@ -28,7 +28,7 @@ from pathlib import Path
 from evalward.errors import EvalwardError
 from evalward.model import AgentOutput, AgentRequest, AgentTarget, ErrorKind, canonical_hash
 from evalward.reading import file_sha256
-from evalward.runners.base import AgentFailure, AgentStartError
+from evalward.runners.agent_contract import AgentFailure, AgentStartError
 from evalward.traces.genai import TraceOptions
 from evalward.traces.recordings import RecordedError, RecordingSet, load_recordings
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from evalward.backoff import backoff_wait
 from evalward.model import AgentOutput, AgentRequest
-from evalward.runners.base import Agent, AgentFailure
+from evalward.runners.agent_contract import Agent, AgentFailure
 
 if TYPE_CHECKING:
     from evalward.runners.executor import ExecutorOptions, RateLimiter

@@ -30,7 +30,7 @@ from evalward._pipeline import (
 )
 from evalward._run_values import RunValues, run_options_from
 from evalward.model import CaseResult, EvalSet, MetricSpec, RunResult
-from evalward.runners.base import Agent
+from evalward.runners.agent_contract import Agent
 from evalward.testing import _session
 
 AgentLike = str | Agent | Callable[..., Any]

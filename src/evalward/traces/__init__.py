@@ -9,7 +9,7 @@
 - `query_check`: a replayed turn checked against its eval case (a changed query, content not recorded);
 - `recordings`: every recording source keyed by (eval set, case, turn, repetition), for `replay:FILE`
   and `evalward import-traces`; `recording_set` holds the lookup rules they share;
-- `responses`, `trace_turns`, `indexed`, `row_index`: responses JSONL and traces read incrementally and
+- `responses`, `trace_turns`, `recordings_index`, `row_index`: responses JSONL and traces read incrementally and
   indexed (a few tens of bytes a recorded turn), each turn read back from its file when it is replayed.
 """
 

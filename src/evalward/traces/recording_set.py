@@ -1,7 +1,7 @@
 """What replaying asks of recordings, and the one copy of the lookup rules all kinds of recordings share.
 
 Recordings are held in memory (`traces.recordings.Recordings`: a run JSON, or built by hand) or read back
-from a file by offset (`traces.indexed.IndexedRecordings`: responses JSONL, OpenTelemetry traces). Both
+from a file by offset (`traces.recordings_index.IndexedRecordings`: responses JSONL, OpenTelemetry traces). Both
 answer the same few questions (`_get`, `_owners`, `_only_repetition_zero`), from which `locate` applies the
 rules below, so the two cannot drift apart:
 1. the entry for (eval set, case, turn, repetition), else the one recorded without an eval set id;

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from evalward.errors import EvalFileError, FileProblem
 from evalward.model import AgentOutput
 from evalward.reading import iter_text_lines
-from evalward.traces.indexed import IndexedRecordings, Row
+from evalward.traces.recordings_index import IndexedRecordings, Row
 from evalward.traces.row_index import Hasher, Key, RowIndex
 
 EXPECTED_LINE = '{"case_id", "turn"?, "repetition"?, "eval_set_id"?, "output": {...}}'

@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from evalward.traces.genai import TracedTurn, TraceOptions, number_turns, trace_turns
-from evalward.traces.indexed import IndexedRecordings, Row
 from evalward.traces.otlp import LogRecord, Record, Span
+from evalward.traces.recordings_index import IndexedRecordings, Row
 from evalward.traces.row_index import Hasher, Key, RowIndex, hash_groups, signed64
 from evalward.traces.span_logs import attach_logs
 

@@ -14,8 +14,8 @@ from evalward.metrics.judge.replies import JudgeReplyError
 from evalward.model import MetricResult, MetricSpec
 
 if TYPE_CHECKING:
-    from evalward.judging.client import JudgeCallError
-    from evalward.judging.scoring import ResolvedJudge
+    from evalward.judging.judge_client import JudgeCallError
+    from evalward.judging.judged_case import ResolvedJudge
 
 
 def judge_error_result(judge: ResolvedJudge, exc: JudgeCallError | JudgeReplyError) -> MetricResult:

@@ -22,7 +22,7 @@ from functools import cached_property
 
 from evalward.backoff import backoff_wait
 from evalward.model import AgentOutput, AgentRequest, EvalCase, Message
-from evalward.runners.base import Agent, AgentFailure
+from evalward.runners.agent_contract import Agent, AgentFailure
 from evalward.runners.conversation import Conversation
 
 

@@ -10,8 +10,8 @@ import statistics
 from collections.abc import Sequence
 from typing import Literal
 
-from evalward.gate.context import GateContext
 from evalward.gate.findings import case_name, finding, fmt_num
+from evalward.gate.gate_context import GateContext
 from evalward.gate.scores import ScoredResult
 from evalward.model.cases import CaseKey
 from evalward.model.verdict import Finding, Severity

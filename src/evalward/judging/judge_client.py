@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from evalward.judging.config import BASE_URL_ENV, ModelPrice
+from evalward.judging.judge_config import BASE_URL_ENV, ModelPrice
 from evalward.openai_requests import NO_KEY, async_openai_client, counting_attempts
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ sample index})` and asked when missing (one request for all the cases that need 
 if the server refused it). A judge that cannot be reached after retries, or still answers something
 unreadable, makes that metric `error` and the case a `judge_error` (never a zero).
 Case score: the mean over the turns where the judge applies (single turn: that turn's score and arithmetic),
-folded by `judging.results`.
+folded by `judging.judged_results`.
 
 Two metrics ask differently:
 - `hallucinations_v1`: per checked response of the turn, a segmentation request (sample 0) and s labelling
@@ -39,10 +39,10 @@ from typing import Any, TypeVar
 
 from evalward.errors import InfrastructureError
 from evalward.judging.cache import JudgeCache, cache_key
-from evalward.judging.client import JudgeCallError, JudgeClient, JudgeUsage
-from evalward.judging.config import JudgeConfig
 from evalward.judging.inflight import SingleFlight
-from evalward.judging.results import (
+from evalward.judging.judge_client import JudgeCallError, JudgeClient, JudgeUsage
+from evalward.judging.judge_config import JudgeConfig
+from evalward.judging.judged_results import (
     case_result_from_turns,
     judge_error_result,
     not_simulated_result,
