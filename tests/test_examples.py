@@ -19,7 +19,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def readme_commands() -> list[str]:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    # The README and the docs pages it links: a command moved to the docs is still run as written.
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    text = "\n".join(page.read_text(encoding="utf-8") for page in pages)
     blocks = re.findall(r"```bash\n(.*?)```", text, flags=re.DOTALL)
     commands = []
     for block in blocks:

@@ -235,9 +235,9 @@ def test_the_pytest_api_names_unknown_options() -> None:
         evaluate(lambda request: "hi", "missing.json", judge_modle="x")
 
 
-def test_readme_documents_every_input() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    table = readme.split("### Inputs and outputs", 1)[1].split("\n### ", 1)[0]
+def test_the_docs_document_every_input() -> None:
+    page = (ROOT / "docs" / "action.md").read_text(encoding="utf-8")
+    table = page.split("## Inputs and outputs", 1)[1].split("\n## ", 1)[0]
     documented = set(re.findall(r"^\| `([a-z-]+)`", table, flags=re.MULTILINE))
     for row in re.findall(r"^\| (`[a-z-]+`(?: / `[a-z-]+`)+) \|", table, flags=re.MULTILINE):
         documented |= set(re.findall(r"`([a-z-]+)`", row))

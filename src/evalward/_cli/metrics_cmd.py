@@ -21,7 +21,7 @@ def metrics_command() -> None:
         what = (
             "scored by a judge model (--judge-model)"
             if name in JUDGED_METRICS
-            else "not supported (needs Vertex AI; see the README for stand-ins)"
+            else "not supported (needs Vertex AI; see docs/scoring.md for stand-ins)"
         )
         click.echo(f"{name:32} [judge] {what}")
     from evalward.metrics.stepwise import DESCRIPTIONS as STEP_DESCRIPTIONS
