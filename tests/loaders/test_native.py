@@ -6,6 +6,7 @@ import jsonschema
 import pytest
 import yaml
 
+from evalward.errors import EvalFileError
 from evalward.loaders import load_paths, native_json_schema
 from evalward.model import IntermediateResponse, Message, MetricSpec, SessionInput, ToolCall
 
@@ -225,3 +226,18 @@ def test_json_schema_describes_the_format(fixtures: Path) -> None:
 def test_json_schema_rejects_bad_files(data: dict[str, Any], message: str) -> None:
     errors = _schema_errors(data)
     assert any(message in error for error in errors), errors
+
+
+def test_a_native_metric_option_typo_is_located_at_its_key(tmp_path: Path) -> None:
+    text = (
+        '{"evalward": 1, "eval_set_id": "s",\n'
+        ' "metrics": [{"name": "tool_trajectory_avg_score", "threshold": 1, "ignore_arg": true}],\n'
+        ' "cases": [{"id": "a", "query": "q"}]}\n'
+    )
+    path = tmp_path / "set.eval.json"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(EvalFileError) as caught:
+        load_paths([path])
+    [problem] = caught.value.problems
+    assert (problem.line, problem.json_path) == (2, "$.metrics[0].ignore_arg")
+    assert problem.message == "tool_trajectory_avg_score: unknown option 'ignore_arg'"

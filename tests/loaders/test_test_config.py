@@ -350,3 +350,35 @@ def test_user_simulator_config_problems_are_located(tmp_path: Path) -> None:
     )
     [limit] = _problems(tmp_path, {"user_simulator_config": {"max_allowed_invocations": -2}})
     assert limit.json_path == "$.user_simulator_config.max_allowed_invocations"
+
+
+def test_a_metric_option_typo_is_located_at_the_option_and_names_the_metric_and_the_allowed_options(
+    tmp_path: Path,
+) -> None:
+    text = '{\n  "criteria": {\n    "tool_trajectory_avg_score": {"threshold": 1.0, "match_typo": "EXACT"}\n  }\n}\n'
+    [problem] = _problems(tmp_path, text)
+    assert (problem.line, problem.column) == (3, text.splitlines()[2].index('"match_typo"') + 1)
+    assert problem.json_path == "$.criteria.tool_trajectory_avg_score.match_typo"
+    assert problem.message == "tool_trajectory_avg_score: unknown option 'match_typo'"
+    assert (problem.expected, problem.found) == ("one of match_type, ignore_args", "'match_typo'")
+
+
+@pytest.mark.parametrize(
+    ("written", "json_path"),
+    [
+        ("1.5", "$.criteria.response_match_score"),
+        ("-0.5", "$.criteria.response_match_score"),
+        ('{"threshold": 1.5}', "$.criteria.response_match_score.threshold"),
+    ],
+)
+def test_a_threshold_out_of_range_is_located_with_its_json_path(tmp_path: Path, written: str, json_path: str) -> None:
+    text = (
+        '{\n  "criteria": {\n    "tool_trajectory_avg_score": 1.0,\n    "response_match_score": '
+        + written
+        + "\n  }\n}\n"
+    )
+    [problem] = _problems(tmp_path, text)
+    assert problem.line == 4 and problem.column is not None
+    assert problem.json_path == json_path
+    assert problem.message.startswith("response_match_score: threshold must be between 0 and 1, found")
+    assert problem.path.endswith("test_config.json")

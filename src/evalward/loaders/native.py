@@ -62,6 +62,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
+from evalward.loaders.criterion_checks import record_spec_problems
 from evalward.loaders.langsmith import find_query
 from evalward.loaders.positions import PathKey
 from evalward.loaders.problems import Problems, describe_value
@@ -410,7 +411,9 @@ def _metrics(
         if options is None:
             ok = False
             continue
-        specs.append(MetricSpec(name=parsed.name, threshold=threshold, options=options))
+        spec = MetricSpec(name=parsed.name, threshold=threshold, options=options)
+        record_spec_problems(problems, spec, entry_at, entry, case_id=case_id)
+        specs.append(spec)
     return specs if ok else None
 
 

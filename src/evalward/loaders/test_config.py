@@ -51,6 +51,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 from pydantic.alias_generators import to_camel, to_snake
 
 from evalward.errors import EvalFileError
+from evalward.loaders.criterion_checks import record_spec_problems
 from evalward.loaders.documents import DocumentError, read_document
 from evalward.loaders.positions import PathKey
 from evalward.loaders.problems import Problems, describe_value
@@ -468,6 +469,7 @@ def parse_test_config(problems: Problems, known_metrics: Collection[str] = ()) -
             if spec is not None and name in custom_configs:
                 spec = spec.model_copy(update={"options": {**spec.options, "custom_metric": custom_configs[name]}})
             if spec is not None:
+                record_spec_problems(problems, spec, at, value)
                 metrics.append(spec)
     named = criteria if isinstance(criteria, dict) else {}
     for name in custom_configs:
