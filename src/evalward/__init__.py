@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from evalward import trace
     from evalward.gate.policy import GatePolicy
+    from evalward.metrics.base import CaseContext, Metric, Score, TurnContext
     from evalward.model import (
         AgentOutput,
         AgentRequest,
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
         EvalSet,
         Invocation,
         MetricResult,
+        MetricSpec,
         RunResult,
         ToolCall,
         Usage,
@@ -57,19 +59,30 @@ _HOME = {
     "Verdict": "evalward.model",
     # the gate's policy, as `[gate]` in evalward.toml
     "GatePolicy": "evalward.gate.policy",
+    # a metric of your own, registered by your package under the `evalward.metrics` entry-point group
+    "Metric": "evalward.metrics.base",
+    "MetricSpec": "evalward.model",
+    "Score": "evalward.metrics.base",
+    "TurnContext": "evalward.metrics.base",
+    "CaseContext": "evalward.metrics.base",
 }
 
 __all__ = [
     "AgentOutput",
     "AgentRequest",
+    "CaseContext",
     "CaseResult",
     "EvalCase",
     "EvalSet",
     "GatePolicy",
     "Invocation",
+    "Metric",
     "MetricResult",
+    "MetricSpec",
     "RunResult",
+    "Score",
     "ToolCall",
+    "TurnContext",
     "Usage",
     "Verdict",
     "__version__",

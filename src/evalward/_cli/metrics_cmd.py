@@ -28,3 +28,13 @@ def metrics_command() -> None:
 
     for name in sorted(STEPWISE_METRICS - set(known_metric_names())):
         click.echo(f"{name:32} [stepwise] {STEP_DESCRIPTIONS[name]}")
+    from evalward.metrics.registry import PluginMetricError, plugin_metric_names
+
+    for name in plugin_metric_names():
+        try:
+            metric = get_metric(name)
+        except PluginMetricError as exc:
+            click.echo(f"{name:32} [package] cannot be loaded: {exc}")
+            continue
+        summary = (metric.description or (type(metric).__doc__ or "")).strip().splitlines()
+        click.echo(f"{name:32} [package, {metric.scope}] {summary[0] if summary else ''}")

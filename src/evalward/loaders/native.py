@@ -68,6 +68,7 @@ from evalward.loaders.positions import PathKey
 from evalward.loaders.problems import Problems, describe_value
 from evalward.loaders.test_config import ADK_CRITERIA, EFFICIENCY_CRITERIA, criterion_options
 from evalward.metrics.custom import CUSTOM_OPTION, evaluator_spec, split_path
+from evalward.metrics.registry import is_plugin_metric
 from evalward.model import (
     Criteria,
     EvalCase,
@@ -384,7 +385,7 @@ def _metrics(
             )
             ok = False
             continue
-        if known is not None and parsed.name not in known:
+        if known is not None and parsed.name not in known and not is_plugin_metric(parsed.name):
             problems.add(
                 f"unknown metric {parsed.name!r}",
                 entry_at,

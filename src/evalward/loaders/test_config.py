@@ -56,6 +56,7 @@ from evalward.loaders.documents import DocumentError, read_document
 from evalward.loaders.positions import PathKey
 from evalward.loaders.problems import Problems, describe_value
 from evalward.metrics.custom import CUSTOM_OPTION, evaluator_spec, split_path
+from evalward.metrics.registry import is_plugin_metric
 from evalward.model import Criteria, MetricSpec, UserSimulatorConfig
 from evalward.model.text import template_problem
 
@@ -452,7 +453,7 @@ def parse_test_config(problems: Problems, known_metrics: Collection[str] = ()) -
         known = sorted({*ADK_CRITERIA, *known_metrics, *custom_names})
         for name, value in criteria.items():
             at: PathKey = (keys["criteria"], name)
-            if name not in known:
+            if name not in known and not is_plugin_metric(name):
                 import difflib
 
                 close = difflib.get_close_matches(name, known, n=1)

@@ -1,7 +1,9 @@
 """The metric registry: every name usable in test_config.json, native files and `--metric`.
 
 - `get_metric(name)` returns a fresh metric instance (KeyError listing the known names otherwise);
-- `known_metric_names()` lists the names evalward can score (sorted);
+- `known_metric_names()` lists the names evalward can score (sorted); `plugin_metric_names()` the names installed
+  packages register under the `evalward.metrics` entry-point group (`PLUGIN_GROUP`), read only when a criterion
+  names a metric that is not built in;
 - `check_specs(specs)` returns every problem with a list of `MetricSpec`s (unknown names, bad options);
 - `JUDGE_METRICS` / `requires_judge(name)`: LLM-judge metrics (ADK's and evalward's `answer_correctness`,
   `llm_judge`) and ADK's Vertex metrics; scored by `evalward.judging` after the agent ran, never by
@@ -120,7 +122,71 @@ def _metric_class(name: str) -> type[Metric] | None:
     if cls is None and name in _HOMES:
         module, attribute = _HOMES[name]
         cls = _REGISTRY[name] = getattr(import_module(module), attribute)
+    if cls is None and not is_stepwise(name) and not requires_judge(name):
+        cls = _plugin_class(name)
+        if cls is not None:
+            _REGISTRY[name] = cls
     return cls
+
+
+PLUGIN_GROUP = "evalward.metrics"
+"""The entry-point group a package registers its metrics under: `name = "package.module:MetricClass"`, the name
+being the one criteria use. A built-in name cannot be taken."""
+
+
+def plugin_metric_names() -> list[str]:
+    """The names installed packages register under `PLUGIN_GROUP`, sorted (built-in names left out)."""
+    return sorted(name for name in _plugin_entry_points() if name not in _HOMES)
+
+
+def is_plugin_metric(name: str) -> bool:
+    """True when an installed package registers a metric `name` (`PLUGIN_GROUP`)."""
+    return name not in _HOMES and name in _plugin_entry_points()
+
+
+def _plugin_entry_points() -> dict[str, str]:
+    """{name: "module:attribute"} of `PLUGIN_GROUP`, read from the installed packages once, when a criterion
+    first names a metric that is not built in (reading them costs ~25 ms, which a run of built-in metrics never
+    pays)."""
+    global _PLUGINS
+    if _PLUGINS is None:
+        from importlib.metadata import entry_points
+
+        _PLUGINS = {point.name: point.value for point in entry_points(group=PLUGIN_GROUP)}
+    return _PLUGINS
+
+
+_PLUGINS: dict[str, str] | None = None
+
+
+def _plugin_class(name: str) -> type[Metric] | None:
+    target = _plugin_entry_points().get(name)
+    if target is None:
+        return None
+    module_name, _, attribute = target.partition(":")
+    try:
+        found: object = import_module(module_name)
+        for part in attribute.split(".") if attribute else ():
+            found = getattr(found, part)
+    except Exception as exc:  # a broken package is the user's bad input, named with its entry point
+        raise PluginMetricError(
+            f"metric {name!r} (entry point {target!r} of {PLUGIN_GROUP!r}) cannot be loaded: "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
+    if not (isinstance(found, type) and issubclass(found, Metric)):
+        raise PluginMetricError(
+            f"metric {name!r} (entry point {target!r} of {PLUGIN_GROUP!r}) is not a subclass of evalward.Metric"
+        )
+    if getattr(found, "batch", "outputs") != "outputs":
+        raise PluginMetricError(
+            f"metric {name!r} (entry point {target!r}): a package's metric scores from the agent's outputs "
+            "(`score_turn` or `score_case`); it cannot set `batch`"
+        )
+    return found
+
+
+class PluginMetricError(Exception):
+    """A package registers a metric under `PLUGIN_GROUP` that cannot be loaded or is not a `Metric`."""
 
 
 def known_metric_names() -> list[str]:
@@ -213,7 +279,11 @@ def check_specs(specs: Sequence[MetricSpec]) -> list[str]:
         if batch != "outputs":
             problems.extend(batch_metric(batch).check_options(spec))
             continue
-        cls = _metric_class(spec.name)
+        try:
+            cls = _metric_class(spec.name)
+        except PluginMetricError as exc:
+            problems.append(str(exc))
+            continue
         if cls is None:
             problems.append(_unknown(spec.name))
             continue
