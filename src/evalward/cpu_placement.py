@@ -11,7 +11,8 @@ So when the process may run on two CPUs or more, `separate` gives the writer the
 thread the others (threads it starts afterwards inherit that), and `restore` gives the thread all of them back
 once the writer is done. A process the run starts (a subprocess agent) is the user's, not ours: `release`
 gives it every CPU the run had. With one CPU, or without `sched_setaffinity` (macOS, Windows), nothing is
-placed.
+placed. (A process an in-process agent starts itself, through `multiprocessing` say, inherits the run thread's
+CPUs while the writer lives: only the processes the run starts are given them all back.)
 """
 
 from __future__ import annotations
