@@ -15,6 +15,7 @@ from typing import Any
 from evalward.loaders.positions import PathKey
 from evalward.loaders.problems import Problems
 from evalward.metrics.custom import CUSTOM_OPTION
+from evalward.metrics.registry import check_specs
 from evalward.model import MetricSpec
 
 _NAMED_OPTION = re.compile(r"unknown option '([^']+)'")
@@ -27,8 +28,6 @@ def record_spec_problems(
     """Check `spec` (read from `written`, the criterion's value at `at`) and record each problem found there.
     An unknown metric is the reader's own problem (reported with its suggestions), not repeated here; a custom
     metric (user code) is checked when the run resolves it."""
-    from evalward.metrics.registry import check_specs
-
     if CUSTOM_OPTION in spec.options:
         return  # the user's own metric: checked when the run resolves it (importing user code), as before
     for message in check_specs([spec]):

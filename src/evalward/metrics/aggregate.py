@@ -486,20 +486,8 @@ class _MetricColumn:
             )
 
     def get(self, slot: int) -> MetricPart | None:
-        flags = self.flags[slot] if slot < len(self.flags) else 0
-        if not flags & self._PRESENT:
-            return None
-        return MetricPart(
-            threshold=self.thresholds[slot] if flags & self._HAS_THRESHOLD else None,
-            higher_is_better=bool(flags & self._HIGHER),
-            errored=bool(flags & self._ERRORED),
-            case_mean=self.means[slot] if flags & self._HAS_MEAN else None,
-            all_scored_passed=bool(flags & self._ALL_PASSED),
-            n_scored=self.scored[slot],
-            n_gated=self.gated[slot],
-            n_passed=self.passed[slot],
-            labels=self.labels.get(slot, ()),
-        )
+        """The part of `slot`, None when it has none."""
+        return next(self.parts((slot,)), None)
 
 
 class RunFold:
