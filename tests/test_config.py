@@ -37,7 +37,7 @@ def test_every_spelling_of_the_section_is_found_and_read(tmp_path: Path, text: s
     (tmp_path / "pyproject.toml").write_text(text, encoding="utf-8")
     found = find_config(tmp_path)
     assert found == tmp_path / "pyproject.toml"
-    assert load_config(found).settings.repeat == 3
+    assert load_config(found).settings.run.repeat == 3
 
 
 @pytest.mark.parametrize("text", WITHOUT_EVALWARD.values(), ids=WITHOUT_EVALWARD.keys())
@@ -62,7 +62,7 @@ def test_evalward_toml_comes_first(tmp_path: Path) -> None:
     (tmp_path / "evalward.toml").write_text("repeat = 5\n", encoding="utf-8")
     found = find_config(tmp_path)
     assert found == tmp_path / "evalward.toml"
-    assert load_config(found).settings.repeat == 5
+    assert load_config(found).settings.run.repeat == 5
 
 
 def test_a_pyproject_without_the_section_is_never_parsed(tmp_path: Path) -> None:

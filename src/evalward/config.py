@@ -25,46 +25,35 @@ quarantine = [{case_id = "flaky-case", until = 2026-12-31, reason = "upstream AP
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from evalward._options.families import RecordingValues
+from evalward._options.option import OptionField, option_fields
+from evalward._options.run_values import RunValues
 from evalward.errors import EvalFileError, FileProblem
 
 CONFIG_FILE_NAMES = ("evalward.toml", ".evalward.toml")
-_CLASS_PATH = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?::[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*|\.[A-Za-z_]\w*)")
+
+SETTINGS_FAMILIES: tuple[type[BaseModel], ...] = (RunValues, RecordingValues)
+"""The option families whose options may be set in the file: each option with a settings key (`Option.toml`)."""
 
 
-class RunSettings(BaseModel):
-    """Defaults for `evalward run` (and `evalward ci`)."""
+def settings_keys(families: Sequence[type[BaseModel]] = SETTINGS_FAMILIES) -> dict[str, OptionField]:
+    """Settings key → its option, for every option the file may set."""
+    return {str(item.toml_key): item for item in option_fields(*families) if item.toml_key is not None}
+
+
+class _FileOnlySettings(BaseModel):
+    """The keys that are settings of the file alone, not options."""
 
     model_config = ConfigDict(defer_build=True, extra="forbid")
 
-    paths: list[str] = Field(default_factory=list, description="Eval files or directories.")
-    agent: str | None = Field(default=None, description="The agent target, as for --agent.")
-    test_config: str | None = Field(default=None, description="A test_config.json for every eval file.")
-    metrics: list[str] = Field(
-        default_factory=list,
-        description="Extra metrics, NAME or NAME=THRESHOLD; evaluators as module:function[=THRESHOLD].",
-    )
-    metrics_mode: str | None = Field(default=None, description="`add` or `replace`.")
-    repeat: int | None = Field(default=None, ge=1)
-    concurrency: int | None = Field(default=None, ge=1)
-    timeout: float | None = Field(default=None, ge=0)
-    rate_limit: str | None = None
-    retries: int | None = Field(default=None, ge=0)
-    pass_rule: str | None = None
-    agent_processes: int | None = Field(default=None, ge=1)
-    db: str | None = Field(default=None, description="History database URL.")
-    base_branch: str | None = Field(default=None, description="The branch pull requests merge into.")
     gate: dict[str, Any] = Field(
         default_factory=dict, description="The gate policy (see `evalward.gate.GatePolicy`); validated by the gate."
-    )
-    custom_evaluator_types: list[str] = Field(
-        default_factory=list,
-        description="Your pydantic-evals evaluator classes, `pkg.module:Class`: the names pydantic-evals Dataset "
-        "files give them (the class name) resolve to these, as `Dataset.from_file(custom_evaluator_types=...)`.",
     )
     secret_names: list[str] = Field(
         default_factory=list,
@@ -73,13 +62,37 @@ class RunSettings(BaseModel):
         "more (comma or space separated). Their values are masked in every output and refused in ids.",
     )
 
-    @field_validator("custom_evaluator_types")
-    @classmethod
-    def _class_paths(cls, paths: list[str]) -> list[str]:
-        wrong = [path for path in paths if not _CLASS_PATH.fullmatch(path)]
-        if wrong:
-            raise ValueError(f"expected class paths 'package.module:Class', found {', '.join(map(repr, wrong))}")
-        return paths
+
+class RunSettings(_FileOnlySettings):
+    """The repository's settings: the file's own keys, and the options it sets, by family."""
+
+    model_config = ConfigDict(defer_build=True, extra="forbid")
+
+    run: RunValues = Field(default_factory=RunValues)
+    recording: RecordingValues = Field(default_factory=RecordingValues)
+    given: dict[str, Any] = Field(default_factory=dict)
+    """Option field name → value, for every option the file sets: the defaults of the commands' options."""
+
+    # What the daemon and the base side read of a repository's settings.
+    @property
+    def paths(self) -> tuple[str, ...]:
+        return tuple(str(path) for path in self.run.paths)
+
+    @property
+    def agent(self) -> str | None:
+        return self.run.agent
+
+    @property
+    def db(self) -> str | None:
+        return self.recording.db_url
+
+    @property
+    def base_branch(self) -> str | None:
+        return self.recording.base_branch
+
+    @property
+    def custom_evaluator_types(self) -> list[str]:
+        return list(self.run.custom_evaluator_types)
 
 
 class LoadedConfig(BaseModel):
@@ -131,8 +144,11 @@ def may_hold_evalward_settings(text: str) -> bool:
     return _MAY_HOLD_EVALWARD.search(text) is not None
 
 
-def load_config(path: str | Path | None = None) -> LoadedConfig:
-    """Read and validate the settings file; no file → all defaults."""
+def load_config(
+    path: str | Path | None = None, families: Sequence[type[BaseModel]] = SETTINGS_FAMILIES
+) -> LoadedConfig:
+    """Read and validate the settings file; no file → all defaults. `families`: the option families whose
+    options the file may set (a `RunValues` and a `RecordingValues`, or subclasses)."""
     file = Path(path) if path is not None else find_config()
     if file is None:
         return LoadedConfig(settings=RunSettings())
@@ -151,26 +167,63 @@ def load_config(path: str | Path | None = None) -> LoadedConfig:
     if file.name == "pyproject.toml":
         data = data.get("tool", {}).get("evalward", {})
         prefix = ("tool", "evalward")
-    try:
-        settings = RunSettings.model_validate(data)
-    except ValidationError as exc:
-        problems = []
-        for error in exc.errors():
-            keys = [str(part) for part in error["loc"]]
-            problems.append(
-                FileProblem(
-                    path=str(file),
-                    line=_line_of(text, keys[-1] if keys else ""),
-                    json_path=".".join((*prefix, *keys)),
-                    message="unknown key" if error["type"] == "extra_forbidden" else error["msg"],
-                    expected="one of: " + ", ".join(sorted(RunSettings.model_fields))
-                    if len(keys) == 1 and error["type"] == "extra_forbidden"
-                    else None,
-                    found=repr(error.get("input"))[:80] if error["type"] != "extra_forbidden" else None,
-                )
-            )
-        raise EvalFileError(problems) from exc
+    settings = _validated(data, text=text, file=str(file), prefix=prefix, families=families)
     return LoadedConfig(settings=settings, path=str(file))
+
+
+def _validated(
+    data: dict[str, Any], *, text: str, file: str, prefix: tuple[str, ...], families: Sequence[type[BaseModel]]
+) -> RunSettings:
+    """The file's keys validated by the fields they set: every problem at once, with its line and key path."""
+    keys = settings_keys(families)
+    problems: list[FileProblem] = []
+
+    def problem(path: list[str], message: str, *, expected: str | None = None, found: str | None = None) -> None:
+        problems.append(
+            FileProblem(
+                path=file,
+                line=_line_of(text, path[-1] if path else ""),
+                json_path=".".join((*prefix, *path)),
+                message=message,
+                expected=expected,
+                found=found,
+            )
+        )
+
+    known = sorted({*keys, *_FileOnlySettings.model_fields})
+    for key in data:
+        if key not in keys and key not in _FileOnlySettings.model_fields:
+            problem([key], "unknown key", expected="one of: " + ", ".join(known))
+    file_only: _FileOnlySettings | None = None
+    try:
+        file_only = _FileOnlySettings.model_validate(
+            {k: v for k, v in data.items() if k in _FileOnlySettings.model_fields}
+        )
+    except ValidationError as exc:
+        for error in exc.errors():
+            problem([str(part) for part in error["loc"]], error["msg"], found=repr(error.get("input"))[:80])
+    validated: list[BaseModel] = []
+    given: dict[str, Any] = {}
+    for family in families:
+        by_field = {item.name: key for key, item in keys.items() if item.model is family}
+        values = {item.name: data[key] for key, item in keys.items() if item.model is family and key in data}
+        try:
+            validated.append(family.model_validate(values))
+        except ValidationError as exc:
+            for error in exc.errors():
+                loc = [str(part) for part in error["loc"]]
+                if loc:
+                    loc[0] = by_field.get(loc[0], loc[0])
+                problem(loc, error["msg"], found=repr(error.get("input"))[:80])
+            continue
+        given.update({name: getattr(validated[-1], name) for name in values})
+    if problems or file_only is None:
+        raise EvalFileError(problems)
+    run = next(item for item in validated if isinstance(item, RunValues))
+    recording = next(item for item in validated if isinstance(item, RecordingValues))
+    return RunSettings(
+        gate=file_only.gate, secret_names=file_only.secret_names, run=run, recording=recording, given=given
+    )
 
 
 def _line_of(text: str, key: str) -> int | None:
@@ -185,22 +238,5 @@ def _line_of(text: str, key: str) -> int | None:
 
 
 def command_defaults(settings: RunSettings) -> dict[str, Any]:
-    """The settings as click `default_map` entries for `run` and `ci` (only the keys that are set)."""
-    mapping = {
-        "paths": settings.paths or None,
-        "agent": settings.agent,
-        "test_config": settings.test_config,
-        "metrics": settings.metrics or None,
-        "metrics_mode": settings.metrics_mode,
-        "custom_evaluator_types": settings.custom_evaluator_types or None,
-        "repeat": settings.repeat,
-        "concurrency": settings.concurrency,
-        "timeout_s": settings.timeout,
-        "rate_limit": settings.rate_limit,
-        "retries": settings.retries,
-        "pass_rule": settings.pass_rule,
-        "agent_processes": settings.agent_processes,
-        "db_url": settings.db,
-        "base_branch": settings.base_branch,
-    }
-    return {key: value for key, value in mapping.items() if value is not None}
+    """The options the settings file sets, as click `default_map` entries (by the options' Python names)."""
+    return dict(settings.given)

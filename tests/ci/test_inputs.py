@@ -77,7 +77,7 @@ def test_every_bad_input_is_reported_at_once() -> None:
     assert "input `repeat` (INPUT_REPEAT): expected a whole number of at least 1, found 'three'" in message
     assert "input `comment` (INPUT_COMMENT): expected one of always, on-change, on-failure, never" in message
     assert "input `shard` (INPUT_SHARD)" in message and "input `check-run` (INPUT_CHECK-RUN)" in message
-    assert "input `timeout` (INPUT_TIMEOUT): expected a number of seconds ≥ 0 (0 = no limit), found '-1'" in message
+    assert "input `timeout` (INPUT_TIMEOUT): expected a number of at least 0, found '-1'" in message
     assert "input `baseline-run` (INPUT_BASELINE-RUN): expected one of missing, always, never" in message
     assert "input `judge-concurrency` (INPUT_JUDGE-CONCURRENCY): expected a whole number of at least 1" in message
     assert (

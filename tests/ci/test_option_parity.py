@@ -1,46 +1,38 @@
-"""One option path: every `evalward run` option reaches `evalward ci`, both action files and the pytest API.
+"""One definition per option: every option of the families reaches every entry point it should, and the
+generated files (both action.yml files, the composite step, the docs table) are what the families generate.
 
-Each option of `evalward run` must have an `evalward ci` option reading the same `EVALWARD_*` variable, and an
-Action input mapped onto that variable (`ACTION_INPUTS`), declared in `action.yml` and in `run/action.yml` and
-passed by the composite step — or be listed below with the reason it has none.
+An option is a field of a family (`evalward._options.families`, `evalward._ci.ci_values`); `evalward run`'s
+options that are no Action input say why in their `Option.no_input`.
 """
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import click
 import pytest
 import yaml
+from click.testing import CliRunner
+from pydantic import Field
 
 from evalward._ci import ACTION_INPUTS
+from evalward._ci.action_files import generated, main, stale_files
+from evalward._ci.ci_values import CiValues
+from evalward._ci.inputs import ACTION_FAMILIES, action_inputs, apply_action_inputs
 from evalward._cli.ci_cmd import ci_command
+from evalward._cli.click_options import options_from
 from evalward._cli.run_cmd import run_command
-from evalward._run_values import RunValues
+from evalward._options.families import LocalRunValues, RecordingValues
+from evalward._options.option import Option, command_line, option_fields
+from evalward._options.run_values import RunValues
+from evalward.config import load_config
+from evalward.errors import EvalFileError, UsageError
 from evalward.testing import evaluate
 
 ROOT = Path(__file__).resolve().parents[2]
-
-NOT_IN_CI: dict[str, str] = {
-    "--detailed": "prints every turn to a terminal; in CI the job summary, the check run and the HTML report hold every case",
-    "--quiet": "shortens the terminal report; the Action's log is fixed and the full report is in the job summary",
-    "--no-history": "evalward ci always stores the run: it is the baseline of later pull requests",
-    "--resume": "a CI job starts afresh; a cancelled job is re-run whole",
-    "--repo": "taken from the event (GITHUB_REPOSITORY)",
-    "--commit": "taken from the event: the PR head SHA or the pushed commit",
-    "--branch": "taken from the event: the PR head branch or the pushed branch",
-    "--base-sha": "taken from the event: the PR base, whose merge-base with the head git computes",
-    "--pr": "taken from the event: the pull request number",
-}
-"""`evalward run` options `evalward ci` does not have, and why."""
-
-NOT_AN_INPUT: dict[str, str] = {
-    "--run-id": "a fixed id would collide across workflow runs; evalward ci has the flag and EVALWARD_RUN_ID for laptops",
-    "--group-id": "evalward ci derives the shard group from the workflow run; the flag and EVALWARD_GROUP_ID stay for laptops",
-}
-"""Options both commands have that are deliberately no Action input, and why."""
+SOURCE = ROOT / "src" / "evalward"
 
 
 def options_of(command: click.Command) -> dict[str, click.Parameter]:
@@ -78,16 +70,16 @@ def test_every_run_option_reaches_ci_and_both_action_files() -> None:
     docker_inputs = set(action("action.yml")["inputs"])
     composite_inputs = set(action("run/action.yml")["inputs"])
     missing: list[str] = []
+    no_input = {item.option.flag: item.option.no_input for item in option_fields(LocalRunValues, RecordingValues)}
     for flag, param in run_options.items():
-        if flag in NOT_IN_CI:
-            assert flag not in ci_options, f"{flag} is in evalward ci after all: drop it from NOT_IN_CI"
-            continue
+        if no_input.get(flag) and flag not in ci_options:
+            continue  # an `evalward run` option a CI job does not need (its `no_input` says why)
         variable = envvar(param)
         if variable not in ci_by_env:
             missing.append(f"{flag} ({variable}): no evalward ci option reads it")
             continue
-        if flag in NOT_AN_INPUT:
-            assert variable not in input_by_env, f"{flag} has an input after all: drop it from NOT_AN_INPUT"
+        if no_input.get(flag):
+            assert variable not in input_by_env, f"{flag} has an input after all: drop its no_input"
             continue
         name = input_by_env.get(variable)
         if name is None:
@@ -99,12 +91,19 @@ def test_every_run_option_reaches_ci_and_both_action_files() -> None:
 
 def test_every_ci_option_is_an_input_unless_listed() -> None:
     input_by_env = {variable: name for name, variable in ACTION_INPUTS.items()}
+    reasons = {item.option.flag: item.option.no_input for item in option_fields(*ACTION_FAMILIES)}
     unmapped = [
         flag
         for flag, param in options_of(ci_command).items()
-        if param.envvar and envvar(param) not in input_by_env and flag not in NOT_AN_INPUT
+        if param.envvar and envvar(param) not in input_by_env and not reasons.get(flag)
     ]
     assert unmapped == []
+
+
+def test_every_option_without_an_input_says_why() -> None:
+    families = (*ACTION_FAMILIES, LocalRunValues)
+    silent = [item.name for item in option_fields(*families) if item.input_name is None and not item.option.no_input]
+    assert silent == []
 
 
 def test_the_inputs_are_the_mapped_ones_and_identical_in_both_action_files() -> None:
@@ -235,15 +234,6 @@ def test_the_pytest_api_names_unknown_options() -> None:
         evaluate(lambda request: "hi", "missing.json", judge_modle="x")
 
 
-def test_the_docs_document_every_input() -> None:
-    page = (ROOT / "docs" / "action.md").read_text(encoding="utf-8")
-    table = page.split("## Inputs and outputs", 1)[1].split("\n## ", 1)[0]
-    documented = set(re.findall(r"^\| `([a-z-]+)`", table, flags=re.MULTILINE))
-    for row in re.findall(r"^\| (`[a-z-]+`(?: / `[a-z-]+`)+) \|", table, flags=re.MULTILINE):
-        documented |= set(re.findall(r"`([a-z-]+)`", row))
-    assert set(action("action.yml")["inputs"]) - documented == set()
-
-
 def test_baseline_run_is_one_option_of_ci_and_gate_carried_to_ci_options() -> None:
     from evalward._ci import CiOptions
     from evalward._cli.gate_cmd import gate_command
@@ -259,3 +249,169 @@ def test_baseline_run_is_one_option_of_ci_and_gate_carried_to_ci_options() -> No
     assert ACTION_INPUTS["baseline-run"] == "EVALWARD_BASELINE_RUN"
     assert CiOptions.from_values({"baseline_run": "always"}).baseline_run == "always"
     assert CiOptions().baseline_run == "missing"
+
+
+# ------------------------------------------------------------------------------------------ one definition
+
+
+class WithThrowaway(RunValues):
+    """`RunValues` with one more option, defined as every option is: a field and its `Option`."""
+
+    throwaway_knob: Annotated[
+        int,
+        Field(ge=2),
+        Option(flag="--throwaway-knob", env="EVALWARD_THROWAWAY_KNOB", help="A knob no release has"),
+    ] = 3
+
+
+FAMILIES_WITH_THROWAWAY = tuple(WithThrowaway if family is RunValues else family for family in ACTION_FAMILIES)
+
+
+def test_a_new_field_is_a_flag_a_variable_a_settings_key_and_an_input_of_both_actions(tmp_path: Path) -> None:
+    seen: list[Any] = []
+
+    @click.command()
+    @options_from(WithThrowaway, only=("throwaway_knob",))
+    def command(**kwargs: Any) -> None:
+        seen.append(WithThrowaway.from_values(kwargs).throwaway_knob)
+
+    runner = CliRunner()
+    assert runner.invoke(command, ["--throwaway-knob", "5"]).exit_code == 0
+    assert runner.invoke(command, [], env={"EVALWARD_THROWAWAY_KNOB": "7"}).exit_code == 0
+    assert runner.invoke(command, []).exit_code == 0
+    assert seen == [5, 7, 3]
+    refused = runner.invoke(command, ["--throwaway-knob", "1"])
+    assert refused.exit_code == 2 and "1 is not in the range x>=2" in refused.output
+    assert "EVALWARD_THROWAWAY_KNOB" in runner.invoke(command, ["--help"]).output
+
+    # the settings file: a key of its own, validated with its line and key path
+    settings = tmp_path / "evalward.toml"
+    settings.write_text('agent = "a:b"\nthrowaway_knob = 9\n', encoding="utf-8")
+    loaded = load_config(settings, families=(WithThrowaway, RecordingValues))
+    assert loaded.settings.given == {"agent": "a:b", "throwaway_knob": 9}
+    settings.write_text("throwaway_knob = 1\n", encoding="utf-8")
+    with pytest.raises(EvalFileError) as bad:
+        load_config(settings, families=(WithThrowaway, RecordingValues))
+    assert f"{settings}:1" in str(bad.value) and "throwaway_knob" in str(bad.value)
+    with pytest.raises(EvalFileError, match="unknown key"):
+        load_config(settings)  # without the field, the key is unknown
+
+    # the Action: an input mapped onto the variable, checked like every input, in both generated action files
+    assert action_inputs(FAMILIES_WITH_THROWAWAY)["throwaway-knob"] == "EVALWARD_THROWAWAY_KNOB"
+    assert "throwaway-knob" not in ACTION_INPUTS
+    env = {"INPUT_THROWAWAY-KNOB": "4"}
+    apply_action_inputs(env, FAMILIES_WITH_THROWAWAY)
+    assert env["EVALWARD_THROWAWAY_KNOB"] == "4"
+    with pytest.raises(
+        UsageError, match=r"input `throwaway-knob` \(INPUT_THROWAWAY-KNOB\): expected a whole number of at least 2"
+    ):
+        apply_action_inputs({"INPUT_THROWAWAY-KNOB": "1"}, FAMILIES_WITH_THROWAWAY)
+    for path in ("action.yml", "run/action.yml"):
+        text = generated(path, (ROOT / path).read_text(encoding="utf-8"), FAMILIES_WITH_THROWAWAY)
+        declared = yaml.safe_load(text)["inputs"]
+        assert declared["throwaway-knob"] == {"description": "A knob no release has (default 3).", "required": False}
+    composite = yaml.safe_load(
+        generated("run/action.yml", (ROOT / "run/action.yml").read_text(), FAMILIES_WITH_THROWAWAY)
+    )
+    [step] = [s for s in composite["runs"]["steps"] if s.get("id") == "evalward"]
+    assert step["env"]["INPUT_THROWAWAY-KNOB"] == "${{ inputs.throwaway-knob }}"
+    page = generated("docs/action.md", (ROOT / "docs/action.md").read_text(), FAMILIES_WITH_THROWAWAY)
+    assert "| `throwaway-knob` | `EVALWARD_THROWAWAY_KNOB` | `3` | A knob no release has |" in page
+
+
+def test_the_checked_in_action_files_and_docs_table_are_generated(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert stale_files(ROOT) == [], "run: python -m evalward._ci.action_files --write"
+    # the check fails on a hand edit, naming the file
+    for path in ("action.yml", "run/action.yml", "docs/action.md"):
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text((ROOT / path).read_text(encoding="utf-8"), encoding="utf-8")
+    edited = (tmp_path / "run/action.yml").read_text().replace("Cases running at once", "Cases at once")
+    (tmp_path / "run/action.yml").write_text(edited)
+    assert main(["--check"], root=tmp_path) == 1
+    assert "run/action.yml: its inputs differ" in capsys.readouterr().out
+    assert main(["--write"], root=tmp_path) == 0 and main(["--check"], root=tmp_path) == 0
+
+
+OTHER_MEANINGS: dict[tuple[str, str], str] = {
+    ("runs", "--repo"): "a filter of the listed runs, not the repository a run records",
+    ("runs", "--branch"): "a filter of the listed runs",
+    ("runs", "--commit"): "a filter of the listed runs",
+    ("history", "--case"): "one case's history, not a selection of cases to run",
+    ("history", "--metric"): "one metric's history, not a metric to add",
+    ("history", "--branch"): "a filter of the runs shown",
+    ("merge", "--run-id"): "the id of the merged run, never taken from EVALWARD_RUN_ID (it would collide)",
+    ("merge", "--json"): "the merged run's JSON, written by merge itself",
+    ("gate", "--json"): "the verdict's JSON, not the run's",
+    ("gate", "--markdown"): "the comparison's markdown",
+    ("compare", "--json"): "the comparison's JSON",
+    ("compare", "--markdown"): "the comparison's markdown",
+    ("serve", "--db"): "the daemon's database and job queue, from the daemon's own settings",
+}
+"""Flags of other commands that share an option's spelling with another meaning, and why."""
+
+
+def test_every_command_takes_a_shared_flag_from_its_one_definition() -> None:
+    """A flag that names an option of a family is made from that option wherever a command takes it: `grep`
+    finds the flag in one definition, not in commands declaring it again."""
+    from evalward._cli.main import COMMANDS, cli
+
+    families = (*ACTION_FAMILIES, LocalRunValues)
+    defined = {item.option.flag: item for item in option_fields(*families) if item.option.flag}
+    context = click.Context(cli)
+    redeclared = []
+    seen_other_meanings = set()
+    for name in COMMANDS:
+        command = cli.get_command(context, name)
+        assert command is not None
+        subcommands = command.commands.values() if isinstance(command, click.Group) else [command]
+        for sub in subcommands:
+            for param in sub.params:
+                for flag in param.opts:
+                    item = defined.get(flag)
+                    if (name, flag) in OTHER_MEANINGS:
+                        seen_other_meanings.add((name, flag))
+                    if item is None or (name, flag) in OTHER_MEANINGS:
+                        continue
+                    help_text = getattr(param, "help", "") or ""
+                    if param.envvar != item.option.env or not help_text.startswith(item.option.help):
+                        redeclared.append(f"evalward {name} {flag}")
+    assert redeclared == []
+    assert set(OTHER_MEANINGS) - seen_other_meanings == set(), "OTHER_MEANINGS names flags no command has"
+
+
+def test_each_flag_is_declared_once_in_the_source() -> None:
+    text = "\n".join(path.read_text(encoding="utf-8") for path in SOURCE.rglob("*.py"))
+    declared = {
+        flag: len(re.findall(rf"(?:flag|off_flag)=[\"']{re.escape(flag)}[\"']", text))
+        for item in option_fields(*ACTION_FAMILIES, LocalRunValues)
+        for flag in filter(None, (item.option.flag, item.option.off_flag))
+    }
+    assert {flag: n for flag, n in declared.items() if n != 1} == {}
+    assert CiValues.model_fields["fail_on"].default == {"regression", "threshold"}
+
+
+def test_command_line_gives_run_the_values_it_was_made_from(tmp_path: Path) -> None:
+    """The daemon hands a repository's settings to the base side as flags (`command_line`): `evalward run`
+    parses them back to the same values, lists, booleans and flag pairs included."""
+    config = tmp_path / "cfg.json"
+    config.write_text("{}")
+    values: dict[str, Any] = {
+        "test_config": str(config),
+        "metrics": ("response_match_score=0.5", "tool_trajectory_avg_score"),
+        "metrics_mode": "replace",
+        "repeat": 5,
+        "timeout_s": 30.0,
+        "no_judge_cache": True,
+        "step": False,
+        "stepwise": False,
+        "judge_model": "judge",
+    }
+    arguments = command_line(values, RunValues)
+    assert arguments[:2] == ["--test-config", str(config)]
+    assert "--no-stepwise" in arguments and "--step" not in arguments
+    context = run_command.make_context("run", [*arguments, "--agent", "a:b"])
+    parsed = RunValues.from_values(context.params)
+    for name, value in values.items():
+        assert getattr(parsed, name) == value, name

@@ -156,8 +156,8 @@ def _run_and_gate(
     `keep_run` gets the run and its warnings before the gate (the artifact and report files), so a gate that
     fails still leaves the results. A shard is stored, not gated."""
     from evalward._gating import run_and_gate
+    from evalward._options.run_options import run_options_from
     from evalward._pipeline import prepare
-    from evalward._run_values import run_options_from
 
     base_branch = options.base_branch or context.base_branch
     if options.merge_shards:
@@ -186,7 +186,7 @@ def _run_and_gate(
         policy,
         baseline_spec=options.baseline,
         base_branch=base_branch,
-        baseline_run=options.baseline_run,  # type: ignore[arg-type]
+        baseline_run=options.baseline_run,
         repo_dir=repo_dir,
         record="ci",
         after_run=after_run,
@@ -195,8 +195,8 @@ def _run_and_gate(
 
 
 def _prepare(options: CiOptions, context: RunContext) -> PreparedRun:
+    from evalward._options.run_options import run_options_from
     from evalward._pipeline import prepare
-    from evalward._run_values import run_options_from
 
     if not options.run.paths:
         raise UsageError(
@@ -243,7 +243,7 @@ def _gate_finished(
         remote=server.search,
         record="ci",
         instrument=instrument,
-        baseline_run=options.baseline_run,  # type: ignore[arg-type]
+        baseline_run=options.baseline_run,
     )
     notes = list(server.notes)
     if server.record_verdict is not None:

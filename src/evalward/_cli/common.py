@@ -1,27 +1,11 @@
-"""Option bundles shared by several commands, and small helpers for printing."""
+"""Small helpers the commands share for printing and for ending the process."""
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from collections.abc import Iterable
 
 import click
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def db_option(func: F) -> F:
-    """`--db URL` (EVALWARD_DB): the history database; default `.evalward/history.db` (SQLite)."""
-    return click.option(
-        "--db",
-        "db_url",
-        envvar="EVALWARD_DB",
-        default=None,
-        metavar="URL",
-        help="History database URL [env: EVALWARD_DB; default: sqlite:///.evalward/history.db]. "
-        "PostgreSQL: postgresql+psycopg://user@host/db.",
-    )(func)
 
 
 def stderr_is_terminal() -> bool:

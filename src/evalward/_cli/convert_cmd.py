@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from evalward._cli.click_options import options_from
+from evalward._options.run_values import RunValues
 from evalward.errors import UsageError
 
 
@@ -30,13 +32,7 @@ from evalward.errors import UsageError
     default=None,
     help="Native and pydantic-evals syntax (default: from --out's suffix, else yaml)",
 )
-@click.option(
-    "--test-config",
-    "test_config",
-    envvar="EVALWARD_TEST_CONFIG",
-    type=click.Path(exists=True, dir_okay=False),
-    help="A test_config.json whose criteria apply to every input file [env: EVALWARD_TEST_CONFIG]",
-)
+@options_from(RunValues, only=("test_config",))
 @click.option("--strict", is_flag=True, help="Exit 1 when anything could not be expressed in the target format")
 def convert_command(
     source: str, target: str, out: str | None, syntax: str | None, test_config: str | None, strict: bool

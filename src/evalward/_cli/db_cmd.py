@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from evalward._cli.common import db_option
+from evalward._cli.click_options import db_option
 
 
 @click.group("db")

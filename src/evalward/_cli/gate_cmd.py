@@ -8,8 +8,9 @@ from typing import Any
 
 import click
 
-from evalward._cli.click_options import baseline_run_option
-from evalward._cli.common import db_option
+from evalward._ci.ci_values import CiValues
+from evalward._cli.click_options import db_option, options_from
+from evalward._options.families import RecordingValues
 
 
 def _outputs(func: Any) -> Any:
@@ -32,21 +33,8 @@ def _outputs(func: Any) -> Any:
     envvar="EVALWARD_GATE_RUN",
     help="The run to gate: a run id or `latest` [env: EVALWARD_GATE_RUN]",
 )
-@click.option(
-    "--baseline",
-    "baseline_spec",
-    default="auto",
-    show_default=True,
-    envvar="EVALWARD_BASELINE",
-    help="auto | RUN_ID | commit:SHA | branch:NAME | none [env: EVALWARD_BASELINE]",
-)
-@baseline_run_option
-@click.option(
-    "--base-branch",
-    envvar="EVALWARD_BASE_BRANCH",
-    help="The branch PRs merge into (default: from the run, else evalward.toml, else found in the checkout: "
-    "origin/HEAD, git config init.defaultBranch, main, master) [env: EVALWARD_BASE_BRANCH]",
-)
+@options_from(CiValues, only=("baseline", "baseline_run"))
+@options_from(RecordingValues, only=("base_branch",))
 @click.option(
     "--strict",
     is_flag=True,
@@ -74,7 +62,7 @@ def _outputs(func: Any) -> Any:
 def gate_command(
     ctx: click.Context,
     run_ref: str,
-    baseline_spec: str,
+    baseline: str,
     baseline_run: str,
     base_branch: str | None,
     strict: bool,
@@ -124,7 +112,7 @@ def gate_command(
         )
     base_branch = base_branch or (settings.base_branch if settings else None)
     found = None
-    if base_branch is None and baseline_spec.strip() == "auto":
+    if base_branch is None and baseline.strip() == "auto":
         found = find_base_branch(current.context, Path.cwd())
         if found is not None:
             base_branch = found.name
@@ -133,7 +121,7 @@ def gate_command(
         store,
         current,
         policy,
-        baseline_spec=baseline_spec,
+        baseline_spec=baseline,
         base_branch=base_branch,
         allow_mismatch=allow_mismatch,
         repo_dir=Path.cwd(),

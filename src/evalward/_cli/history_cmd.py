@@ -10,7 +10,8 @@ from typing import Any
 
 import click
 
-from evalward._cli.common import db_option
+from evalward._cli.click_options import db_option, options_from
+from evalward._options.families import RecordingValues
 from evalward.errors import EXIT_FAILED, EXIT_OK, UsageError
 
 SPARK = "▁▂▃▄▅▆▇█"
@@ -159,7 +160,7 @@ def import_command(files: tuple[str, ...], db_url: str | None) -> None:
 
 @click.command("merge")
 @click.argument("run_ids", nargs=-1)
-@click.option("--group-id", envvar="EVALWARD_GROUP_ID", help="Merge the newest run of each shard with this group id")
+@options_from(RecordingValues, only=("group_id",))
 @click.option("--run-id", "new_run_id", help="Id of the merged run (default: time + random)")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write the merged run as JSON")
 @db_option

@@ -15,7 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from evalward._cli.common import db_option, echo_warnings
+from evalward._cli.click_options import options_from
+from evalward._cli.common import echo_warnings
+from evalward._options.families import LocalRunValues, RecordingValues, ReportFileValues
+from evalward._options.run_values import RunValues
 from evalward.errors import UsageError
 
 if TYPE_CHECKING:
@@ -38,13 +41,7 @@ MAX_WARNINGS = 100
     type=click.Path(exists=True),
     help="Eval file or directory whose cases and criteria score the traces (repeatable) [env: EVALWARD_PATHS]",
 )
-@click.option(
-    "--test-config",
-    "test_config",
-    envvar="EVALWARD_TEST_CONFIG",
-    type=click.Path(exists=True, dir_okay=False),
-    help="A test_config.json used for every eval file [env: EVALWARD_TEST_CONFIG]",
-)
+@options_from(RunValues, only=("test_config",))
 @click.option(
     "--case-attribute",
     envvar="EVALWARD_TRACE_CASE_ATTRIBUTE",
@@ -69,12 +66,9 @@ MAX_WARNINGS = 100
     help="A turn recorded with another query than its eval case's: an error (its answer is to another "
     "question), or scored anyway; a warning names the case either way [env: EVALWARD_QUERY_MISMATCH]",
 )
-@db_option
-@click.option("--run-id", envvar="EVALWARD_RUN_ID", help="Id for the new run (default: time + random)")
-@click.option("--repo", "repository", envvar="EVALWARD_REPO", help="owner/name (default: from the environment or git)")
-@click.option("--commit", envvar="EVALWARD_COMMIT", help="Commit the traces belong to (default: git HEAD)")
-@click.option("--branch", envvar="EVALWARD_BRANCH", help="Branch the traces belong to (default: from git)")
-@click.option("--json", "json_path", envvar="EVALWARD_JSON", type=click.Path(dir_okay=False), help="Also write JSON")
+@options_from(RecordingValues, only=("db_url", "run_id"))
+@options_from(LocalRunValues, only=("repository", "commit", "branch"))
+@options_from(ReportFileValues, only=("json_path",))
 def import_traces_command(**kwargs: Any) -> None:
     """Score the agent outputs recorded in TRACES (OpenTelemetry OTLP/Jaeger JSON, responses JSONL or an
     evalward run JSON) against the cases of --eval-set, and store the result as a run in the history.

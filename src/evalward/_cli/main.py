@@ -17,7 +17,7 @@ from typing import Any
 import click
 
 from evalward import __version__
-from evalward._cli.click_options import file_size_value
+from evalward._cli.click_options import config_option, file_size_value
 from evalward._cli.common import resources_closed
 from evalward.gc_tuning import pause_during_start_up
 
@@ -93,13 +93,7 @@ class LazyGroup(click.Group):
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
 @click.version_option(__version__, prog_name="evalward")
-@click.option(
-    "--config",
-    "config_file",
-    envvar="EVALWARD_CONFIG",
-    type=click.Path(dir_okay=False),
-    help="Settings file (default: ./evalward.toml, else [tool.evalward] in ./pyproject.toml) [env: EVALWARD_CONFIG]",
-)
+@config_option
 @click.option(
     "--debug",
     is_flag=True,

@@ -7,18 +7,14 @@ from pathlib import Path
 
 import click
 
+from evalward._cli.click_options import click_parameter, options_from
+from evalward._options.option import option_field
+from evalward._options.run_values import RunValues
 from evalward.errors import EXIT_FAILED
 
 
 @click.command("record")
-@click.option(
-    "--agent",
-    "-a",
-    envvar="EVALWARD_AGENT",
-    required=True,
-    metavar="TARGET",
-    help="The agent, in any `evalward run --agent` form [env: EVALWARD_AGENT]",
-)
+@click_parameter(option_field(RunValues, "agent"), required=True)
 @click.option(
     "--inputs",
     "inputs_path",
@@ -41,8 +37,7 @@ from evalward.errors import EXIT_FAILED
     help="adk (current ADK eval set) or native; default: native for .yaml/.yml, else adk",
 )
 @click.option("--eval-set-id", help="Id of the recorded set (default: --out's file name without suffixes)")
-@click.option("--concurrency", "-j", type=int, default=4, envvar="EVALWARD_CONCURRENCY", show_default=True)
-@click.option("--timeout", "timeout_s", type=float, default=120.0, envvar="EVALWARD_TIMEOUT", show_default=True)
+@options_from(RunValues, only=("concurrency", "timeout_s"))
 def record_command(
     agent: str,
     inputs_path: str,
@@ -50,7 +45,7 @@ def record_command(
     target: str | None,
     eval_set_id: str | None,
     concurrency: int,
-    timeout_s: float,
+    timeout_s: float | None,
 ) -> None:
     """Run the agent once on every input and write the observed responses and tool calls as expectations.
 

@@ -8,6 +8,10 @@ from pathlib import Path
 
 import click
 
+from evalward._ci.ci_values import CiValues
+from evalward._cli.click_options import click_parameter
+from evalward._options.option import option_field
+
 
 @click.command("report")
 @click.option(
@@ -18,21 +22,10 @@ import click
     type=click.Path(file_okay=False),
     help="The downloaded results artifact of `evalward ci` [env: EVALWARD_FROM_ARTIFACT]",
 )
-@click.option(
-    "--comment",
-    type=click.Choice(["always", "on-change", "on-failure", "never"]),
-    envvar="EVALWARD_COMMENT",
-    help="Sticky comment mode (default: the one the evals workflow used) [env: EVALWARD_COMMENT]",
-)
-@click.option("--commit-status/--no-commit-status", default=None, envvar="EVALWARD_COMMIT_STATUS")
-@click.option("--check-run/--no-check-run", default=None, envvar="EVALWARD_CHECK_RUN")
-@click.option(
-    "--comment-author",
-    "comment_authors",
-    multiple=True,
-    envvar="EVALWARD_COMMENT_AUTHOR",
-    help="Login(s) that write the sticky comment (default github-actions[bot]) [env: EVALWARD_COMMENT_AUTHOR]",
-)
+@click_parameter(option_field(CiValues, "comment"), default=None)
+@click_parameter(option_field(CiValues, "commit_status"), default=None)
+@click_parameter(option_field(CiValues, "check_run"), default=None)
+@click_parameter(option_field(CiValues, "comment_authors"), default=None)
 def report_command(
     artifact_dir: str,
     comment: str | None,
@@ -45,6 +38,7 @@ def report_command(
     For fork pull requests: the `pull_request` workflow runs `evalward ci` with a read-only token and
     uploads its results artifact; a `workflow_run` workflow downloads it and runs this. The artifact is
     validated and its head SHA cross-checked with `workflow_run.head_sha` and the PR's head.
+    --comment, --commit-status and --check-run default to what the evals workflow used (the artifact says).
     Exit codes: 0 posted, 2 the artifact is invalid or does not match, 3 GitHub refused or failed.
     """
     from evalward._ci import report_from_artifact
@@ -55,6 +49,6 @@ def report_command(
         comment=comment,  # type: ignore[arg-type]
         commit_status=commit_status,
         check_run=check_run,
-        bot_logins=comment_authors or ("github-actions[bot]",),
+        bot_logins=comment_authors or CiValues.model_fields["comment_authors"].default,
     )
     sys.exit(result.exit_code)

@@ -9,14 +9,9 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import click
 
-from evalward._cli.click_options import (
-    base_branch_option,
-    group_id_option,
-    report_file_options,
-    run_id_option,
-    run_value_options,
-)
-from evalward._cli.common import db_option, mark_resources_closed, stderr_is_terminal
+from evalward._cli.click_options import options_from, report_file_options, run_value_options
+from evalward._cli.common import mark_resources_closed, stderr_is_terminal
+from evalward._options.families import LocalRunValues, RecordingValues
 from evalward.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, UsageError
 
 if TYPE_CHECKING:
@@ -26,41 +21,8 @@ if TYPE_CHECKING:
 @click.command("run")
 @run_value_options(agent_required=True)
 @report_file_options
-@click.option(
-    "--detailed",
-    is_flag=True,
-    envvar="EVALWARD_DETAILED",
-    help="Print every turn: query, expected and actual response and tool calls [env: EVALWARD_DETAILED]",
-)
-@db_option
-@click.option(
-    "--no-history",
-    is_flag=True,
-    envvar="EVALWARD_NO_HISTORY",
-    help="Do not write the run to the history database [env: EVALWARD_NO_HISTORY]",
-)
-@click.option(
-    "--resume",
-    "resume_run_id",
-    envvar="EVALWARD_RESUME",
-    metavar="RUN_ID",
-    help="Run only what the stored run RUN_ID is missing [env: EVALWARD_RESUME]",
-)
-@run_id_option
-@click.option(
-    "--repo", "repository", envvar="EVALWARD_REPO", help="owner/name (default: from GITHUB_REPOSITORY or git)"
-)
-@click.option(
-    "--commit", envvar="EVALWARD_COMMIT", help="Commit evaluated (default: PR head SHA, GITHUB_SHA or git HEAD)"
-)
-@click.option(
-    "--branch", envvar="EVALWARD_BRANCH", help="Branch evaluated (default: from the Actions environment or git)"
-)
-@base_branch_option
-@click.option("--base-sha", envvar="EVALWARD_BASE_SHA", help="Base commit of the PR (for the merge-base)")
-@click.option("--pr", "pr_number", type=int, envvar="EVALWARD_PR", help="Pull request number")
-@group_id_option
-@click.option("--quiet", "-q", is_flag=True, help="Print only the verdict line and the run id")
+@options_from(RecordingValues)
+@options_from(LocalRunValues)
 def run_command(**kwargs: Any) -> None:
     """Run the agent on every case of the eval files in PATHS (files or directories), score it and report.
 
@@ -92,10 +54,11 @@ def execute_run(
     quiet: bool,
     **run_values: Any,
 ) -> int:
-    """`evalward run`: `_run_values` are the options of `_cli.click_options.run_value_options` (see `RunValues`)."""
+    """`evalward run`: `run_values` are the options of `RunValues` (`_options.families`)."""
     from evalward._cli.common import echo_warnings
+    from evalward._options.run_options import run_options_from
+    from evalward._options.run_values import RunValues
     from evalward._pipeline import prepare
-    from evalward._run_values import RunValues, run_options_from
     from evalward.context import detect_context
     from evalward.store import writer_process
 

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from evalward._cli.click_options import options_from
+from evalward._options.run_values import RunValues
 from evalward.errors import UsageError
 
 if TYPE_CHECKING:
@@ -19,14 +21,7 @@ if TYPE_CHECKING:
 
 
 @click.command("validate")
-@click.argument("paths", nargs=-1, envvar="EVALWARD_PATHS", type=click.Path())
-@click.option(
-    "--test-config",
-    "test_config",
-    envvar="EVALWARD_TEST_CONFIG",
-    type=click.Path(exists=True, dir_okay=False),
-    help="A test_config.json used for every eval file instead of the one beside it",
-)
+@options_from(RunValues, only=("paths", "test_config"))
 def validate_command(paths: tuple[str, ...], test_config: str | None) -> None:
     """Check that every eval file in PATHS parses and its criteria are known; report every problem at once.
 

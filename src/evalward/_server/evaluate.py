@@ -45,6 +45,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evalward._options.option import command_line, option_fields
+from evalward._options.run_values import RunValues
 from evalward._server import sandbox as sandboxes
 from evalward._server.check_runs import CheckRuns
 from evalward._server.github_access import GitHubAccess
@@ -61,6 +63,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("evalward._server.evaluate")
 
+_FILE_OPTIONS = frozenset(item.name for item in option_fields(RunValues) if item.option.path == "existing_file")
+"""Run options naming a file (`--test-config`, …): relative to the repository's checkout."""
 _APPROVAL_KEYS = ("approval", "verify_write_access", "result")
 """Payload keys a re-run must not inherit from the earlier job at the same head (re-running approves it)."""
 
@@ -359,20 +363,14 @@ class Handlers(CheckRuns):
                     args += ["--repo", run.context.repository]
                 if base_branch:
                     args += ["--branch", str(base_branch)]
-                if settings.test_config:
-                    args += ["--test-config", str(repo_dir / settings.test_config)]
-                for metric in settings.metrics:
-                    args += ["--metric", metric]
-                for flag, value in (
-                    ("--metrics-mode", settings.metrics_mode),
-                    ("--repeat", settings.repeat),
-                    ("--pass-rule", settings.pass_rule),
-                    ("--timeout", settings.timeout),
-                    ("--retries", settings.retries),
-                    ("--concurrency", settings.concurrency),
-                ):
-                    if value is not None:
-                        args += [flag, str(value)]
+                # The head's settings apply to the base side too (its criteria, repetitions, judge…), with
+                # the files they name read from the head's checkout.
+                given = {
+                    name: str(repo_dir / value) if name in _FILE_OPTIONS else value
+                    for name, value in settings.given.items()
+                    if name not in ("paths", "agent")
+                }
+                args += command_line(given, RunValues)
                 folder = workdir / "base-side"
                 folder.mkdir(exist_ok=True)
                 result = run_evals(

@@ -19,6 +19,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
+from evalward._options.run_options import run_options_from
+from evalward._options.run_values import RunValues
 from evalward._pipeline import (
     PreparedRun,
     apply_metric_overrides,
@@ -28,7 +30,6 @@ from evalward._pipeline import (
     select_run_cases,
     validate_criteria,
 )
-from evalward._run_values import RunValues, run_options_from
 from evalward.model import CaseResult, EvalSet, MetricSpec, RunResult
 from evalward.runners.agent_contract import Agent
 from evalward.testing import _session
@@ -158,7 +159,7 @@ async def evaluate_async(
 
     `metrics` adds (or with `metrics_mode="replace"` replaces) criteria, as `NAME` or `NAME=THRESHOLD`
     strings (a user evaluator: `module:function[=THRESHOLD]`) or `MetricSpec`s. `pass_rule="per_run"` asks every run to pass (`adk eval`'s rule). Every other
-    `evalward run` option is a keyword argument by its Python name (`evalward._run_values.RunValues`), e.g.
+    `evalward run` option is a keyword argument by its Python name (`evalward._options.run_values.RunValues`), e.g.
     `judge_model="gpt-4o-mini"`, `judge_base_url=…`, `no_judge_cache=True`, `step=True`, `stepwise=True`,
     `system_prompt="prompt.md"`, `tools_file="tools.json"`, `max_steps=5`, `rate_limit="10/s"`, `retries=0`.
     The run is returned (and recorded for the plugin's `--evalward-json`); with `raise_on_failure=False`
