@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 HEAVY = (
+    "pydantic",  # the option families are pydantic models: the group's own options are built without them
     "evalward.report",
     "evalward.redact",
     "evalward.store",

@@ -34,7 +34,7 @@ def test_an_unexpected_exception_is_exit_3_with_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.delenv("EVALWARD_DEBUG", raising=False)
-    monkeypatch.setattr("evalward._pipeline.prepare", _explode)
+    monkeypatch.setattr("evalward._cli.validate_cmd.prepare", _explode)  # where `validate` calls it
     assert _main(["validate", str(tmp_path)]) == EXIT_INFRASTRUCTURE
     err = capsys.readouterr().err
     [line] = err.strip().splitlines()
@@ -48,7 +48,7 @@ def test_an_unexpected_exception_is_exit_3_with_one_line(
 def test_the_traceback_is_printed_on_request(
     how: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr("evalward._pipeline.prepare", _explode)
+    monkeypatch.setattr("evalward._cli.validate_cmd.prepare", _explode)  # where `validate` calls it
     argv = ["validate", str(tmp_path)]
     if how == "--debug":
         argv.insert(0, "--debug")
@@ -65,7 +65,7 @@ def test_evalward_ci_answers_a_crash_with_verdict_error_a_summary_and_an_error_s
     stage: str, workspace: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     workspace.push()
-    target = "evalward._gating.run_and_gate" if stage == "running" else "evalward._ci.ci_flow.render_outcome"
+    target = "evalward._ci.ci_flow.run_and_gate" if stage == "running" else "evalward._ci.ci_flow.render_outcome"
     monkeypatch.setattr(target, _explode)
     env = workspace.env("pull_request", pull_request_payload())
     result, log = workspace.run(env)

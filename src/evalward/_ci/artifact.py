@@ -19,8 +19,12 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evalward._ci.inputs import DEFAULT_FAIL_ON, DEFAULT_NAME, FAIL_CLASSES, NAME_OK
-from evalward.errors import EvalFileError, FileProblem, UsageError
+from evalward._pipeline import finalize, new_run_id
+from evalward.errors import EvalFileError, FileProblem, GateInputError, UsageError
 from evalward.github.publish import CommentMode
+from evalward.model.verdict import Verdict
+from evalward.report.html import render_html
+from evalward.run_json import load_run_json, render_json
 
 if TYPE_CHECKING:
     from evalward.model import RunResult
@@ -70,8 +74,6 @@ def write_artifact(
 ) -> Path:
     """Write `meta.json`, `run.json`, `report.html` and, when gated, `verdict.json` (+ `baseline.json`); return
     run.json's path."""
-    from evalward.report.html import render_html
-    from evalward.run_json import render_json
 
     directory.mkdir(parents=True, exist_ok=True)
     meta = meta.model_copy(update={"has_verdict": verdict is not None, "has_baseline": baseline is not None})
@@ -117,8 +119,6 @@ def _model_problems(path: Path, exc: ValidationError) -> EvalFileError:
 
 def read_artifact(directory: Path) -> Artifact:
     """Read and validate a results artifact (untrusted: sizes capped, every model validated, IDs checked)."""
-    from evalward.model.verdict import Verdict
-    from evalward.run_json import load_run_json
 
     if not directory.is_dir():
         raise UsageError(f"{directory}: no such results artifact folder")
@@ -173,9 +173,6 @@ def read_artifact(directory: Path) -> Artifact:
 
 def merge_shard_artifacts(store: Store, directory: str, *, run_id: str | None = None) -> RunResult:
     """Import every shard's `run.json` found under `directory` and merge them; fails closed (GateInputError)."""
-    from evalward._pipeline import finalize, new_run_id
-    from evalward.errors import GateInputError
-    from evalward.run_json import load_run_json
 
     root = Path(directory)
     files = sorted(root.rglob("run.json")) if root.is_dir() else []

@@ -59,11 +59,19 @@ from evalward._ci.render import (
     terminal_report,
 )
 from evalward._ci.result import CiResult, finish_log, write_step_outputs
+from evalward._ci.setup import run_setup
+from evalward._cli.run_cmd import open_history, write_reports
+from evalward._gating import gate_run, load_policy, run_and_gate
+from evalward._options.run_options import run_options_from
+from evalward._pipeline import prepare, run_blocking
 from evalward.errors import EXIT_OK, EvalwardError, InfrastructureError, UsageError, debug_enabled
 from evalward.github.actions import ActionsEnv, append_step_summary
 from evalward.github.publish import Posted, Target, publish
 from evalward.model import RunContext
 from evalward.redact import register_environment, url_without_credentials
+from evalward.remote_history import BaselineQuery, RemoteHistory
+from evalward.report.markdown import render_run_markdown
+from evalward.store.gitinfo import repository_root
 
 if TYPE_CHECKING:
     from evalward._gating import GateOutcome, RemoteSearch
@@ -87,7 +95,6 @@ def _server_history(options: CiOptions, env: Mapping[str, str], run: RunResult) 
     """Upload the run to the evalward server and gate against the server's history (see
     `evalward.remote_history`); nothing without `server-url`. An upload failure leaves the gate without a
     baseline, saying why."""
-    from evalward.remote_history import BaselineQuery, RemoteHistory
 
     if not options.server_url:
         return ServerHistory()
@@ -155,9 +162,6 @@ def _run_and_gate(
     is searched; the base side then runs after the head (the server answers for a finished run).
     `keep_run` gets the run and its warnings before the gate (the artifact and report files), so a gate that
     fails still leaves the results. A shard is stored, not gated."""
-    from evalward._gating import run_and_gate
-    from evalward._options.run_options import run_options_from
-    from evalward._pipeline import prepare
 
     base_branch = options.base_branch or context.base_branch
     if options.merge_shards:
@@ -195,9 +199,6 @@ def _run_and_gate(
 
 
 def _prepare(options: CiOptions, context: RunContext) -> PreparedRun:
-    from evalward._options.run_options import run_options_from
-    from evalward._pipeline import prepare
-
     if not options.run.paths:
         raise UsageError(
             "no eval files: set the `eval-paths` input (INPUT_EVAL-PATHS), EVALWARD_PATHS, pass PATHS, "
@@ -211,8 +212,6 @@ def _prepare(options: CiOptions, context: RunContext) -> PreparedRun:
 
 
 def _run_prepared(prepared: PreparedRun, store: Store) -> RunResult:
-    from evalward._pipeline import run_blocking
-
     run = run_blocking(prepared, store=store)
     if run.status == "cancelled":
         raise KeyboardInterrupt
@@ -230,7 +229,6 @@ def _gate_finished(
     instrument: PreparedRun | None,
 ) -> Gated:
     """Gate a run that has finished (merged shards, or uploaded to a server first)."""
-    from evalward._gating import gate_run
 
     server = _server_history(options, env, run)
     outcome = gate_run(
@@ -333,10 +331,6 @@ def _run_ci(
     root: Path | None,
     opened: list[Store],
 ) -> CiResult:
-    from evalward._cli.run_cmd import open_history, write_reports
-    from evalward._gating import load_policy
-    from evalward.store.gitinfo import repository_root
-
     out = out or sys.stdout
     err = err or sys.stderr
     factory = client_factory or default_client
@@ -366,8 +360,6 @@ def _run_ci(
         if mode == "pull_request" and not (options.shard and not options.merge_shards):
             merge_base = pull_request_merge_base(actions, options, repo_dir)
         if options.setup:
-            from evalward._ci.setup import run_setup
-
             # The commands are a child process: the process environment, with the action's variables over it.
             run_setup(options.setup, env={**os.environ, **env}, cwd=repo_dir, out=out, repository=repository)
         context = ci_context(options, actions, env, merge_base=merge_base)
@@ -453,7 +445,6 @@ def _finish_shard(
     run: RunResult, actions: ActionsEnv, options: CiOptions, run_path: Path | None, out: TextIO
 ) -> CiResult:
     """A shard is stored and saved, not gated: the merge-and-gate job decides."""
-    from evalward.report.markdown import render_run_markdown
 
     print_untrusted(terminal_report(run, None), out)
     if actions.step_summary_path is not None:

@@ -8,10 +8,14 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from evalward._ci.ci_values import PULL_REQUEST_TARGET_CONSENT
 from evalward._ci.inputs import CiOptions
+from evalward.context import detect_context
 from evalward.errors import UsageError
 from evalward.github.actions import ActionsEnv
+from evalward.github.client import GitHubClient
 from evalward.model import RunContext
+from evalward.store.gitinfo import resolve_merge_base
 
 if TYPE_CHECKING:
     from evalward.github.client import GitHubClient
@@ -43,7 +47,6 @@ def default_client(actions: ActionsEnv, **overrides: Any) -> GitHubClient | None
     """A client for `GITHUB_API_URL` with the job's token (None without one): 5 retries, but at most 20 s lost
     to GitHub not answering over the whole job; rate limits follow docs/github.md §9. `overrides` go to
     `GitHubClient` (tests: `sleep`, `jitter`, `monotonic`)."""
-    from evalward.github.client import GitHubClient
 
     if not actions.token or not actions.repository:
         return None
@@ -61,7 +64,6 @@ def ci_context(
 ) -> RunContext:
     """The RunContext: PR head SHA and base from the payload, push `after`/`before`, a merge group's head and the
     queue's base, else env and git."""
-    from evalward.context import detect_context
 
     pr = actions.pull_request
     push = actions.push if pr is None else None
@@ -103,7 +105,6 @@ def refuse_pull_request_target(actions: ActionsEnv, options: CiOptions) -> None:
     checked-out code: refused unless the workflow opted in (module docstring)."""
     if actions.event_name != "pull_request_target" or options.allow_pull_request_target:
         return
-    from evalward._ci.inputs import PULL_REQUEST_TARGET_CONSENT
 
     raise UsageError(
         "refusing to run on `pull_request_target`: that event gives the job a write token and the repository's "
@@ -118,7 +119,6 @@ def refuse_pull_request_target(actions: ActionsEnv, options: CiOptions) -> None:
 def pull_request_merge_base(actions: ActionsEnv, options: CiOptions, repo_dir: Path) -> str | None:
     """The merge-base a pull request is gated at, computed by git before anything runs (None for other
     events); `MergeBaseError` (exit 3) when the checkout cannot give it."""
-    from evalward.store.gitinfo import resolve_merge_base
 
     pr = actions.pull_request
     if pr is None:

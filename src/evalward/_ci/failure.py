@@ -17,6 +17,7 @@ from evalward._ci.result import CiResult, write_step_outputs
 from evalward.errors import EvalwardError, InternalError
 from evalward.github.actions import ActionsEnv, append_step_summary, format_annotation_command
 from evalward.github.publish import Target, post_error_status
+from evalward.report.check_run import STATUS_DESCRIPTION_MAX
 
 
 def announce_error(
@@ -91,7 +92,6 @@ def report_error(
     err: TextIO,
 ) -> CiResult:
     """The run could not finish: say so on the log, the summary and (best effort) the commit; keep the code."""
-    from evalward.report.check_run import STATUS_DESCRIPTION_MAX
 
     message = str(exc)
     announce_error(

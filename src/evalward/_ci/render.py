@@ -12,8 +12,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from evalward.github.actions import LogAnnotation
+from evalward.github.actions import LogAnnotation, untrusted_block
+from evalward.github.checks import Annotation
 from evalward.github.publish import GateStates, Message, verdict_marker_line
+from evalward.report.check_run import (
+    OUTPUT_MAX_CHARS,
+    case_annotations,
+    check_summary,
+    check_text,
+    check_title,
+    status_description,
+)
+from evalward.report.escape import md_inline, workflow_command_safe
+from evalward.report.terminal import print_run
+from evalward.report.verdict_terminal import print_verdict
 
 if TYPE_CHECKING:
     from evalward._gating import GateOutcome
@@ -47,7 +59,6 @@ class Rendered:
 
     def message(self) -> Message:
         """What `github.publish` posts."""
-        from evalward.github.checks import Annotation
 
         return Message(
             comment_body=self.comment_body,
@@ -68,7 +79,6 @@ def links_markdown(links: Sequence[Link]) -> str:
     """`Full report: [label](url) · [label](url)` (labels escaped; URLs are ours), or "" without links."""
     if not links:
         return ""
-    from evalward.report.escape import md_inline
 
     items = " · ".join(f"[{md_inline(link.label, max_len=200)}]({link.url})" for link in links)
     return f"\n\n{items}\n"
@@ -90,14 +100,6 @@ def render_outcome(
 
     Annotation paths are relative to the repository `root`; relative eval paths start from `cwd` (the folder
     the run was made in) when given. `links` are listed under the report."""
-    from evalward.report.check_run import (
-        OUTPUT_MAX_CHARS,
-        case_annotations,
-        check_summary,
-        check_text,
-        check_title,
-        status_description,
-    )
 
     title = f"evalward: {name}"
     footer = links_markdown(links)
@@ -138,7 +140,6 @@ def log_annotations(rendered: Rendered | None, notes: Sequence[str]) -> list[Log
 
 def print_untrusted(text: str, out: TextIO) -> None:
     """Agent output and case names go to the log between `::stop-commands::TOKEN` and `::TOKEN::`."""
-    from evalward.github.actions import untrusted_block
 
     out.write(untrusted_block(text))
     out.flush()
@@ -151,11 +152,8 @@ def terminal_report(run: RunResult, outcome: GateOutcome | None) -> str:
     buffer = io.StringIO()
     console = Console(file=buffer, width=120, highlight=False, color_system=None, soft_wrap=False)
     if outcome is not None:
-        from evalward.report.verdict_terminal import print_verdict
-
         print_verdict(outcome.current, outcome.verdict, console, baseline=outcome.baseline)
         return buffer.getvalue()
-    from evalward.report.terminal import print_run
 
     print_run(run, console)
     return buffer.getvalue()
@@ -163,13 +161,11 @@ def terminal_report(run: RunResult, outcome: GateOutcome | None) -> str:
 
 def md(text: str) -> str:
     """Untrusted text for one markdown line of the job summary."""
-    from evalward.report.escape import md_inline
 
     return md_inline(text, max_len=1000)
 
 
 def log_safe(text: str) -> str:
     """Untrusted text for one log line (no workflow commands)."""
-    from evalward.report.escape import workflow_command_safe
 
     return workflow_command_safe(text)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from evalward._ci.render import Rendered, log_annotations, md
-from evalward.github.actions import ActionsEnv, append_step_summary, write_outputs
+from evalward.github.actions import ActionsEnv, append_step_summary, emit_annotations, write_outputs
 
 if TYPE_CHECKING:
     from evalward.model import RunResult
@@ -31,8 +31,6 @@ class CiResult:
 
 
 def finish_log(actions: ActionsEnv, rendered: Rendered | None, notes: Sequence[str], out: TextIO) -> None:
-    from evalward.github.actions import emit_annotations
-
     where = "the job summary" + (f" ({actions.run_url})" if actions.run_url else "")
     emit_annotations(log_annotations(rendered, notes), out.write, more_at=where)
     if actions.step_summary_path is not None and notes:

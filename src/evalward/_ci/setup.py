@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TextIO
 
 from evalward.errors import InfrastructureError
+from evalward.store.gitinfo import safe_directory_env
 
 WITHHELD_VARIABLES = ("INPUT_GITHUB-TOKEN", "INPUT_SERVER-TOKEN", "EVALWARD_SERVER_TOKEN")
 """evalward's own secrets: the setup commands do not need them (pass what they need through the step's `env:`)."""
@@ -38,7 +39,6 @@ class SetupError(InfrastructureError):
 def setup_environment(env: Mapping[str, str], repository: Path | None) -> dict[str, str]:
     """The environment of the setup commands: the action's, minus `WITHHELD_VARIABLES`, plus git's trust of
     the checkout."""
-    from evalward.store.gitinfo import safe_directory_env
 
     result = {k: v for k, v in env.items() if k not in WITHHELD_VARIABLES}
     if repository is not None:

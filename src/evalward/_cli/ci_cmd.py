@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from evalward._ci import CiOptions, run_ci
 from evalward._ci.ci_values import CiValues
 from evalward._cli.click_options import (
     options_from,
@@ -16,6 +17,7 @@ from evalward._cli.click_options import (
     run_value_options,
 )
 from evalward._options.families import RecordingValues
+from evalward.store.gitinfo import repository_root, safe_directory_env
 
 
 @click.command("ci", epilog="The working directory is EVALWARD_WORKING_DIRECTORY (input `working-directory`).")
@@ -33,8 +35,6 @@ def ci_command(ctx: click.Context, /, **kwargs: Any) -> None:
     Exit codes: 0 passed (or failed only on what --fail-on leaves out), 1 failed, 2 bad input, 3 infrastructure.
     Reporting problems (read-only token on forks, GitHub outages) are warnings and never change the code.
     """
-    from evalward._ci import CiOptions, run_ci
-    from evalward.store.gitinfo import repository_root, safe_directory_env
 
     loaded = ctx.obj
     settings = loaded.settings if loaded is not None else None

@@ -15,8 +15,8 @@ def stderr_is_terminal() -> bool:
 def echo_warnings(warnings: Iterable[str]) -> None:
     """Print `warning: …` lines to stderr. Warnings quote file names and ids from outside: each stays on one
     line (control characters escaped) and cannot start a workflow command in a CI log."""
-    from evalward.errors import printable
-    from evalward.report.escape import workflow_command_safe
+    from evalward.errors import printable  # start-up: `evalward --help` imports this module
+    from evalward.report.escape import workflow_command_safe  # start-up: `evalward --help` imports this module
 
     for warning in warnings:
         click.echo(workflow_command_safe(f"warning: {printable(warning)}"), err=True)

@@ -8,6 +8,9 @@ import click
 
 from evalward._cli.click_options import options_from
 from evalward._options.run_values import RunValues
+from evalward.config import LoadedConfig
+from evalward.convert import TargetFormat, convert_file
+from evalward.convert.native_writer import NativeSyntax
 from evalward.errors import UsageError
 
 
@@ -46,9 +49,6 @@ def convert_command(
     ("not expressible: …"). With --to adk, the set's ADK criteria are written as test_config.json beside
     --out. Exit 0, or 1 with --strict when something was lost.
     """
-    from evalward.config import LoadedConfig
-    from evalward.convert import TargetFormat, convert_file
-    from evalward.convert.native_writer import NativeSyntax
 
     chosen: NativeSyntax = (
         "json" if (syntax or ("json" if out and out.endswith(".json") else "yaml")) == "json" else "yaml"

@@ -5,6 +5,8 @@ from __future__ import annotations
 import click
 
 from evalward._cli.click_options import db_option
+from evalward.redact import mask_url
+from evalward.store import HEAD_REVISION, current_revision, resolve_db_url, upgrade_database
 
 
 @click.group("db")
@@ -16,11 +18,9 @@ def db_group() -> None:
 @db_option
 def upgrade_command(db_url: str | None) -> None:
     """Migrate the database to the newest schema revision."""
-    from evalward.store import resolve_db_url, upgrade_database
 
     url = resolve_db_url(db_url)
     upgrade_database(url)
-    from evalward.redact import mask_url
 
     click.echo(f"database at head revision: {mask_url(url)}")
 
@@ -29,7 +29,6 @@ def upgrade_command(db_url: str | None) -> None:
 @db_option
 def current_command(db_url: str | None) -> None:
     """Print the database's schema revision (empty for a new database)."""
-    from evalward.store import HEAD_REVISION, current_revision, resolve_db_url
 
     revision = current_revision(resolve_db_url(db_url))
     click.echo(f"{revision or '(none)'} (head: {HEAD_REVISION})")

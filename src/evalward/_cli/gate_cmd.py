@@ -9,8 +9,18 @@ from typing import Any
 import click
 
 from evalward._ci.ci_values import CiValues
+from evalward._ci.exit_code import ALL_FAIL_CLASSES, decide_exit
 from evalward._cli.click_options import db_option, options_from
+from evalward._cli.run_cmd import open_history
+from evalward._gating import gate_run, load_current_run, load_policy
+from evalward._gating.base_branch import find_base_branch
+from evalward._gating.instrument import load_instrument
 from evalward._options.families import RecordingValues
+from evalward.gate import compare
+from evalward.report.html import render_html
+from evalward.report.verdict_markdown import render_verdict_markdown
+from evalward.report.verdict_terminal import print_verdict
+from evalward.report.verdict_view import COMPARED_RUN_LABEL
 
 
 def _outputs(func: Any) -> Any:
@@ -88,11 +98,6 @@ def gate_command(
     mismatched baseline), 3 no verdict (no baseline could be made, or no case was comparable with it), or the
     database is unreachable.
     """
-    from evalward._ci.exit_code import ALL_FAIL_CLASSES, decide_exit
-    from evalward._cli.run_cmd import open_history
-    from evalward._gating import gate_run, load_current_run, load_policy
-    from evalward._gating.base_branch import find_base_branch
-    from evalward._gating.instrument import load_instrument
 
     loaded = ctx.obj
     settings = loaded.settings if loaded is not None else None
@@ -154,11 +159,6 @@ def compare_command(
     Exit codes as for `gate`: 1 when the comparison fails (a metric regressed beyond noise), 3 when no case is
     comparable, else 0.
     """
-    from evalward._ci.exit_code import ALL_FAIL_CLASSES, decide_exit
-    from evalward._cli.run_cmd import open_history
-    from evalward._gating import load_policy
-    from evalward.gate import compare
-    from evalward.report.verdict_view import COMPARED_RUN_LABEL
 
     loaded = ctx.obj
     policy = load_policy(
@@ -185,10 +185,6 @@ def render_outcome(
     """The verdict on the terminal and in the files asked for; `subject` names the judged run in every one of them
     (by default from its context: "this PR", "this commit")."""
     from rich.console import Console
-
-    from evalward.report.html import render_html
-    from evalward.report.verdict_markdown import render_verdict_markdown
-    from evalward.report.verdict_terminal import print_verdict
 
     print_verdict(current, verdict, Console(highlight=False), baseline=baseline, subject=subject)
     if json_path:

@@ -11,8 +11,14 @@ from typing import Any
 import click
 
 from evalward._cli.click_options import db_option, options_from
+from evalward._cli.run_cmd import open_history
 from evalward._options.families import RecordingValues
+from evalward._pipeline import finalize
+from evalward._pipeline import new_run_id as make_id
 from evalward.errors import EXIT_FAILED, EXIT_OK, UsageError
+from evalward.reading import read_text_file
+from evalward.report.terminal import print_run
+from evalward.run_json import load_run_json, render_json
 
 SPARK = "▁▂▃▄▅▆▇█"
 
@@ -55,8 +61,6 @@ def runs_command(
     """List stored runs, newest first."""
     from rich.table import Column, Table
 
-    from evalward._cli.run_cmd import open_history
-
     store = open_history(db_url)
     rows = store.list_runs(repository=repository, branch=branch, commit=commit, status=status, limit=limit)
     table = Table("status", "verdict", "commit", "branch", "PR", "shard", "cases ✓/✗/!", "started")
@@ -87,8 +91,6 @@ def history_command(
 ) -> None:
     """A table with one row per metric (and case): a sparkline over the runs, oldest to newest."""
     from rich.table import Table
-
-    from evalward._cli.run_cmd import open_history
 
     store = open_history(db_url)
     points = store.case_history(case_id=case_id, metric=metric, branch=branch, limit=limit)
@@ -124,7 +126,6 @@ def history_command(
 @db_option
 def export_command(run_ids: tuple[str, ...], out_path: str | None, db_url: str | None) -> None:
     """Export runs as JSON (the schema of `run --json`): one run → an object, several (or all) → a list."""
-    from evalward._cli.run_cmd import open_history
 
     store = open_history(db_url)
     runs = store.export_runs(list(run_ids) or None)
@@ -141,9 +142,6 @@ def export_command(run_ids: tuple[str, ...], out_path: str | None, db_url: str |
 @db_option
 def import_command(files: tuple[str, ...], db_url: str | None) -> None:
     """Import runs from JSON files written by `run --json` or `export` (importing twice changes nothing)."""
-    from evalward._cli.run_cmd import open_history
-    from evalward.reading import read_text_file
-    from evalward.run_json import load_run_json
 
     store = open_history(db_url)
     for file in files:
@@ -168,11 +166,6 @@ def merge_command(
     run_ids: tuple[str, ...], group_id: str | None, new_run_id: str | None, json_path: str | None, db_url: str | None
 ) -> None:
     """Combine shard runs into one run; fails closed when a declared shard or a planned case is missing."""
-    from evalward._cli.run_cmd import open_history
-    from evalward._pipeline import finalize
-    from evalward._pipeline import new_run_id as make_id
-    from evalward.report.terminal import print_run
-    from evalward.run_json import render_json
 
     store = open_history(db_url)
     merged = store.merge_runs(

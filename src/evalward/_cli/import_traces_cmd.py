@@ -17,9 +17,18 @@ import click
 
 from evalward._cli.click_options import options_from
 from evalward._cli.common import echo_warnings
+from evalward._cli.run_cmd import open_history, write_reports
 from evalward._options.families import LocalRunValues, RecordingValues, ReportFileValues
 from evalward._options.run_values import RunValues
-from evalward.errors import UsageError
+from evalward._pipeline import RunOptions, prepare, run_prepared
+from evalward.context import detect_context
+from evalward.errors import EvalwardError, UsageError, printable
+from evalward.model.cases import keep_ids
+from evalward.report.escape import workflow_command_safe
+from evalward.runners.agent_contract import AgentFailure
+from evalward.runners.replay import ReplayAgent, eval_set_of, trace_options_from_env
+from evalward.traces.query_check import check_turn
+from evalward.traces.recordings import load_recordings
 
 if TYPE_CHECKING:
     from evalward.model import AgentOutput, AgentRequest, AgentTarget
@@ -96,13 +105,6 @@ def execute_import(
     branch: str | None,
     json_path: str | None,
 ) -> None:
-    from evalward._cli.run_cmd import open_history, write_reports
-    from evalward._pipeline import RunOptions, prepare, run_prepared
-    from evalward.context import detect_context
-    from evalward.model.cases import keep_ids
-    from evalward.runners.replay import ReplayAgent, trace_options_from_env
-    from evalward.traces.recordings import load_recordings
-
     options = trace_options_from_env({"EVALWARD_TRACE_CASE_ATTRIBUTE": case_attribute})
     recordings = load_recordings(traces, options=options)
     try:
@@ -162,8 +164,6 @@ def execute_import(
 def echo_note(note: str) -> None:
     """Print `note: …` to stderr; a note quotes case ids and trace ids from the file, so it is printed as
     warnings are (one line, no workflow command)."""
-    from evalward.errors import printable
-    from evalward.report.escape import workflow_command_safe
 
     click.echo(workflow_command_safe(f"note: {printable(note)}"), err=True)
 
@@ -190,11 +190,6 @@ class CheckedReplay:
         await self._agent.aclose()
 
     async def run_turn(self, request: AgentRequest) -> AgentOutput:
-        from evalward.errors import EvalwardError
-        from evalward.runners.agent_contract import AgentFailure
-        from evalward.runners.replay import eval_set_of
-        from evalward.traces.query_check import check_turn
-
         output = await self._agent.run_turn(request)  # fails as the replay does: no recording, recorded error
         try:
             row = self._recordings.locate(request.case_id, request.turn, request.repetition, eval_set_of(request))

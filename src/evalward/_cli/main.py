@@ -17,8 +17,11 @@ from typing import Any
 import click
 
 from evalward import __version__
-from evalward._cli.click_options import config_option, file_size_value
+from evalward._cli.click_builder import click_option_for, file_size_value
 from evalward._cli.common import resources_closed
+from evalward._options.group_options import SETTINGS_FILE
+from evalward._options.option import ValueKind
+from evalward.errors import EXIT_INTERRUPTED, EvalwardError, InternalError, debug_enabled
 from evalward.gc_tuning import pause_during_start_up
 
 # name -> (module, attribute, one-line help). The help is here so `--help` needs no imports.
@@ -80,7 +83,7 @@ class LazyGroup(click.Group):
             if ctx.invoked_subcommand == "ci" and not isinstance(exc, click.exceptions.Exit | click.exceptions.Abort):
                 import os
 
-                from evalward._ci import report_startup_error
+                from evalward._ci import report_startup_error  # start-up: only `evalward ci` loads the Action's modules
 
                 report_startup_error(exc, os.environ)
             raise
@@ -93,7 +96,7 @@ class LazyGroup(click.Group):
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
 @click.version_option(__version__, prog_name="evalward")
-@config_option
+@click_option_for(SETTINGS_FILE, "config_file", kind=ValueKind("text"))
 @click.option(
     "--debug",
     is_flag=True,
@@ -118,25 +121,34 @@ def cli(ctx: click.Context, config_file: str | None, debug: bool, max_file_size:
     """
     if ctx.resilient_parsing:
         return
-    from evalward.reading import DEFAULT_MAX_FILE_SIZE, set_max_file_size
+    from evalward.reading import (  # start-up: `evalward --help` ends before this
+        DEFAULT_MAX_FILE_SIZE,
+        set_max_file_size,
+    )
 
     # Set on every invocation, so an in-process caller's earlier value never leaks into the next command.
     set_max_file_size(max_file_size or DEFAULT_MAX_FILE_SIZE)
-    from evalward.redact import configure_secret_names, refresh_from_environment
+    from evalward.redact import (  # start-up: `evalward --help` ends before this
+        configure_secret_names,
+        refresh_from_environment,
+    )
 
     # Each invocation reads the environment's secrets afresh (the process may have changed it since).
     refresh_from_environment()
     if ctx.invoked_subcommand == "ci":
         import os
 
-        from evalward._ci import apply_action_inputs, enter_working_directory
+        from evalward._ci import (  # start-up: only `evalward ci` loads the Action's modules
+            apply_action_inputs,
+            enter_working_directory,
+        )
 
         # The Action's inputs (INPUT_*) become EVALWARD_* variables before anything reads them, the
         # settings file (the `config` input) included, which is found in the working directory.
         apply_action_inputs(os.environ)
         enter_working_directory(os.environ)
         config_file = config_file or os.environ.get("EVALWARD_CONFIG") or None
-    from evalward.config import command_defaults, load_config
+    from evalward.config import command_defaults, load_config  # start-up: pydantic, after `--help`
 
     loaded = load_config(config_file)
     configure_secret_names(loaded.settings.secret_names)  # secret variables the settings name, masked too
@@ -163,18 +175,17 @@ def main(argv: list[str] | None = None) -> Any:
     # The report and redaction modules are imported only when there is an error to print: `--help` stays fast.
     if argv is None:
         pause_during_start_up()  # the console script: see evalward.gc_tuning
-    from evalward.errors import EXIT_INTERRUPTED, EvalwardError, InternalError, debug_enabled
 
     args = sys.argv[1:] if argv is None else argv
     if argv is None and _stores_a_run(args):
-        from evalward.store.writer_process import prestart
+        from evalward.store.writer_process import prestart  # start-up: only a run that stores its history
 
         prestart()
     resources_closed(reset=True)
     try:
         return cli.main(args=argv, prog_name="evalward", standalone_mode=False)
     except EvalwardError as exc:
-        from evalward.report.escape import workflow_command_safe
+        from evalward.report.escape import workflow_command_safe  # start-up: only when there is an error to print
 
         # A message may quote a file name or id from outside: no workflow command may survive in it (redacted too).
         click.echo(workflow_command_safe(f"error: {exc}"), err=True)
@@ -191,7 +202,7 @@ def main(argv: list[str] | None = None) -> Any:
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except Exception as exc:
-        from evalward.redact import redact
+        from evalward.redact import redact  # start-up: only when there is a crash to print
 
         if debug_enabled(args):
             import traceback

@@ -7,10 +7,16 @@ from pathlib import Path
 
 import click
 
-from evalward._cli.click_options import click_parameter, options_from
+from evalward._cli.click_builder import click_parameter
+from evalward._cli.click_options import options_from
 from evalward._options.option import option_field
 from evalward._options.run_values import RunValues
+from evalward._pipeline import PreparedRun, RunOptions, run_prepared
+from evalward.convert import convert_eval_set
+from evalward.convert.record import read_inputs, recorded_set
 from evalward.errors import EXIT_FAILED
+from evalward.loaders.discovery import eval_set_stem
+from evalward.runners import make_agent
 
 
 @click.command("record")
@@ -54,12 +60,6 @@ def record_command(
     some failed (the rest is still written), 2 for bad input, 3 when the agent cannot start.
     """
     import sys
-
-    from evalward._pipeline import PreparedRun, RunOptions, run_prepared
-    from evalward.convert import convert_eval_set
-    from evalward.convert.record import read_inputs, recorded_set
-    from evalward.loaders.discovery import eval_set_stem
-    from evalward.runners import make_agent
 
     fmt = target or ("native" if out.endswith((".yaml", ".yml")) else "adk")
     set_id = eval_set_id or eval_set_stem(Path(out).name)

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import click
 
+from evalward._ci import report_from_artifact
 from evalward._ci.ci_values import CiValues
-from evalward._cli.click_options import click_parameter
+from evalward._cli.click_builder import click_parameter
 from evalward._options.option import option_field
 
 
@@ -41,7 +42,6 @@ def report_command(
     --comment, --commit-status and --check-run default to what the evals workflow used (the artifact says).
     Exit codes: 0 posted, 2 the artifact is invalid or does not match, 3 GitHub refused or failed.
     """
-    from evalward._ci import report_from_artifact
 
     result = report_from_artifact(
         Path(artifact_dir),

@@ -10,9 +10,15 @@ from typing import TYPE_CHECKING, Any, TextIO
 import click
 
 from evalward._cli.click_options import options_from, report_file_options, run_value_options
-from evalward._cli.common import mark_resources_closed, stderr_is_terminal
+from evalward._cli.common import echo_warnings, mark_resources_closed, stderr_is_terminal
 from evalward._options.families import LocalRunValues, RecordingValues
-from evalward.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, UsageError
+from evalward._options.run_options import run_options_from
+from evalward._options.run_values import RunValues
+from evalward._pipeline import fingerprint_for, prepare, run_blocking
+from evalward.context import detect_context
+from evalward.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EvalwardError, InfrastructureError, UsageError
+from evalward.runners import make_agent
+from evalward.store import writer_process
 
 if TYPE_CHECKING:
     from evalward.store.writer_process import HistoryProcess
@@ -55,12 +61,6 @@ def execute_run(
     **run_values: Any,
 ) -> int:
     """`evalward run`: `run_values` are the options of `RunValues` (`_options.families`)."""
-    from evalward._cli.common import echo_warnings
-    from evalward._options.run_options import run_options_from
-    from evalward._options.run_values import RunValues
-    from evalward._pipeline import prepare
-    from evalward.context import detect_context
-    from evalward.store import writer_process
 
     values = RunValues.from_values(run_values)
     if not values.paths:
@@ -110,8 +110,6 @@ def run_and_report(
     quiet: bool,
 ) -> int:
     """Run a prepared evaluation with a progress bar, write the report files, and return the exit code."""
-    from evalward._pipeline import fingerprint_for, run_blocking
-    from evalward.runners import make_agent
 
     options = prepared.options
     resumable: Future[str | None] | None = None
@@ -151,7 +149,11 @@ def run_and_report(
 
         step_tables = ""
         if getattr(options, "step", False):
-            from evalward.report.confusion import confusions, render_confusion_markdown, render_confusion_text
+            from evalward.report.confusion import (  # start-up: only with --step
+                confusions,
+                render_confusion_markdown,
+                render_confusion_text,
+            )
 
             tables = confusions(run)
             step_tables = render_confusion_markdown(tables)
@@ -165,7 +167,7 @@ def run_and_report(
         else:
             from rich.console import Console
 
-            from evalward.report.terminal import print_run
+            from evalward.report.terminal import print_run  # start-up: rich, not for --quiet
 
             # Logs (not a terminal) get a wide fixed width, so tables are not squeezed to 80 columns in CI.
             console = Console(highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else 120)
@@ -202,14 +204,11 @@ def _note_resumable(run_id: str) -> None:
 
 def open_history(db_url: str | None) -> Any:
     """Open (and migrate) the history database; unreachable databases are infrastructure errors."""
-    from evalward.errors import InfrastructureError
-    from evalward.store import open_store
+    from evalward.store import open_store  # start-up: a run's process never loads SQLAlchemy (its writer does)
 
     try:
         return open_store(db_url)
     except Exception as exc:  # a driver's connection error: report it, don't show a traceback
-        from evalward.errors import EvalwardError
-
         if isinstance(exc, EvalwardError):
             raise
         raise InfrastructureError(f"cannot open the history database: {exc}") from exc
@@ -221,17 +220,17 @@ def write_reports(
     """Write the report files asked for; `extra_markdown` (e.g. a confusion table) ends the markdown report."""
 
     def json_report(value: Any, target: TextIO) -> None:
-        from evalward.run_json import write_json
+        from evalward.run_json import write_json  # start-up: only with --json
 
         write_json(value, target)
 
     def junit_report(value: Any, target: TextIO) -> None:
-        from evalward.report.junit import write_junit
+        from evalward.report.junit import write_junit  # start-up: only with --junit
 
         write_junit(value, target)
 
     def markdown(value: Any, target: TextIO) -> None:
-        from evalward.report.markdown import render_run_markdown
+        from evalward.report.markdown import render_run_markdown  # start-up: only with --markdown
 
         text = render_run_markdown(value)
         target.write(f"{text.rstrip()}\n\n{extra_markdown}" if extra_markdown else text)

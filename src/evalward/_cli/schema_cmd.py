@@ -6,6 +6,8 @@ import json
 
 import click
 
+from evalward.loaders import native_json_schema
+
 
 @click.command("schema")
 def schema_command() -> None:
@@ -13,6 +15,5 @@ def schema_command() -> None:
 
     Point your editor at it (e.g. `# yaml-language-server: $schema=evalward.schema.json`) to get completion.
     """
-    from evalward.loaders import native_json_schema
 
     click.echo(json.dumps(native_json_schema(), indent=2, sort_keys=True))

@@ -8,6 +8,15 @@ from typing import Any
 
 import click
 
+from evalward._server.app import create_app
+from evalward._server.listen import listening_socket, uvicorn_config
+from evalward._server.logs import REDACTOR, configure_logging
+from evalward._server.runtime import build_pool, build_store
+from evalward._server.settings import load_settings
+from evalward._server.tokens import hash_token
+from evalward._server.tokens import new_token as make_token
+from evalward.errors import UsageError
+
 
 @click.command("serve")
 @click.option("--host", default=None, help="Address to listen on [env: EVALWARD_HOST; default 127.0.0.1]")
@@ -53,14 +62,10 @@ def serve_command(
     SIGTERM stops gracefully: running jobs finish within shutdown_grace_s, or are released for another worker.
     """
     if new_token:
-        from evalward._server.tokens import hash_token
-        from evalward._server.tokens import new_token as make_token
-
         token = make_token()
         click.echo(f"token: {token}\nhash:  {hash_token(token)}\nGive the token to its user; configure only the hash.")
         return
     require_server_extra()
-    from evalward._server.settings import load_settings
 
     settings = load_settings(
         flags={"host": host, "port": port, "db": db, "role": role, "workers": workers, "redeliver_on_start": redeliver},
@@ -72,8 +77,6 @@ def serve_command(
 def require_server_extra() -> None:
     """The daemon's web stack is an optional extra: say how to install it instead of a traceback."""
     import importlib.util
-
-    from evalward.errors import UsageError
 
     # cryptography: pyjwt[crypto], for the GitHub App's RS256 tokens.
     needed = ("starlette", "uvicorn", "jwt", "cryptography")
@@ -87,8 +90,6 @@ def require_server_extra() -> None:
 
 def run_server(settings: Any) -> None:
     """Open (and migrate) the database, then serve HTTP and/or run workers until SIGTERM/SIGINT."""
-    from evalward._server.logs import REDACTOR, configure_logging
-    from evalward._server.runtime import build_pool, build_store
 
     configure_logging(fmt=settings.log_format, level=settings.log_level)
     for secret in settings.webhook_secrets:
@@ -105,9 +106,6 @@ def run_server(settings: Any) -> None:
             pool.stop(settings.shutdown_grace_s)
             return
         import uvicorn
-
-        from evalward._server.app import create_app
-        from evalward._server.listen import listening_socket, uvicorn_config
 
         factory = (lambda state: build_pool(settings, store, metrics=state.metrics)) if settings.role == "all" else None
         app = create_app(settings, store, pool_factory=factory)

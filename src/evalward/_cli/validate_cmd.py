@@ -12,8 +12,16 @@ from typing import TYPE_CHECKING
 import click
 
 from evalward._cli.click_options import options_from
+from evalward._cli.common import echo_warnings
 from evalward._options.run_values import RunValues
-from evalward.errors import UsageError
+from evalward._pipeline import RunOptions, prepare
+from evalward._pipeline.options import _specs_per_case
+from evalward.config import LoadedConfig
+from evalward.errors import UsageError, printable
+from evalward.judging.judge_config import JudgeConfig
+from evalward.judging.judged_case import HOW_TO_CONFIGURE_A_JUDGE, Judging, judged_specs
+from evalward.metrics.registry import needs_judge
+from evalward.report.escape import workflow_command_safe
 
 if TYPE_CHECKING:
     from evalward.judging.judge_config import JudgeConfig
@@ -28,12 +36,6 @@ def validate_command(paths: tuple[str, ...], test_config: str | None) -> None:
     Exit 0 when valid (warnings, such as judged criteria the run will need a judge model for, go to stderr),
     2 with the list of problems otherwise.
     """
-    from evalward._cli.common import echo_warnings
-    from evalward._pipeline import RunOptions, prepare
-    from evalward.config import LoadedConfig
-    from evalward.errors import printable
-    from evalward.judging.judge_config import JudgeConfig
-    from evalward.report.escape import workflow_command_safe
 
     if not paths:
         raise UsageError("no eval files given: pass files or directories")
@@ -62,15 +64,12 @@ def validate_command(paths: tuple[str, ...], test_config: str | None) -> None:
 
 def _judge_warnings(sets: list[EvalSet], judge: JudgeConfig) -> list[str]:
     """One warning per eval set whose judged criteria name no judge model, at the file that asks for them."""
-    from evalward._pipeline.options import _specs_per_case
-    from evalward.metrics.registry import needs_judge
 
     warnings: list[str] = []
     for eval_set in sets:
         specs = _specs_per_case([eval_set])  # the run's own view: set criteria, or each case's own metrics
         if not any(needs_judge(spec) for case_specs in specs for spec in case_specs):
             continue  # most sets: the judging machinery is never imported
-        from evalward.judging.judged_case import HOW_TO_CONFIGURE_A_JUDGE, Judging, judged_specs
 
         missing = Judging(judge, environ={}).unresolved(judged_specs(specs))
         if missing:

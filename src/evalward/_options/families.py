@@ -14,6 +14,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict
 
+from evalward._options.group_options import SETTINGS_FILE
 from evalward._options.option import Option
 
 
@@ -224,15 +225,4 @@ class SettingsFileValues(BaseModel):
 
     model_config = ConfigDict(defer_build=True, extra="forbid")
 
-    config_file: Annotated[
-        str | None,
-        Option(
-            flag="--config",
-            env="EVALWARD_CONFIG",
-            toml=None,
-            path="file",
-            section="where it runs",
-            help="Settings file (default: ./evalward.toml, else [tool.evalward] in ./pyproject.toml)",
-            default_text="`./evalward.toml`",
-        ),
-    ] = None
+    config_file: Annotated[str | None, SETTINGS_FILE] = None

@@ -14,10 +14,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from types import UnionType
-from typing import Any, Final, Literal, Union, get_args, get_origin
+from typing import TYPE_CHECKING, Any, Final, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel
-from pydantic.fields import FieldInfo
+if TYPE_CHECKING:  # start-up: `evalward --help` builds the group's options without importing pydantic
+    from pydantic import BaseModel
+    from pydantic.fields import FieldInfo
 
 FROM_FLAG: Final = "<the flag without its dashes>"
 """`Option.input`'s default: the Action input is named as the flag (`--judge-model` → `judge-model`)."""
