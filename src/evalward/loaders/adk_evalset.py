@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Tag
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 from pydantic.alias_generators import to_camel
 
 from evalward.loaders.positions import PathKey
@@ -112,9 +112,10 @@ class _Content(BaseModel):
 class _IntermediateData(BaseModel):
     model_config = _EVAL_MODEL
 
-    tool_uses: list[_FunctionCall] = []
-    tool_responses: list[_FunctionResponse] = []
-    intermediate_responses: list[tuple[str, list[_Part]]] = []
+    # Factories, not `= []`: pydantic deep-copies a mutable default for every case that leaves the key out.
+    tool_uses: list[_FunctionCall] = Field(default_factory=list)
+    tool_responses: list[_FunctionResponse] = Field(default_factory=list)
+    intermediate_responses: list[tuple[str, list[_Part]]] = Field(default_factory=list)
 
 
 class _InvocationEvent(BaseModel):
@@ -199,7 +200,7 @@ class _SessionInput(BaseModel):
     app_name: str
     user_id: str
     session_id: str | None = None
-    state: dict[str, Any] = {}
+    state: dict[str, Any] = Field(default_factory=dict)
 
 
 class _EvalCase(BaseModel):

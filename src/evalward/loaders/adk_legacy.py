@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from evalward.loaders.discovery import INITIAL_SESSION_FILE_NAME as INITIAL_SESSION_FILE_NAME
 from evalward.loaders.positions import PathKey
@@ -56,15 +56,16 @@ class _LegacyTurn(BaseModel):
     model_config = ConfigDict(defer_build=True, extra="allow", loc_by_alias=False)
 
     query: str
-    expected_tool_use: list[_LegacyToolUse] = []
-    expected_intermediate_agent_responses: list[_LegacyResponse] = []
+    # Factories, not `= []`: pydantic deep-copies a mutable default for every turn that leaves the key out.
+    expected_tool_use: list[_LegacyToolUse] = Field(default_factory=list)
+    expected_intermediate_agent_responses: list[_LegacyResponse] = Field(default_factory=list)
     reference: str | None = None
 
 
 class _LegacySession(BaseModel):
     model_config = ConfigDict(defer_build=True, extra="allow", loc_by_alias=False)
 
-    state: dict[str, Any] = {}
+    state: dict[str, Any] = Field(default_factory=dict)
     app_name: str | None = None
     user_id: str | None = None
 
@@ -72,7 +73,7 @@ class _LegacySession(BaseModel):
 class _InitialSession(BaseModel):
     model_config = ConfigDict(defer_build=True, extra="allow", loc_by_alias=False)
 
-    state: dict[str, Any] = {}
+    state: dict[str, Any] = Field(default_factory=dict)
     app_name: str = ""
     user_id: str = ""
 

@@ -93,7 +93,8 @@ class Problems:
     def source(self, at: PathKey) -> SourceLocation:
         """Where the value at `at` starts, for `EvalCase.source` / `Invocation.source`."""
         position = self.document.index.value_at(at)
-        return SourceLocation(
+        # Built from values this loader computed (one per case and per turn): not validated again.
+        return SourceLocation.model_construct(
             path=self.path,
             line=position.line if position else None,
             column=position.column if position else None,
