@@ -1,7 +1,7 @@
 """The top-up: run the agent again for the second look, where the agent is at hand (docs/gate.md §6).
 
-What to run and how to decide are pure (`gate.sequential`: `plan_top_up`, `run_second_look`); this module runs the
-agents. The suspects' confirmations and the even repetitions run through the same pipeline as the run itself, the
+What to run and how to decide are pure (`gate.sequential.plan_top_up`, `gate.second_look.run_second_look`); this
+module runs the agents. The suspects' confirmations and the even repetitions run through the same pipeline as the run itself, the
 current side with the run's agent and instrument, the base side at the merge-base in a worktree with its own agent,
 interleaved under one concurrency limit (`_pipeline.run_pair`). The added repetitions are numbered after the run's
 own, so an agent seeded by the repetition draws new samples. They are the second look's evidence, not runs of their
@@ -16,13 +16,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evalward.gate.sequential import (
-    TopUpPlan,
-    blocking_besides_strict,
-    plan_top_up,
-    run_second_look,
-    undecided_metrics,
-)
+from evalward.gate.second_look import run_second_look
+from evalward.gate.sequential import TopUpPlan, blocking_besides_strict, plan_top_up, undecided_metrics
 from evalward.model import CaseResult
 from evalward.model.cases import CaseKey
 from evalward.model.verdict import TopUp, Verdict
@@ -109,7 +104,7 @@ def top_up(
 
 
 class _Runner:
-    """Runs one part of the top-up (`gate.sequential.RunMore`): the chosen cases, numbered from a repetition, on the
+    """Runs one part of the top-up (`gate.second_look.RunMore`): the chosen cases, numbered from a repetition, on the
     current side and, when asked, on the base side at the merge-base in a worktree."""
 
     def __init__(
