@@ -199,8 +199,7 @@ class HistoryProcess:
 
     def begin_run(self, run: RunResult, planned: Iterable[ItemKey]) -> None:
         """`Store.begin_run`, not waited for: a refusal (the run id is taken) fails the next write."""
-        # start-up: `prestart` imports this module before the run's own modules, to start the child at once; the
-        # rows (pydantic, the models) load once the run has loaded them.
+        # start-up: `prestart` imports this module first thing, to start the child at once; the rows need pydantic.
         from evalward.store.rows import run_columns, unique_keys
 
         columns, run_json = _without_json(run_columns(run, "running"), "run_json")
