@@ -16,6 +16,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from evalward._gating.base_side import select_cases, start_base_side
+from evalward._pipeline import PreparedRun, run_pair
+from evalward.gate import decide
+from evalward.gate.gate_context import single_look
 from evalward.gate.second_look import run_second_look
 from evalward.gate.sequential import TopUpPlan, blocking_besides_strict, plan_top_up, undecided_metrics
 from evalward.model import CaseResult
@@ -24,7 +28,6 @@ from evalward.model.verdict import TopUp, Verdict
 
 if TYPE_CHECKING:
     from evalward._gating.flow import BaselinePlan, GateOutcome
-    from evalward._pipeline import PreparedRun
     from evalward.gate import GatePolicy
 
 REPLAY_PREFIX = "replay:"
@@ -123,8 +126,6 @@ class _Runner:
     def run(
         self, cases: Sequence[CaseKey], first_repetition: int, repetitions: int, base_side: bool
     ) -> tuple[list[CaseResult], list[CaseResult]]:
-        from evalward._gating.flow import start_base_side
-        from evalward._pipeline import run_pair
 
         if not cases or repetitions <= 0:
             return [], []
@@ -164,8 +165,6 @@ def _one_look(outcome: GateOutcome, policy: GatePolicy, plan: BaselinePlan, why:
     Whether the top-up can run (a checkout, an agent that starts) does not depend on what the first look saw, so
     giving the first look back the second's share keeps the false-alarm rate at α; the top-up's partial results,
     if any, are not used."""
-    from evalward.gate import decide
-    from evalward.gate.gate_context import single_look
 
     first = outcome.verdict
     assert outcome.baseline is not None
@@ -190,8 +189,6 @@ def _one_look(outcome: GateOutcome, policy: GatePolicy, plan: BaselinePlan, why:
 def _subset(prepared: PreparedRun, cases: Sequence[CaseKey], repetitions: int, *, first_repetition: int) -> PreparedRun:
     """The current run's instrument and agent for `cases` only, `repetitions` times each, numbered from
     `first_repetition`."""
-    from evalward._gating.base_side import select_cases
-    from evalward._pipeline import PreparedRun as Prepared
 
     options = replace(
         prepared.options,
@@ -202,7 +199,7 @@ def _subset(prepared: PreparedRun, cases: Sequence[CaseKey], repetitions: int, *
         case_patterns=[],
         sample=None,
     )
-    return Prepared(options=options, sets=select_cases(prepared.sets, cases), warnings=[], judges=prepared.judges)
+    return PreparedRun(options=options, sets=select_cases(prepared.sets, cases), warnings=[], judges=prepared.judges)
 
 
 def _with_verdict(outcome: GateOutcome, verdict: Verdict) -> GateOutcome:
