@@ -18,7 +18,6 @@ from evalward.store.gitinfo import git_output
 
 
 def _git(args: list[str], cwd: Path | None) -> str | None:
-
     return git_output(cwd or Path.cwd(), *args)
 
 

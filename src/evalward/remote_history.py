@@ -110,7 +110,6 @@ class RemoteHistory:
 
     def upload(self, run: RunResult) -> None:
         """Store `run` on the server; already stored (409) is success. InfrastructureError otherwise."""
-
         body = render_json(run).encode("utf-8")
         response = self._post("/api/v1/runs", body)
         if response.status_code not in (201, 409):
@@ -118,7 +117,6 @@ class RemoteHistory:
 
     def search_baseline(self, run_id: str, query: BaselineQuery) -> tuple[BaselineSearch, dict[tuple[str, str], float]]:
         """The server's baseline search for the stored run `run_id`, and the base branch's flip rates."""
-
         response = self._post(f"/api/v1/runs/{run_id}/baseline", query.model_dump_json().encode("utf-8"))
         if response.status_code != 200:
             raise InfrastructureError(self._failure("select the baseline", response))

@@ -75,7 +75,6 @@ class BaseCheckout:
 def _git(repo: Path, *args: str, timeout: float = 300.0) -> subprocess.CompletedProcess[str]:
     """git in `repo`, trusting the checkout as `store.gitinfo` does (on GitHub it belongs to the runner's user
     while the action runs as root, actions/runner#2033); the worktree is evalward's own."""
-
     try:
         return git(repo, *args, timeout_s=timeout)
     except InfrastructureError as exc:
@@ -85,7 +84,6 @@ def _git(repo: Path, *args: str, timeout: float = 300.0) -> subprocess.Completed
 @contextlib.contextmanager
 def base_checkout(repo_dir: Path, sha: str) -> Iterator[BaseCheckout]:
     """A detached worktree of `sha` for the duration; removed afterwards (also on errors)."""
-
     # `re.match` with `$` accepted a SHA followed by a newline; `is_sha` matches the whole string.
     if not is_sha(sha):
         raise BaseSideUnavailable(f"the merge-base {sha[:80]!r} is not a full commit SHA")
@@ -111,7 +109,6 @@ def base_checkout(repo_dir: Path, sha: str) -> Iterator[BaseCheckout]:
 
 def base_agent_target(checkout: BaseCheckout, head_target: str) -> str:
     """The base checkout's configured agent, else the head's target string (module docstring)."""
-
     found = find_config(checkout.cwd)
     if found is None:
         return head_target
@@ -170,7 +167,6 @@ class BaseSideAgent:
     one that runner computes there — a changed system prompt or tool file shows as a changed configuration."""
 
     def __init__(self, target: str, cwd: Path, options: Mapping[str, Any], processes: int = 1) -> None:
-
         self._described = make_agent(target, cwd=cwd, processes=processes, openai_options=options)
         self._inner = (
             SubprocessAgent("cmd:" + shlex.join(_server_command(target, options)), cwd=cwd, processes=processes)
@@ -206,7 +202,6 @@ def cases_to_run(
 
 def select_cases(sets: Sequence[EvalSet], keys: Sequence[CaseKey]) -> list[EvalSet]:
     """Copies of `sets` holding only the cases in `keys` (sets left empty are dropped)."""
-
     return keep_cases(sets, keys)
 
 

@@ -95,7 +95,6 @@ def load_policy(
     settings: dict[str, Any], *, config_path: str | None = None, overrides: dict[str, Any] | None = None
 ) -> GatePolicy:
     """The gate policy from the settings file's `[gate]` table, with command-line overrides applied."""
-
     data = {**settings, **{k: v for k, v in (overrides or {}).items() if v is not None}}
     try:
         return GatePolicy.model_validate(data)
@@ -124,7 +123,6 @@ def plan_baseline(
 ) -> BaselinePlan:
     """Steps 1, 2 and the choice of cases for step 4 (module docstring). `current` may be a header (no cases
     yet): only its context and eval-set records are read."""
-
     merge_base = resolve_merge_base(current, base_branch=base_branch, repo_dir=repo_dir)
     ancestors = git_first_parent_ancestors(repo_dir, merge_base) if merge_base and repo_dir is not None else []
     flip_rates: dict[tuple[str, str], float] | None = None
@@ -186,7 +184,6 @@ def plan_baseline(
 
 def header_of(prepared: PreparedRun, *, run_id: str = "planned") -> RunResult:
     """The current run before it runs: its eval-set records and context, enough to plan its baseline."""
-
     options = prepared.options
     return RunResult(
         run_id=run_id,
@@ -219,7 +216,6 @@ def run_and_gate(
     raise, e.g. KeyboardInterrupt for a cancelled run). Raises what the current run raises (bad input, an
     agent that cannot start, an interrupt); the base side's failures become the verdict's "no baseline"
     reason."""
-
     base_branch = base_branch or prepared.options.context.base_branch
     plan = plan_baseline(
         store,
@@ -334,7 +330,6 @@ def _top_up_and_record(
 
 def _run_base_alone(base: tuple[PreparedRun, Agent], store: Store) -> tuple[RunResult | None, str | None]:
     """The base side without a current run beside it (the current run is already stored): (run, error)."""
-
     prepared, agent = base
     try:
         return run_blocking(prepared, store=store, agent=agent), None
@@ -345,7 +340,6 @@ def _run_base_alone(base: tuple[PreparedRun, Agent], store: Store) -> tuple[RunR
 def first_look(policy: GatePolicy, prepared: PreparedRun | None, current: RunResult) -> Look:
     """The first look and the levels of both (`gate.sequential.plan_looks`): two where the agent can run again here
     (a top-up may follow), else one at the whole α. Decided from the design before any result is read."""
-
     cases = sum(len(info.case_hashes) for info in current.eval_sets) or len(_case_keys_of(current))
     return plan_looks(
         policy, agent_can_run=agent_can_run_again(prepared), cases=cases, repetitions=max(1, current.repetitions)
@@ -364,7 +358,6 @@ def finish_gate(
 ) -> GateOutcome:
     """Steps 3, 5 and 6: re-score the stored baseline, combine it with the base side's run, decide (at `look`:
     default one look at the whole α)."""
-
     choice = plan.search.choice
     stored = choice.run if choice is not None else None
     notes: list[str] = []
@@ -477,7 +470,6 @@ def _combine(stored: RunResult | None, base_run: RunResult | None) -> RunResult 
 def _within_selection(baseline: RunResult, current: RunResult) -> tuple[RunResult, int]:
     """The baseline limited to the cases the current run lists, and how many others it had: a run of selected
     cases (`--case`, `--sample`, `FILE:IDS`) is compared on those, not told that the rest were removed."""
-
     mine = set(case_keys(current))
     theirs = set(case_keys(baseline)) | _case_keys_of(baseline)
     infos = [

@@ -37,7 +37,6 @@ def _without_judge_identity(spec: MetricSpec) -> MetricSpec:
 
 def load_instrument(run: RunResult, *, root: Path | None = None, judge: JudgeConfig | None = None) -> LoadedInstrument:
     """The run's eval sets from its recorded paths, checked against its recorded content (module docstring)."""
-
     base = root or Path.cwd()
     paths = [info.path for info in run.eval_sets if info.path]
     if not paths or len(paths) != len(run.eval_sets):

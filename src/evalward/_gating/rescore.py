@@ -66,7 +66,6 @@ def recorded_outputs(result: CaseResult) -> list[AgentOutput]:
 
 def case_run_from(result: CaseResult, eval_set: EvalSet, case: EvalCase) -> CaseRun | None:
     """The recorded run of one case × repetition, ready to score again; None when nothing was recorded."""
-
     outputs = recorded_outputs(result)
     agent_error = result.error if result.error is not None and result.error.kind not in SCORING_ERRORS else None
     if not outputs and agent_error is None:
@@ -104,7 +103,6 @@ async def rescore_baseline(
     One pass over the baseline's results, each read once: the re-scored ones go to a `RecordLog` and the run's
     cases become a view of the recorded and the re-scored results, so a large baseline is re-scored without
     holding its results (the judges start with the first result that needs them)."""
-
     # Where each current case is, not the case: a large set's cases are read back one at a time when used.
     where = {
         (s.eval_set_id, case_id): (s, position) for s in prepared.sets for position, case_id in enumerate(s.case_ids())

@@ -126,7 +126,6 @@ class _Runner:
     def run(
         self, cases: Sequence[CaseKey], first_repetition: int, repetitions: int, base_side: bool
     ) -> tuple[list[CaseResult], list[CaseResult]]:
-
         if not cases or repetitions <= 0:
             return [], []
         subset = _subset(self.prepared, cases, repetitions, first_repetition=first_repetition)
@@ -165,7 +164,6 @@ def _one_look(outcome: GateOutcome, policy: GatePolicy, plan: BaselinePlan, why:
     Whether the top-up can run (a checkout, an agent that starts) does not depend on what the first look saw, so
     giving the first look back the second's share keeps the false-alarm rate at α; the top-up's partial results,
     if any, are not used."""
-
     first = outcome.verdict
     assert outcome.baseline is not None
     alone = decide(
@@ -189,7 +187,6 @@ def _one_look(outcome: GateOutcome, policy: GatePolicy, plan: BaselinePlan, why:
 def _subset(prepared: PreparedRun, cases: Sequence[CaseKey], repetitions: int, *, first_repetition: int) -> PreparedRun:
     """The current run's instrument and agent for `cases` only, `repetitions` times each, numbered from
     `first_repetition`."""
-
     options = replace(
         prepared.options,
         repeat=repetitions,

@@ -58,7 +58,6 @@ async def score_finished_case(
     Without an `agent` (re-scoring a baseline's recorded outputs) the step metrics cannot be recomputed; those
     of `recorded`, the original result, are kept. ADK-format sets are also scored by ADK's informational
     efficiency metrics, as ADK appends them to every eval."""
-
     eval_set, case = item.eval_set, played_case(item, case_run)
     teacher = None
     if agent is not None:
@@ -176,7 +175,6 @@ def finalize(
     `run_prepared` folds a run being made. `cases` may be a `RecordSequence` (a stored run read back, a
     re-scored baseline): it is read once, case by case, and its case summaries go to a `RecordLog`, so a large
     run is finalized without holding its results."""
-
     ordered = in_key_order(cases)
     fold = RunFold(repetitions=run.repetitions, pass_rule=run.pass_rule)
     summaries: RecordLog[CaseSummary] = RecordLog(CaseSummary)

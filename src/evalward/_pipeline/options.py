@@ -136,7 +136,6 @@ def parse_metric_option(text: str) -> MetricSpec:
     (named `attr`), `pkg.mod:attr=THRESHOLD`, `NAME=pkg.mod:attr` or `NAME=pkg.mod:attr=THRESHOLD`. An evaluator
     class created with arguments is written as a call with literal arguments, all by keyword or all by position:
     `paris=pydantic_evals.evaluators:Contains(value="Paris")`, `pydantic_evals.evaluators:IsInstance("str")`."""
-
     found = _EVALUATOR_PATH.search(text)
     if found is None:
         name, sep, value = text.partition("=")
@@ -245,7 +244,6 @@ def _without_own_metrics(case: EvalCase) -> None:
 def validate_criteria(sets: Sequence[EvalSet], judge: JudgeConfig | None = None) -> list[ResolvedJudge]:
     """Unknown metrics, bad options and unreadable reference trajectories are bad input (2); judge metrics
     with no judge model configured are infrastructure (3). Returns the judged criteria, resolved."""
-
     problems: list[FileProblem] = []
     for eval_set in sets:
         where = eval_set.criteria.config_path or eval_set.path or eval_set.eval_set_id
@@ -334,7 +332,6 @@ def apply_step_mode(sets: list[EvalSet], overrides: Sequence[MetricSpec]) -> Non
 
 def prepare(options: RunOptions) -> PreparedRun:
     """Load and validate everything a run needs, so bad input fails before the agent starts."""
-
     if options.repeat < 1:
         raise UsageError(f"--repeat must be at least 1, got {options.repeat}")
     if options.concurrency < 1:
@@ -371,7 +368,6 @@ def refuse_secret_identifiers(sets: Sequence[EvalSet], options: RunOptions) -> N
     Ids are keys: they are stored and shown as they are, so one cannot be masked — two case ids masked alike
     would collide in the history database, and an unmasked one would print the secret. Every such id is
     named, with its place and the secret's name (never its value), before anything is stored."""
-
     problems: list[FileProblem] = []
     for eval_set in sets:
         where = eval_set.path or eval_set.eval_set_id
@@ -413,7 +409,6 @@ def select_run_cases(
     """The sets holding only the cases `--case` and then `--sample` pick (sets left empty are dropped), and how
     they were chosen — `chosen` (the `FILE:IDS` paths) first — for `RunResult.case_selection`; None when every
     case runs. UsageError (exit 2) when a pattern matches no case."""
-
     described = [chosen] if chosen else []
     total = sum(len(s.cases) for s in sets)
     if options.case_patterns:

@@ -147,7 +147,6 @@ async def run_prepared(
     With `resume_run_id`, only the case × repetitions the stored run lacks are run, and the result is the
     whole run (stored plus new). A KeyboardInterrupt/cancel ends the run as `cancelled`, keeping what finished.
     """
-
     options = prepared.options
     if prepared.judges is None:
         prepared.judges = validate_criteria(prepared.sets, options.judge)

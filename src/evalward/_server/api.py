@@ -180,7 +180,6 @@ async def upload_run(request: Request) -> Response:
 
 async def baseline_for_run(request: Request) -> Response:
     """Select the baseline of a stored run as `evalward gate` would, with the git facts sent by the caller."""
-
     state = _state(request)
     if can_read(request):
         caller = Caller(reader=True, repositories=frozenset())
@@ -264,7 +263,6 @@ async def get_run(request: Request) -> Response:
 
 
 def compare_runs(request: Request) -> dict[str, Any]:
-
     state = _state(request)
     current = _load_run(request)
     spec = request.query_params.get("baseline", "auto")
@@ -324,7 +322,6 @@ async def openapi(request: Request) -> Response:
 
 async def evalward_error_handler(request: Request, exc: Exception) -> Response:
     """User-facing errors raised below the API: bad input 422, unknown runs 404, infrastructure 503."""
-
     assert isinstance(exc, EvalwardError)
     status = 503 if isinstance(exc, InfrastructureError) else 422
     if isinstance(exc, GateInputError) and "is not in the history database" in str(exc):
@@ -370,7 +367,6 @@ def _param(name: str, where: str = "query", *, required: bool = False, descripti
 
 def openapi_document() -> dict[str, Any]:
     """The OpenAPI 3.1 description of the API (hand-written next to the routes it describes)."""
-
     read: list[dict[str, list[str]]] = [{"readToken": []}]
     owner_repo = [_param("owner", "path"), _param("repo", "path")]
     limit = _param("limit", description=f"1..{MAX_LIMIT}, default 50")

@@ -41,7 +41,6 @@ async def read_body(request: Request, limit: int, what: str) -> bytes:
 def checked_json(body: bytes | str) -> None:
     """400 for a body that is not JSON, nests deeper than the boundary allows or holds a NUL character
     (`boundary.load_json`): each would otherwise fail later, in the parser's recursion or the database."""
-
     try:
         load_json(body, where="the request body")
     except BadRequest as exc:
@@ -52,7 +51,6 @@ def parse_run(body: bytes) -> RunResult:
     """The uploaded run, parsed once and validated a case at a time (`_validated_in_parts`): pydantic holds the
     GIL for a whole `model_validate`, so one call over a 60 MiB run would stall the event loop for seconds even
     from a worker thread. A run that does not validate so is read again by `load_run_json` for its message."""
-
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError:

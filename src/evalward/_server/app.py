@@ -172,7 +172,6 @@ def _plan_of(
 ) -> tuple[dict[str, Any], WebhookPlan]:
     """The verified body parsed and planned: (payload, plan); `_Refused` (a 400) for a body that is not a
     well-formed delivery. Pure CPU work, run in a worker thread for large bodies."""
-
     try:
         payload = _payload_of(body, content_type)
     except BadRequest as exc:
@@ -366,14 +365,12 @@ def create_app(
 
     Start-up redelivery (`redeliver.py`) runs in a thread when the settings ask for it; `transport_factory`
     gives its GitHub client an httpx transport (tests)."""
-
     state = ServerState(
         settings=settings, store=store, queue=JobQueue(store.engine, max_attempts=settings.max_attempts)
     )
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-
         if pool_factory is not None:
             state.pool = pool_factory(state)
             state.pool.start()

@@ -107,7 +107,6 @@ def _short(commit: str | None) -> str:
 
 
 async def case_page(request: Request) -> Response:
-
     if (redirect := read_gate(request)) is not None:
         return redirect
     state = server_state(request)

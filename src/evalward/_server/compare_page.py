@@ -39,7 +39,6 @@ ROWS_PER_PAGE = 100
 
 
 async def compare_page(request: Request) -> Response:
-
     if (redirect := read_gate(request)) is not None:
         return redirect
     state = server_state(request)

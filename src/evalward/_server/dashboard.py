@@ -178,7 +178,6 @@ async def repo_page(request: Request) -> Response:
     query = request.query_params.get("q", "").strip()[:100]
 
     def load() -> dict[str, Any]:
-
         runs = state.store.list_runs(repository=repo, limit=100)
         if not runs and repo not in history.repositories(state.store):
             raise HTTPException(404, f"no runs or jobs for repository {repo}")
@@ -321,7 +320,6 @@ async def run_page(request: Request) -> Response:
 def _verdict_of(store: Any, run: Any, results: int) -> tuple[Any, str]:
     """The verdict a gate recorded for `run` (the newest), else one recomputed with the default policy for a run of
     at most RECOMPUTE_MAX_RESULTS results, else none (the page says how to get one)."""
-
     recorded = store.recorded_verdicts(run.run_id, limit=1)
     if recorded:
         # The verdict the pull request actually got, with the repository's own policy.
@@ -352,7 +350,6 @@ class CaseView:
 
 
 def case_view(case: Any) -> CaseView:
-
     turns = []
     for turn in case.invocations:
         if turn.expected_tool_calls is not None:
@@ -380,7 +377,6 @@ async def jobs_page(request: Request) -> Response:
 
 
 async def login(request: Request) -> Response:
-
     next_path = request.query_params.get("next", "/")
     if not next_path.startswith("/") or next_path.startswith("//"):
         next_path = "/"  # only local redirects
@@ -400,7 +396,6 @@ async def login(request: Request) -> Response:
 
 
 def dashboard_routes() -> list[Route]:
-
     return [
         Route("/", home, methods=["GET"]),
         Route("/repos/{owner}/{repo}", repo_page, methods=["GET"]),

@@ -128,7 +128,6 @@ class Handlers(CheckRuns):
         """Take the run label off a PR whose head moved since it was added (`stale_run_label`), so that the
         label on a PR always means "this head is approved" and adding it again is how to approve the new one.
         Returns a sentence for the check run ("" when there was nothing to remove or no GitHub access)."""
-
         label, number = p.get("stale_run_label"), p.get("pr_number")
         if not label or not isinstance(number, int):
             return ""
@@ -151,7 +150,6 @@ class Handlers(CheckRuns):
 
     def _confirm_write_access(self, ctx: JobContext, p: Mapping[str, Any], token: str | None) -> None:
         """Return when the job may run; else post a neutral check run saying why and raise `JobHeld`."""
-
         who = p.get("verify_write_access")
         if who is None:
             return
@@ -198,7 +196,6 @@ class Handlers(CheckRuns):
     # -- evaluate
 
     def evaluate(self, ctx: JobContext) -> dict[str, Any]:
-
         p = dict(ctx.job.payload)
         repo, sha = str(p["repo"]), str(p["head_sha"])
         if p.get("pr_number") is None and p.get("mode") != "baseline":
@@ -272,7 +269,6 @@ class Handlers(CheckRuns):
     def _evaluate(
         self, ctx: JobContext, p: dict[str, Any], token: str | None, check_id: int | None, sandbox: Sandbox
     ) -> dict[str, Any]:
-
         repo, sha = str(p["repo"]), str(p["head_sha"])
         workdir = job_folder(self.settings, ctx.job.id, ctx.job.attempt)
         try:
@@ -339,7 +335,6 @@ class Handlers(CheckRuns):
         `evalward run` runs its agent there on the PR's eval files (absolute paths, the PR's criteria), and the
         run is stored at the merge-base for the gate to find. Sequential here (each run is a sandboxed process of
         its own); any failure leaves the gate without that baseline, which it reports."""
-
         base_branch = p.get("base_ref") or settings.base_branch
         plan = plan_baseline(
             self.store,
@@ -401,7 +396,6 @@ class Handlers(CheckRuns):
         repo_dir: Path,
         check_id: int | None = None,
     ) -> dict[str, Any]:
-
         details = f"{self.settings.base_url.rstrip('/')}/runs/{run.run_id}" if self.settings.base_url else None
         if p.get("mode") == "baseline" and not self._previous_push_stored(run):
             conclusion = "success" if run.passed else "failure"
@@ -450,7 +444,6 @@ class Handlers(CheckRuns):
         """The verdict posted as the Action posts it (`_ci.render` + `github.publish`): the job's check run
         completed by id, and the sticky comment `<!-- evalward:{check_name}/{suite} -->` on a PR. Every blocking
         finding fails the check (`ALL_FAIL_CLASSES`). GitHub failures retry the job."""
-
         decision = decide_exit(outcome.verdict, ALL_FAIL_CLASSES)
         if token is None:
             return Published(conclusion=decision.conclusion)
@@ -511,7 +504,6 @@ class Handlers(CheckRuns):
         conclusion: str = "failure",
         check_id: int | None = None,
     ) -> dict[str, Any]:
-
         summary = message + (f"\n\n{md_code_block(stderr)}" if stderr else "")
         check = self._post_check(p, conclusion, title, summary, token=token, check_run_id=check_id)
         return {"conclusion": conclusion, "problem": message[:500], "check_run": check}

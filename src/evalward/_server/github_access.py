@@ -30,7 +30,6 @@ class GitHubAccess:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def _client(self, token: str | None) -> GitHubClient:
-
         transport = self.transport_factory() if self.transport_factory else None
         options: dict[str, Any] = {"max_retries": 3, **self.client_options}
         return GitHubClient(token, api_url=self.settings.github_api_url, transport=transport, **options)

@@ -45,7 +45,6 @@ class Push:
 
 
 async def pr_page(request: Request) -> Response:
-
     if (redirect := read_gate(request)) is not None:
         return redirect
     state = server_state(request)

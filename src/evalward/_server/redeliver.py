@@ -107,7 +107,6 @@ def redeliver_failed(
     stop: threading.Event | None = None,
 ) -> RedeliveryReport:
     """One pass of steps 2–4 of the module docstring; `recorded(guids)` answers which GUIDs the database has."""
-
     report = RedeliveryReport()
     moment = now or datetime.now(UTC)
     failed = failed_deliveries(client.list_app_hook_deliveries(jwt), now=moment, report=report)
@@ -141,7 +140,6 @@ def start_redelivery(
     stop = threading.Event()
 
     def run() -> None:
-
         if stop.wait(settings.redeliver_delay_s):
             return
         started = time.monotonic()

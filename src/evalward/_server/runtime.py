@@ -18,7 +18,6 @@ if TYPE_CHECKING:
 
 
 def build_store(settings: ServerSettings) -> Store:
-
     return open_store(settings.db)
 
 
@@ -33,7 +32,6 @@ def build_pool(
     """`settings.workers` worker threads running the production handlers, and their housekeeping between jobs
     (`Handlers.maintenance`: closing check runs of jobs that ended without their worker, removing stale job
     folders). `github_options`: extra `GitHubClient` arguments, e.g. a recording `sleep` in tests."""
-
     queue = JobQueue(store.engine, max_attempts=settings.max_attempts)
     handlers = Handlers(
         settings,

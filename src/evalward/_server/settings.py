@@ -168,13 +168,11 @@ class ServerSettings(BaseModel):
     @field_validator("read_token_hashes", "metrics_token_hashes")
     @classmethod
     def _hashes(cls, value: list[str]) -> list[str]:
-
         return [check_hash(v) for v in value]
 
     @field_validator("upload_token_hashes")
     @classmethod
     def _upload_hashes(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
-
         return {repo: [check_hash(v) for v in hashes] for repo, hashes in value.items()}
 
     @field_validator("sandbox_read_paths", mode="before")

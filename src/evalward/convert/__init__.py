@@ -77,7 +77,6 @@ def convert_file(
     custom_evaluator_types: Sequence[str] = (),
 ) -> list[Conversion]:
     """Every eval set in `path` (a file or directory) converted; criteria resolved as `evalward run` does."""
-
     loaded = load_paths(
         [path],
         known_metrics=known_metric_names(),

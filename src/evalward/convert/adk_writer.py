@@ -152,7 +152,6 @@ def adk_criterion(spec: MetricSpec) -> Any:
 
 def adk_test_config(eval_set: EvalSet, lost: list[str]) -> dict[str, Any] | None:
     """ADK criteria of the set as a `test_config.json`, None when the set uses ADK's defaults."""
-
     if eval_set.criteria.origin == "adk_defaults":
         return None
     criteria: dict[str, Any] = {}

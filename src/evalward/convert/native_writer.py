@@ -21,7 +21,6 @@ NativeSyntax = Literal["yaml", "json"]
 
 
 def _metric(spec: MetricSpec) -> Any:
-
     if spec.name in EFFICIENCY_CRITERIA and not spec.options:
         return spec.name
 

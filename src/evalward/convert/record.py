@@ -94,7 +94,6 @@ def _case_from_line(data: Any, position: int, source: str, number: int) -> EvalC
 
 def read_inputs(path: str | Path, *, eval_set_id: str) -> EvalSet:
     """The cases to record (sources in the module docstring), expectations cleared."""
-
     file = Path(path)
     shown = str(path)
     if not file.is_file():
@@ -158,7 +157,6 @@ def _observed_turn(turn: Invocation, output: AgentOutput, target: RecordFormat) 
 
 def recorded_set(inputs: EvalSet, run: RunResult, *, target: RecordFormat, agent_label: str) -> Recorded:
     """`inputs` with the run's observed outputs as expectations (rules in the module docstring)."""
-
     by_case = {c.case_id: c for c in run.cases}
     cases: list[EvalCase] = []
     failures: list[str] = []

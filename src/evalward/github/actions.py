@@ -245,7 +245,6 @@ def format_annotation_command(
     title: str | None = None,
 ) -> str:
     """`::level file=…,line=…,endLine=…,title=…::message`, escaped by `report.escape` (actions/toolkit rules)."""
-
     if level not in LOG_LEVELS:
         raise ValueError(f"annotation level must be one of {', '.join(LOG_LEVELS)}, found {level!r}")
     properties = [

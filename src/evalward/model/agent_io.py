@@ -32,7 +32,6 @@ class ToolCall(BaseModel):
 
     def signature(self) -> str:
         """`name(k=v, …)` with JSON values, for diffs and reports."""
-
         return format_call(self.name, self.args)
 
 

@@ -118,7 +118,6 @@ def check_summary(
     max_chars: int = OUTPUT_MAX_CHARS,
 ) -> str:
     """The verdict markdown (the same body as the PR comment, without its markers)."""
-
     return render_verdict_markdown(
         current, verdict, baseline=baseline, title=title, max_chars=max_chars, details_url=details_url
     )
@@ -126,7 +125,6 @@ def check_summary(
 
 def check_text(run: RunResult, *, title: str, details_url: str | None, max_chars: int = OUTPUT_MAX_CHARS) -> str:
     """The run's own report: every failing case with its turns, diffs and responses."""
-
     return render_run_markdown(run, title=title, max_chars=max_chars, details_url=details_url)
 
 

@@ -66,7 +66,6 @@ def render_html(
 ) -> str:
     """The whole page as one string (see the module docstring). `subject` names the run in the verdict's table
     and the diffs (`verdict_view.subject_label` of its context by default: "this PR", "this commit")."""
-
     # The failing cases shown first (must-pass, then failed, then errored), read from the run one at a time:
     # only the shown ones are kept, however many failed.
     counted = itertools.count()
@@ -215,7 +214,6 @@ def delta_plot_data(metric: MetricComparison, alpha: float) -> Plot | None:
 
 
 def _svg(plot: Plot | None) -> str:
-
     return str(environment().get_template("macros.html").module.svg_plot(plot))  # type: ignore[attr-defined]
 
 

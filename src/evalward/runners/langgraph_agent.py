@@ -268,7 +268,6 @@ class LangGraphAgent:
 
     async def _next_action(self, request: AgentRequest) -> AgentOutput:
         """Teacher forcing: the first AI message the graph writes after `history` (module docstring)."""
-
         config = self._config(request)
         configurable = config.setdefault("configurable", {})
         if isinstance(configurable, dict):

@@ -29,7 +29,6 @@ class JudgeReplies:
     @classmethod
     def open(cls, url: str) -> JudgeReplies:
         """The table in its own database at `url` (created when missing)."""
-
         engine = create_db_engine(url)
         table.create(engine, checkfirst=True)
         return cls(engine, owns_engine=True)
@@ -45,7 +44,6 @@ class JudgeReplies:
 
     def put(self, key: str, model: str, reply: CachedReply) -> None:
         """Store `reply` under `key` unless the key is there already."""
-
         values = {
             "key": key,
             "model": model,

@@ -37,7 +37,6 @@ def merge_stored_shards(
     recomputes summaries over the merged cases; without it the merged run has no summary and passes only
     when every shard passed.
     """
-
     if (run_ids is None) == (group_id is None):
         raise UsageError("merge needs either run ids or a group id (not both)")
     if group_id is not None:

@@ -70,7 +70,6 @@ def _redacted(url: str) -> str:
 
 
 def _open_once(url: str, upgrade: bool) -> Engine:
-
     engine = create_db_engine(url)
     try:
         if upgrade:

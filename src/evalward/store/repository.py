@@ -63,7 +63,6 @@ class Store(HistoryViews):
 
     def judge_replies(self) -> JudgeReplies:
         """The judge reply cache kept in this database (`judge_cache` table)."""
-
         return JudgeReplies(self.engine)
 
     def __enter__(self) -> Store:
@@ -377,7 +376,6 @@ class Store(HistoryViews):
         finalize: Callable[[RunResult], RunResult] | None = None,
     ) -> RunResult:
         """Combine the shards of one logical run into a new complete run, or fail closed (`store.merge`)."""
-
         return merge_stored_shards(self, run_ids, group_id=group_id, new_run_id=new_run_id, finalize=finalize)
 
     def insert_complete_run(self, run: RunResult, planned: list[ItemKey]) -> None:
@@ -404,7 +402,6 @@ class Store(HistoryViews):
 def _summaries_of(run: RunResult, cases: Sequence[CaseResult]) -> Sequence[CaseSummary]:
     """Each case's summary folded from its results (as the run folded them), in key order, into a record log:
     one pass over the results, one case held at a time."""
-
     summaries: RecordLog[CaseSummary] = RecordLog(CaseSummary)
     fold = RunFold(repetitions=run.repetitions, pass_rule=run.pass_rule)
     for summary in fold.add_in_key_order(in_key_order(cases)):
@@ -417,7 +414,6 @@ class _StoredSummaries:
     when many: the runs row holds one per case)."""
 
     def __init__(self) -> None:
-
         self.log: RecordLog[CaseSummary] = RecordLog(CaseSummary)
 
     def add(self, text: str) -> None:

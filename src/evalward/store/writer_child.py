@@ -45,7 +45,6 @@ if TYPE_CHECKING:
 
 def serve(requests: IO[bytes], replies: IO[bytes]) -> int:
     """The child: open the database named by the first frame, then store each frame, in order."""
-
     first = read_frame(requests)
     if first is None or first[0] != OPEN:
         return 2
@@ -95,7 +94,6 @@ def serve(requests: IO[bytes], replies: IO[bytes]) -> int:
 
 def _store_cases(engine: Engine, run_id: str, parts: list[bytes]) -> None:
     """A CASES frame's results, in one transaction (`writes.store_case_rows`)."""
-
     at = now()
     texts = [part.decode("utf-8") for part in parts]
     read = [case_columns(json.loads(text)) for text in texts]
@@ -109,7 +107,6 @@ def _store_cases(engine: Engine, run_id: str, parts: list[bytes]) -> None:
 
 
 def _find_resumable(engine: Engine, request: dict[str, Any]) -> str | None:
-
     shard = tuple(request["shard"]) if request["shard"] else None
     with read_transaction(engine) as conn:
         return writes.find_resumable(conn, request["commit"], request["fingerprint"], shard=shard)
@@ -119,7 +116,6 @@ def _finish(engine: Engine, run_id: str, columns: dict[str, Any], keys: list[Ite
     """`Store.finish_run` of a run whose cases this process stored: a stored count short of its keys means
     results were lost, an InfrastructureError. `keep_eval_sets`: the run JSON sent leaves out the eval sets,
     and the row keeps those its beginning stored."""
-
     with write_transaction(engine) as conn:
         if keep_eval_sets:
             stored = writes.stored_run_json(conn, run_id)

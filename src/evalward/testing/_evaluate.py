@@ -47,7 +47,6 @@ PassRuleName = Literal["mean_over_runs", "per_run"]
 
 
 def _as_agent(agent: AgentLike, cwd: Path | None, values: RunValues) -> Agent:
-
     if isinstance(agent, str):
         return make_agent(
             agent, cwd=cwd, processes=values.agent_processes, openai_options=values.openai_agent_options()
@@ -129,7 +128,6 @@ def _prepared(eval_set: EvalSetLike, *, agent_label: str, values: RunValues, age
 
 def _apply_session_file(sets: list[EvalSet], path: str, warnings: list[str]) -> None:
     """`initial_session_file` for EvalSet objects, as the loader applies it to files."""
-
     problems: list[FileProblem] = []
     session = read_initial_session(Path(path), path, problems, warnings)
     if problems:

@@ -156,7 +156,6 @@ def load_recordings(path: str | Path, *, options: TraceOptions | None = None, ha
     """Read a recording file of any supported source; `EvalFileError` names the file and what was found.
 
     Indexed recordings keep a file open: `close()` them when done (or let them be collected)."""
-
     shown = str(path)
     file = Path(path)
     if not file.is_file():
