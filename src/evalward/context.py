@@ -14,11 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from evalward.model import RunContext
+from evalward.store.gitinfo import git_output
 
 
 def _git(args: list[str], cwd: Path | None) -> str | None:
-    from evalward.store.gitinfo import git_output
-
     return git_output(cwd or Path.cwd(), *args)
 
 

@@ -27,11 +27,12 @@ from evalward.errors import InfrastructureError
 from evalward.model import RunResult
 from evalward.model.verdict import Verdict
 from evalward.redact import url_without_credentials
+from evalward.run_json import render_json
+from evalward.store.baseline_choice import BaselineSearch
 
 if TYPE_CHECKING:
     import httpx
 
-    from evalward.store import BaselineSearch
 
 RETRY_BACKOFF_S = 1.0
 """First wait before retrying the server; doubled on each further attempt."""
@@ -109,8 +110,6 @@ class RemoteHistory:
 
     def upload(self, run: RunResult) -> None:
         """Store `run` on the server; already stored (409) is success. InfrastructureError otherwise."""
-        from evalward.run_json import render_json
-
         body = render_json(run).encode("utf-8")
         response = self._post("/api/v1/runs", body)
         if response.status_code not in (201, 409):
@@ -118,8 +117,6 @@ class RemoteHistory:
 
     def search_baseline(self, run_id: str, query: BaselineQuery) -> tuple[BaselineSearch, dict[tuple[str, str], float]]:
         """The server's baseline search for the stored run `run_id`, and the base branch's flip rates."""
-        from evalward.store import BaselineSearch
-
         response = self._post(f"/api/v1/runs/{run_id}/baseline", query.model_dump_json().encode("utf-8"))
         if response.status_code != 200:
             raise InfrastructureError(self._failure("select the baseline", response))

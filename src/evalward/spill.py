@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel
 
+from evalward.errors import UsageError
 from evalward.model.records import ItemSequence, Permuted, RecordSequence, order_by_codes
 
 if TYPE_CHECKING:
@@ -45,8 +46,6 @@ def max_records_in_memory() -> int:
     try:
         value = int(raw)
     except ValueError:
-        from evalward.errors import UsageError
-
         raise UsageError(f"EVALWARD_MAX_RECORDS_IN_MEMORY must be a whole number, found {raw!r}") from None
     return max(value, 0)
 

@@ -11,6 +11,7 @@ import pytest
 from gate_builders import result, run
 
 from evalward.gate import GatePolicy, decide
+from evalward.gate.second_look import run_second_look
 from evalward.gate.sequential import (
     TopUpPlan,
     combine_p,
@@ -18,7 +19,6 @@ from evalward.gate.sequential import (
     first_look_weight,
     plan_looks,
     plan_top_up,
-    run_second_look,
 )
 from evalward.model import CaseResult, MetricSpec, RunResult, Verdict
 

@@ -108,7 +108,7 @@ def test_the_database_url_is_never_on_a_command_line(tmp_path: Path) -> None:
             if not cmdline:
                 time.sleep(0.01)
         assert b"hunter2" not in cmdline and b"sqlite" not in cmdline
-        assert b"evalward.store.writer_process" in cmdline
+        assert b"evalward.store.writer_child" in cmdline
     finally:
         history.close()
 

@@ -28,10 +28,24 @@ import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
+from evalward._pipeline import PreparedRun
+from evalward.config import find_config, load_config
+from evalward.errors import EvalFileError, InfrastructureError
+from evalward.identifiers import is_sha
+from evalward.loaders.selection import keep_cases
 from evalward.model import AgentOutput, AgentRequest, AgentTarget, EvalSet, RunContext
 from evalward.model.cases import CaseKey
+from evalward.runners import make_agent
+from evalward.runners.process import SubprocessAgent
+from evalward.store.gitinfo import git
+
+if TYPE_CHECKING:
+    from contextlib import ExitStack
+
+    from evalward._gating.flow import BaselinePlan
+    from evalward.runners.agent_contract import Agent
 
 BaselineRunMode = Literal["missing", "always", "never"]
 """`missing` (default): run the base side for the cases no stored run covers; `always`: for every case (a
@@ -61,9 +75,6 @@ class BaseCheckout:
 def _git(repo: Path, *args: str, timeout: float = 300.0) -> subprocess.CompletedProcess[str]:
     """git in `repo`, trusting the checkout as `store.gitinfo` does (on GitHub it belongs to the runner's user
     while the action runs as root, actions/runner#2033); the worktree is evalward's own."""
-    from evalward.errors import InfrastructureError
-    from evalward.store.gitinfo import git
-
     try:
         return git(repo, *args, timeout_s=timeout)
     except InfrastructureError as exc:
@@ -73,8 +84,6 @@ def _git(repo: Path, *args: str, timeout: float = 300.0) -> subprocess.Completed
 @contextlib.contextmanager
 def base_checkout(repo_dir: Path, sha: str) -> Iterator[BaseCheckout]:
     """A detached worktree of `sha` for the duration; removed afterwards (also on errors)."""
-    from evalward.identifiers import is_sha
-
     # `re.match` with `$` accepted a SHA followed by a newline; `is_sha` matches the whole string.
     if not is_sha(sha):
         raise BaseSideUnavailable(f"the merge-base {sha[:80]!r} is not a full commit SHA")
@@ -100,9 +109,6 @@ def base_checkout(repo_dir: Path, sha: str) -> Iterator[BaseCheckout]:
 
 def base_agent_target(checkout: BaseCheckout, head_target: str) -> str:
     """The base checkout's configured agent, else the head's target string (module docstring)."""
-    from evalward.config import find_config, load_config
-    from evalward.errors import EvalFileError
-
     found = find_config(checkout.cwd)
     if found is None:
         return head_target
@@ -161,9 +167,6 @@ class BaseSideAgent:
     one that runner computes there — a changed system prompt or tool file shows as a changed configuration."""
 
     def __init__(self, target: str, cwd: Path, options: Mapping[str, Any], processes: int = 1) -> None:
-        from evalward.runners import make_agent
-        from evalward.runners.process import SubprocessAgent
-
         self._described = make_agent(target, cwd=cwd, processes=processes, openai_options=options)
         self._inner = (
             SubprocessAgent("cmd:" + shlex.join(_server_command(target, options)), cwd=cwd, processes=processes)
@@ -199,8 +202,6 @@ def cases_to_run(
 
 def select_cases(sets: Sequence[EvalSet], keys: Sequence[CaseKey]) -> list[EvalSet]:
     """Copies of `sets` holding only the cases in `keys` (sets left empty are dropped)."""
-    from evalward.loaders.selection import keep_cases
-
     return keep_cases(sets, keys)
 
 
@@ -218,3 +219,31 @@ def base_context(current: RunContext, merge_base: str, base_branch: str | None) 
 def base_options(options: Any, *, target: str, cwd: Path, context: RunContext) -> Any:
     """The head's `RunOptions` for the base side: its agent and folder, no shard, no run id, its context."""
     return replace(options, agent=target, agent_cwd=cwd, shard=None, run_id=None, context=context, paths=[])
+
+
+def start_base_side(
+    stack: ExitStack, prepared: PreparedRun, plan: BaselinePlan, *, base_branch: str | None, repo_dir: Path
+) -> tuple[PreparedRun, Agent] | None:
+    """Check out the merge-base and prepare its agent for `plan.base_side_cases`; None (and `plan.problem`) when
+    there is nothing to run or it cannot run."""
+    if not plan.base_side_cases or plan.merge_base is None:
+        return None
+    try:
+        checkout = stack.enter_context(base_checkout(repo_dir, plan.merge_base))
+        options = prepared.options
+        target = base_agent_target(checkout, options.agent)
+        agent_options = dict(options.agent_options or {})
+        probe(target, checkout.cwd, agent_options)
+    except BaseSideUnavailable as exc:
+        plan.problem = str(exc)
+        return None
+    sets = select_cases(prepared.sets, plan.base_side_cases)
+    context = base_context(options.context, plan.merge_base, base_branch)
+    base_prepared = PreparedRun(
+        options=base_options(options, target=target, cwd=checkout.cwd, context=context),
+        sets=sets,
+        warnings=[],
+        judges=prepared.judges,
+    )
+    agent = BaseSideAgent(target, checkout.cwd, agent_options, processes=max(1, options.agent_processes))
+    return base_prepared, agent

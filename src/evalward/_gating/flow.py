@@ -35,19 +35,28 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from evalward._gating.base_side import BaselineRunMode, BaseSideUnavailable
-from evalward.errors import EvalFileError, FileProblem, GateInputError
+from evalward import __version__
+from evalward._gating import base_side as bs
+from evalward._gating.base_side import BaselineRunMode, cases_to_run
+from evalward._gating.rescore import rescore_baseline
+from evalward._gating.top_up import agent_can_run_again, top_up
+from evalward._pipeline import PreparedRun, run_blocking, run_pair, with_judge_identities
+from evalward.errors import EvalFileError, FileProblem, GateInputError, InfrastructureError
+from evalward.gate import GatePolicy, decide
+from evalward.gate.sequential import plan_looks
 from evalward.model import RunResult
 from evalward.model.cases import CaseKey
 from evalward.model.records import in_key_order, iter_record_keys, joined, pick_where, record_statuses, records_where
 from evalward.model.verdict import AgentRuns, BaselineInfo, Look, NoBaseline, Verdict
+from evalward.remote_history import MAX_ANCESTORS, BaselineQuery
+from evalward.store import BaselineSearch, git_first_parent_ancestors, search_baseline
+from evalward.store.comparability import agent_changes, case_keys, same_input
+from evalward.store.gitinfo import resolve_merge_base
 
 if TYPE_CHECKING:
-    from evalward._pipeline import PreparedRun, ProgressCallback
-    from evalward.gate import GatePolicy
-    from evalward.remote_history import BaselineQuery
+    from evalward._pipeline import ProgressCallback
     from evalward.runners.agent_contract import Agent
-    from evalward.store import BaselineSearch, Store
+    from evalward.store import Store
 
 RemoteSearch = Callable[["BaselineQuery"], "tuple[BaselineSearch, dict[tuple[str, str], float]]"]
 """Asks a server for the baseline search and the flip rates (`RemoteHistory.search_baseline` bound to a run)."""
@@ -86,8 +95,6 @@ def load_policy(
     settings: dict[str, Any], *, config_path: str | None = None, overrides: dict[str, Any] | None = None
 ) -> GatePolicy:
     """The gate policy from the settings file's `[gate]` table, with command-line overrides applied."""
-    from evalward.gate import GatePolicy
-
     data = {**settings, **{k: v for k, v in (overrides or {}).items() if v is not None}}
     try:
         return GatePolicy.model_validate(data)
@@ -116,13 +123,6 @@ def plan_baseline(
 ) -> BaselinePlan:
     """Steps 1, 2 and the choice of cases for step 4 (module docstring). `current` may be a header (no cases
     yet): only its context and eval-set records are read."""
-    from evalward._gating.base_side import cases_to_run
-    from evalward.errors import InfrastructureError
-    from evalward.remote_history import MAX_ANCESTORS, BaselineQuery
-    from evalward.store import BaselineSearch, git_first_parent_ancestors, search_baseline
-    from evalward.store.comparability import case_keys, same_input
-    from evalward.store.gitinfo import resolve_merge_base
-
     merge_base = resolve_merge_base(current, base_branch=base_branch, repo_dir=repo_dir)
     ancestors = git_first_parent_ancestors(repo_dir, merge_base) if merge_base and repo_dir is not None else []
     flip_rates: dict[tuple[str, str], float] | None = None
@@ -184,9 +184,6 @@ def plan_baseline(
 
 def header_of(prepared: PreparedRun, *, run_id: str = "planned") -> RunResult:
     """The current run before it runs: its eval-set records and context, enough to plan its baseline."""
-    from evalward import __version__
-    from evalward._pipeline import with_judge_identities
-
     options = prepared.options
     return RunResult(
         run_id=run_id,
@@ -219,8 +216,6 @@ def run_and_gate(
     raise, e.g. KeyboardInterrupt for a cancelled run). Raises what the current run raises (bad input, an
     agent that cannot start, an interrupt); the base side's failures become the verdict's "no baseline"
     reason."""
-    from evalward._pipeline import run_pair
-
     base_branch = base_branch or prepared.options.context.base_branch
     plan = plan_baseline(
         store,
@@ -233,7 +228,7 @@ def run_and_gate(
         can_run_base_side=True,
     )
     with ExitStack() as stack:
-        base = start_base_side(stack, prepared, plan, base_branch=base_branch, repo_dir=repo_dir)
+        base = bs.start_base_side(stack, prepared, plan, base_branch=base_branch, repo_dir=repo_dir)
         runs = run_pair(prepared, base, store=store, progress=progress)
     if runs.base_error is not None:
         plan.problem = f"the base side failed: {runs.base_error}"
@@ -251,37 +246,6 @@ def run_and_gate(
     return _top_up_and_record(
         store, outcome, policy, plan, prepared=prepared, base_branch=base_branch, repo_dir=repo_dir, record=record
     )
-
-
-def start_base_side(
-    stack: ExitStack, prepared: PreparedRun, plan: BaselinePlan, *, base_branch: str | None, repo_dir: Path
-) -> tuple[PreparedRun, Agent] | None:
-    """Check out the merge-base and prepare its agent for `plan.base_side_cases`; None (and `plan.problem`) when
-    there is nothing to run or it cannot run."""
-    from evalward._gating import base_side as bs
-    from evalward._pipeline import PreparedRun as Prepared
-
-    if not plan.base_side_cases or plan.merge_base is None:
-        return None
-    try:
-        checkout = stack.enter_context(bs.base_checkout(repo_dir, plan.merge_base))
-        options = prepared.options
-        target = bs.base_agent_target(checkout, options.agent)
-        agent_options = dict(options.agent_options or {})
-        bs.probe(target, checkout.cwd, agent_options)
-    except BaseSideUnavailable as exc:
-        plan.problem = str(exc)
-        return None
-    sets = bs.select_cases(prepared.sets, plan.base_side_cases)
-    context = bs.base_context(options.context, plan.merge_base, base_branch)
-    base_prepared = Prepared(
-        options=bs.base_options(options, target=target, cwd=checkout.cwd, context=context),
-        sets=sets,
-        warnings=[],
-        judges=prepared.judges,
-    )
-    agent = bs.BaseSideAgent(target, checkout.cwd, agent_options, processes=max(1, options.agent_processes))
-    return base_prepared, agent
 
 
 def gate_run(
@@ -331,7 +295,7 @@ def gate_run(
     base_run = None
     if instrument is not None and plan.base_side_cases and repo_dir is not None:
         with ExitStack() as stack:
-            base = start_base_side(stack, instrument, plan, base_branch=base_branch, repo_dir=repo_dir)
+            base = bs.start_base_side(stack, instrument, plan, base_branch=base_branch, repo_dir=repo_dir)
             if base is not None:
                 base_run, error = _run_base_alone(base, store)
                 if error is not None:
@@ -358,8 +322,6 @@ def _top_up_and_record(
     """Step 7: an inconclusive verdict topped up with more repetitions of its compared cases, when the agent can
     run here (`prepared`: the run's eval sets and agent); then the final verdict recorded."""
     if prepared is not None:
-        from evalward._gating.top_up import top_up
-
         outcome = top_up(outcome, prepared, policy, plan, base_branch=base_branch, repo_dir=repo_dir)
     if record is not None and store.has_run(outcome.current.run_id):
         store.record_verdict(outcome.verdict, source=record)
@@ -368,8 +330,6 @@ def _top_up_and_record(
 
 def _run_base_alone(base: tuple[PreparedRun, Agent], store: Store) -> tuple[RunResult | None, str | None]:
     """The base side without a current run beside it (the current run is already stored): (run, error)."""
-    from evalward._pipeline import run_blocking
-
     prepared, agent = base
     try:
         return run_blocking(prepared, store=store, agent=agent), None
@@ -380,9 +340,6 @@ def _run_base_alone(base: tuple[PreparedRun, Agent], store: Store) -> tuple[RunR
 def first_look(policy: GatePolicy, prepared: PreparedRun | None, current: RunResult) -> Look:
     """The first look and the levels of both (`gate.sequential.plan_looks`): two where the agent can run again here
     (a top-up may follow), else one at the whole α. Decided from the design before any result is read."""
-    from evalward._gating.top_up import agent_can_run_again
-    from evalward.gate.sequential import plan_looks
-
     cases = sum(len(info.case_hashes) for info in current.eval_sets) or len(_case_keys_of(current))
     return plan_looks(
         policy, agent_can_run=agent_can_run_again(prepared), cases=cases, repetitions=max(1, current.repetitions)
@@ -401,10 +358,6 @@ def finish_gate(
 ) -> GateOutcome:
     """Steps 3, 5 and 6: re-score the stored baseline, combine it with the base side's run, decide (at `look`:
     default one look at the whole α)."""
-    from evalward._gating.rescore import rescore_baseline
-    from evalward.gate import decide
-    from evalward.store.comparability import agent_changes
-
     choice = plan.search.choice
     stored = choice.run if choice is not None else None
     notes: list[str] = []
@@ -517,8 +470,6 @@ def _combine(stored: RunResult | None, base_run: RunResult | None) -> RunResult 
 def _within_selection(baseline: RunResult, current: RunResult) -> tuple[RunResult, int]:
     """The baseline limited to the cases the current run lists, and how many others it had: a run of selected
     cases (`--case`, `--sample`, `FILE:IDS`) is compared on those, not told that the rest were removed."""
-    from evalward.store.comparability import case_keys
-
     mine = set(case_keys(current))
     theirs = set(case_keys(baseline)) | _case_keys_of(baseline)
     infos = [

@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from evalward._pipeline import PreparedRun, RunOptions, prepare, validate_criteria
 from evalward.errors import EvalwardError
 from evalward.model import MetricSpec, RunResult
 from evalward.model.cases import keep_ids
 
 if TYPE_CHECKING:
-    from evalward._pipeline import PreparedRun
     from evalward.judging.judge_config import JudgeConfig
 
 
@@ -37,8 +37,6 @@ def _without_judge_identity(spec: MetricSpec) -> MetricSpec:
 
 def load_instrument(run: RunResult, *, root: Path | None = None, judge: JudgeConfig | None = None) -> LoadedInstrument:
     """The run's eval sets from its recorded paths, checked against its recorded content (module docstring)."""
-    from evalward._pipeline import RunOptions, prepare
-
     base = root or Path.cwd()
     paths = [info.path for info in run.eval_sets if info.path]
     if not paths or len(paths) != len(run.eval_sets):
@@ -78,7 +76,6 @@ def load_instrument(run: RunResult, *, root: Path | None = None, judge: JudgeCon
         eval_set.criteria = eval_set.criteria.model_copy(
             update={"metrics": [_without_judge_identity(spec) for spec in info.criteria]}
         )
-    from evalward._pipeline import PreparedRun, validate_criteria
 
     sets = [s for s in prepared.sets if s.eval_set_id in recorded]
     try:

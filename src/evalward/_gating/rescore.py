@@ -24,13 +24,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from evalward._pipeline import finalize, score_finished_case, start_judging
 from evalward.model import AgentOutput, CaseResult, EvalCase, EvalSet, EvalSetInfo, RunResult
+from evalward.model.records import Picked
+from evalward.runners.executor import CaseRun, WorkItem
+from evalward.spill import RecordLog
 from evalward.store.comparability import scorer_version
 
 if TYPE_CHECKING:
     from evalward._pipeline import PreparedRun
     from evalward.judging.judged_case import Judging
-    from evalward.runners.executor import CaseRun
     from evalward.store import Store
 
 SCORING_ERRORS = frozenset({"metric_error", "judge_error"})
@@ -63,8 +66,6 @@ def recorded_outputs(result: CaseResult) -> list[AgentOutput]:
 
 def case_run_from(result: CaseResult, eval_set: EvalSet, case: EvalCase) -> CaseRun | None:
     """The recorded run of one case × repetition, ready to score again; None when nothing was recorded."""
-    from evalward.runners.executor import CaseRun, WorkItem
-
     outputs = recorded_outputs(result)
     agent_error = result.error if result.error is not None and result.error.kind not in SCORING_ERRORS else None
     if not outputs and agent_error is None:
@@ -102,10 +103,6 @@ async def rescore_baseline(
     One pass over the baseline's results, each read once: the re-scored ones go to a `RecordLog` and the run's
     cases become a view of the recorded and the re-scored results, so a large baseline is re-scored without
     holding its results (the judges start with the first result that needs them)."""
-    from evalward._pipeline import finalize, score_finished_case, start_judging
-    from evalward.model.records import Picked
-    from evalward.spill import RecordLog
-
     # Where each current case is, not the case: a large set's cases are read back one at a time when used.
     where = {
         (s.eval_set_id, case_id): (s, position) for s in prepared.sets for position, case_id in enumerate(s.case_ids())

@@ -1,7 +1,7 @@
 """The top-up: run the agent again for the second look, where the agent is at hand (docs/gate.md §6).
 
-What to run and how to decide are pure (`gate.sequential`: `plan_top_up`, `run_second_look`); this module runs the
-agents. The suspects' confirmations and the even repetitions run through the same pipeline as the run itself, the
+What to run and how to decide are pure (`gate.sequential.plan_top_up`, `gate.second_look.run_second_look`); this
+module runs the agents. The suspects' confirmations and the even repetitions run through the same pipeline as the run itself, the
 current side with the run's agent and instrument, the base side at the merge-base in a worktree with its own agent,
 interleaved under one concurrency limit (`_pipeline.run_pair`). The added repetitions are numbered after the run's
 own, so an agent seeded by the repetition draws new samples. They are the second look's evidence, not runs of their
@@ -16,20 +16,18 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evalward.gate.sequential import (
-    TopUpPlan,
-    blocking_besides_strict,
-    plan_top_up,
-    run_second_look,
-    undecided_metrics,
-)
+from evalward._gating.base_side import select_cases, start_base_side
+from evalward._pipeline import PreparedRun, run_pair
+from evalward.gate import decide
+from evalward.gate.gate_context import single_look
+from evalward.gate.second_look import run_second_look
+from evalward.gate.sequential import TopUpPlan, blocking_besides_strict, plan_top_up, undecided_metrics
 from evalward.model import CaseResult
 from evalward.model.cases import CaseKey
 from evalward.model.verdict import TopUp, Verdict
 
 if TYPE_CHECKING:
     from evalward._gating.flow import BaselinePlan, GateOutcome
-    from evalward._pipeline import PreparedRun
     from evalward.gate import GatePolicy
 
 REPLAY_PREFIX = "replay:"
@@ -109,7 +107,7 @@ def top_up(
 
 
 class _Runner:
-    """Runs one part of the top-up (`gate.sequential.RunMore`): the chosen cases, numbered from a repetition, on the
+    """Runs one part of the top-up (`gate.second_look.RunMore`): the chosen cases, numbered from a repetition, on the
     current side and, when asked, on the base side at the merge-base in a worktree."""
 
     def __init__(
@@ -128,9 +126,6 @@ class _Runner:
     def run(
         self, cases: Sequence[CaseKey], first_repetition: int, repetitions: int, base_side: bool
     ) -> tuple[list[CaseResult], list[CaseResult]]:
-        from evalward._gating.flow import start_base_side
-        from evalward._pipeline import run_pair
-
         if not cases or repetitions <= 0:
             return [], []
         subset = _subset(self.prepared, cases, repetitions, first_repetition=first_repetition)
@@ -169,9 +164,6 @@ def _one_look(outcome: GateOutcome, policy: GatePolicy, plan: BaselinePlan, why:
     Whether the top-up can run (a checkout, an agent that starts) does not depend on what the first look saw, so
     giving the first look back the second's share keeps the false-alarm rate at α; the top-up's partial results,
     if any, are not used."""
-    from evalward.gate import decide
-    from evalward.gate.gate_context import single_look
-
     first = outcome.verdict
     assert outcome.baseline is not None
     alone = decide(
@@ -195,9 +187,6 @@ def _one_look(outcome: GateOutcome, policy: GatePolicy, plan: BaselinePlan, why:
 def _subset(prepared: PreparedRun, cases: Sequence[CaseKey], repetitions: int, *, first_repetition: int) -> PreparedRun:
     """The current run's instrument and agent for `cases` only, `repetitions` times each, numbered from
     `first_repetition`."""
-    from evalward._gating.base_side import select_cases
-    from evalward._pipeline import PreparedRun as Prepared
-
     options = replace(
         prepared.options,
         repeat=repetitions,
@@ -207,7 +196,7 @@ def _subset(prepared: PreparedRun, cases: Sequence[CaseKey], repetitions: int, *
         case_patterns=[],
         sample=None,
     )
-    return Prepared(options=options, sets=select_cases(prepared.sets, cases), warnings=[], judges=prepared.judges)
+    return PreparedRun(options=options, sets=select_cases(prepared.sets, cases), warnings=[], judges=prepared.judges)
 
 
 def _with_verdict(outcome: GateOutcome, verdict: Verdict) -> GateOutcome:

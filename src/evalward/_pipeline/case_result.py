@@ -13,6 +13,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from evalward.loaders.load import ADK_FORMATS
+from evalward.metrics.aggregate import RunFold
+from evalward.metrics.evaluation import score_case_run
+from evalward.metrics.rouge import stem
 from evalward.metrics.scoring_context import ScoringContext
 from evalward.model import (
     AgentOutput,
@@ -23,6 +27,8 @@ from evalward.model import (
     RunResult,
 )
 from evalward.model.cases import HAS_OWN_METRICS, cases_with, content_hash_of
+from evalward.model.records import in_key_order
+from evalward.runners.teacher_forcing_driver import AgentTeacher
 from evalward.spill import RecordLog
 
 if TYPE_CHECKING:
@@ -52,10 +58,6 @@ async def score_finished_case(
     Without an `agent` (re-scoring a baseline's recorded outputs) the step metrics cannot be recomputed; those
     of `recorded`, the original result, are kept. ADK-format sets are also scored by ADK's informational
     efficiency metrics, as ADK appends them to every eval."""
-    from evalward.loaders.load import ADK_FORMATS
-    from evalward.metrics.evaluation import score_case_run
-    from evalward.runners.teacher_forcing_driver import AgentTeacher
-
     eval_set, case = item.eval_set, played_case(item, case_run)
     teacher = None
     if agent is not None:
@@ -105,8 +107,6 @@ def warm_up_metrics(sets: Sequence[EvalSet]) -> None:
     names = {spec.name for s in sets for spec in s.criteria.metrics}
     names |= {spec.name for s in sets for case in cases_with(s.cases, HAS_OWN_METRICS) for spec in case.metrics}
     if names & ROUGE_METRICS:
-        from evalward.metrics.rouge import stem
-
         stem("warming")
 
 
@@ -175,9 +175,6 @@ def finalize(
     `run_prepared` folds a run being made. `cases` may be a `RecordSequence` (a stored run read back, a
     re-scored baseline): it is read once, case by case, and its case summaries go to a `RecordLog`, so a large
     run is finalized without holding its results."""
-    from evalward.metrics.aggregate import RunFold
-    from evalward.model.records import in_key_order
-
     ordered = in_key_order(cases)
     fold = RunFold(repetitions=run.repetitions, pass_rule=run.pass_rule)
     summaries: RecordLog[CaseSummary] = RecordLog(CaseSummary)

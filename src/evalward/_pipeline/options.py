@@ -15,19 +15,35 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from evalward.errors import EvalFileError, FileProblem, UsageError
+from evalward.judging.judge_config import JudgeConfig
+from evalward.loaders import load_paths
+from evalward.loaders.selection import filter_cases, sample_cases
+from evalward.metrics.custom import evaluator_spec
+from evalward.metrics.registry import JUDGE_METRICS, STEPWISE_METRICS, check_specs, known_metric_names, needs_judge
 from evalward.metrics.scoring_context import StepwiseMode
-from evalward.model import EvalCase, EvalSet, EvalSetInfo, MetricSpec, RunContext, SourceLocation, canonical_hash
+from evalward.model import (
+    DEFAULT_MAX_TURNS,
+    EvalCase,
+    EvalSet,
+    EvalSetInfo,
+    MetricSpec,
+    RunContext,
+    SourceLocation,
+    canonical_hash,
+)
 from evalward.model.cases import (
     HAS_EXPECTED_OUTPUTS,
     HAS_OWN_METRICS,
     HAS_REFERENCE_MESSAGES,
     HAS_SCENARIO,
+    case_ids,
+    case_source,
     cases_with,
     edit_cases,
 )
+from evalward.redact import redact, secrets_in
 
 if TYPE_CHECKING:
-    from evalward.judging.judge_config import JudgeConfig
     from evalward.judging.judged_case import ResolvedJudge
     from evalward.runners.agent_contract import Agent
     from evalward.runners.user_simulator import SimulatorSettings
@@ -120,8 +136,6 @@ def parse_metric_option(text: str) -> MetricSpec:
     (named `attr`), `pkg.mod:attr=THRESHOLD`, `NAME=pkg.mod:attr` or `NAME=pkg.mod:attr=THRESHOLD`. An evaluator
     class created with arguments is written as a call with literal arguments, all by keyword or all by position:
     `paris=pydantic_evals.evaluators:Contains(value="Paris")`, `pydantic_evals.evaluators:IsInstance("str")`."""
-    from evalward.metrics.custom import evaluator_spec
-
     found = _EVALUATOR_PATH.search(text)
     if found is None:
         name, sep, value = text.partition("=")
@@ -230,8 +244,6 @@ def _without_own_metrics(case: EvalCase) -> None:
 def validate_criteria(sets: Sequence[EvalSet], judge: JudgeConfig | None = None) -> list[ResolvedJudge]:
     """Unknown metrics, bad options and unreadable reference trajectories are bad input (2); judge metrics
     with no judge model configured are infrastructure (3). Returns the judged criteria, resolved."""
-    from evalward.metrics.registry import check_specs, needs_judge
-
     problems: list[FileProblem] = []
     for eval_set in sets:
         where = eval_set.criteria.config_path or eval_set.path or eval_set.eval_set_id
@@ -248,7 +260,7 @@ def validate_criteria(sets: Sequence[EvalSet], judge: JudgeConfig | None = None)
     specs_per_case = _specs_per_case(sets)
     if not any(needs_judge(spec) for specs in specs_per_case for spec in specs):
         return []  # no judge involved: the judging machinery (and its openai client) is never imported
-    from evalward.judging.judge_config import JudgeConfig
+    # start-up: the judge's modules (~15 ms: prompts, client, cache) load only when a criterion is judged.
     from evalward.judging.judged_case import Judging, judged_specs
 
     return Judging(judge or JudgeConfig()).resolve_all(judged_specs(specs_per_case))
@@ -258,6 +270,7 @@ def _reference_problems(case: EvalCase, where: str) -> list[FileProblem]:
     """Each unreadable reference trajectory (`reference_messages`) of `case`, as a problem at its turn."""
     if all(turn.reference_messages is None for turn in case.turns):
         return []  # most cases: the step scorers (`metrics.stepwise`) are never loaded
+    # start-up: the step scorers (~4 ms with their matching) load only for a case with a reference trajectory.
     from evalward.metrics.stepwise import ReferenceError, parse_reference
 
     problems: list[FileProblem] = []
@@ -319,14 +332,10 @@ def apply_step_mode(sets: list[EvalSet], overrides: Sequence[MetricSpec]) -> Non
 
 def prepare(options: RunOptions) -> PreparedRun:
     """Load and validate everything a run needs, so bad input fails before the agent starts."""
-    from evalward.loaders import load_paths
-    from evalward.metrics.registry import known_metric_names
-
     if options.repeat < 1:
         raise UsageError(f"--repeat must be at least 1, got {options.repeat}")
     if options.concurrency < 1:
         raise UsageError(f"--concurrency must be at least 1, got {options.concurrency}")
-    from evalward.metrics.registry import JUDGE_METRICS, STEPWISE_METRICS
 
     known = [*known_metric_names(), *JUDGE_METRICS, *STEPWISE_METRICS]
     loaded = load_paths(
@@ -359,9 +368,6 @@ def refuse_secret_identifiers(sets: Sequence[EvalSet], options: RunOptions) -> N
     Ids are keys: they are stored and shown as they are, so one cannot be masked — two case ids masked alike
     would collide in the history database, and an unmasked one would print the secret. Every such id is
     named, with its place and the secret's name (never its value), before anything is stored."""
-    from evalward.model.cases import case_ids, case_source
-    from evalward.redact import redact, secrets_in
-
     problems: list[FileProblem] = []
     for eval_set in sets:
         where = eval_set.path or eval_set.eval_set_id
@@ -403,8 +409,6 @@ def select_run_cases(
     """The sets holding only the cases `--case` and then `--sample` pick (sets left empty are dropped), and how
     they were chosen — `chosen` (the `FILE:IDS` paths) first — for `RunResult.case_selection`; None when every
     case runs. UsageError (exit 2) when a pattern matches no case."""
-    from evalward.loaders.selection import filter_cases, sample_cases
-
     described = [chosen] if chosen else []
     total = sum(len(s.cases) for s in sets)
     if options.case_patterns:
@@ -501,8 +505,7 @@ def scenario_sets(sets: Sequence[EvalSet]) -> list[EvalSet]:
 def simulator_settings(options: RunOptions, eval_set: EvalSet) -> SimulatorSettings:
     """The user simulator of `eval_set`: the run's `--user-*` options beat its test_config's
     `user_simulator_config`; the endpoint, key variable, timeout and retries default to the judge's."""
-    from evalward.judging.judge_config import JudgeConfig
-    from evalward.model import DEFAULT_MAX_TURNS
+    # start-up: the user simulator (and its OpenAI requests) loads only for a run with conversation scenarios.
     from evalward.runners.user_simulator import SimulatorSettings
 
     judge = options.judge or JudgeConfig()

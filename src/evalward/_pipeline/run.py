@@ -31,16 +31,21 @@ from evalward._pipeline.options import (
 )
 from evalward.errors import InfrastructureError, UsageError
 from evalward.gc_tuning import end_start_up
+from evalward.judging.judge_config import FALLBACK_CACHE_URL, JudgeConfig
+from evalward.metrics.aggregate import RunFold
 from evalward.model import CaseResult, CaseSummary, EvalSet, RunResult
 from evalward.model.records import iter_record_keys
 from evalward.redact import redact_encoded_model
+from evalward.runners import make_agent
+from evalward.runners.agent_contract import AgentStartError
+from evalward.runners.executor import ExecutorOptions, RateLimiter, execute, plan_work
 from evalward.spill import RankedKeys, RecordLog, encode_record
 
 if TYPE_CHECKING:
     from evalward._pipeline.options import PreparedRun
     from evalward.judging.judged_case import Judging
     from evalward.runners.agent_contract import Agent
-    from evalward.runners.executor import CaseRun, RateLimiter
+    from evalward.runners.executor import CaseRun
     from evalward.runners.user_simulator import UserSimulator
     from evalward.store import Store
     from evalward.store.writer_process import HistoryProcess
@@ -142,11 +147,6 @@ async def run_prepared(
     With `resume_run_id`, only the case × repetitions the stored run lacks are run, and the result is the
     whole run (stored plus new). A KeyboardInterrupt/cancel ends the run as `cancelled`, keeping what finished.
     """
-    from evalward.metrics.aggregate import RunFold
-    from evalward.runners import make_agent
-    from evalward.runners.agent_contract import AgentStartError
-    from evalward.runners.executor import ExecutorOptions, execute, plan_work
-
     options = prepared.options
     if prepared.judges is None:
         prepared.judges = validate_criteria(prepared.sets, options.judge)
@@ -336,10 +336,10 @@ async def start_judging(prepared: PreparedRun, store: Store | HistoryProcess | N
     """
     if not prepared.judges:
         return None
+    # start-up: a run that judges nothing never loads the judge (~15 ms) nor, for its cache, SQLAlchemy (~100 ms).
     from evalward.judging.cache import StoredJudgeCache
-    from evalward.judging.judge_config import FALLBACK_CACHE_URL, JudgeConfig
-    from evalward.judging.judged_case import Judging
-    from evalward.store.judge_replies import JudgeReplies
+    from evalward.judging.judged_case import Judging  # start-up: as above
+    from evalward.store.judge_replies import JudgeReplies  # start-up: as above
 
     config = prepared.options.judge or JudgeConfig()
     replies = store.judge_replies() if store is not None else JudgeReplies.open(config.cache_url or FALLBACK_CACHE_URL)
@@ -359,7 +359,7 @@ def start_simulator(prepared: PreparedRun) -> UserSimulator | None:
 
     if not scenario_sets(prepared.sets):
         return None
-    from evalward.judging.judge_config import JudgeConfig
+    # start-up: the user simulator (and its OpenAI requests) loads only for a run with conversation scenarios.
     from evalward.runners.user_simulator import UserSimulator
 
     options = prepared.options
@@ -425,8 +425,6 @@ def run_pair(
         slots = asyncio.Semaphore(options.concurrency)
         limiter = None
         if options.rate_limit_per_s is not None:
-            from evalward.runners.executor import RateLimiter
-
             limiter = RateLimiter(options.rate_limit_per_s)
         head = run_prepared(prepared, store=store, progress=progress, slots=slots, rate_limiter=limiter)
         if base is None:

@@ -47,6 +47,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from evalward import __version__
+from evalward._gating import gate_run
 from evalward._server.api_bodies import (
     MAX_BASELINE_QUERY_BYTES,
     MAX_VERDICT_BYTES,
@@ -55,10 +57,13 @@ from evalward._server.api_bodies import (
     parse_verdict,
     read_body,
 )
-from evalward._server.boundary import off_loop
+from evalward._server.boundary import error_response, off_loop
 from evalward._server.settings import MAX_UPLOAD_BYTES
 from evalward._server.tokens import bearer_token, repositories_of, token_matches
 from evalward.errors import EvalwardError, GateInputError, InfrastructureError
+from evalward.gate import GatePolicy
+from evalward.remote_history import BaselineAnswer, BaselineQuery, flip_rate_rows
+from evalward.store import search_baseline
 
 READ_COOKIE = "evalward_read"
 MAX_RUN_ID_CHARS = 200
@@ -175,9 +180,6 @@ async def upload_run(request: Request) -> Response:
 
 async def baseline_for_run(request: Request) -> Response:
     """Select the baseline of a stored run as `evalward gate` would, with the git facts sent by the caller."""
-    from evalward.remote_history import BaselineAnswer, flip_rate_rows
-    from evalward.store import search_baseline
-
     state = _state(request)
     if can_read(request):
         caller = Caller(reader=True, repositories=frozenset())
@@ -261,9 +263,6 @@ async def get_run(request: Request) -> Response:
 
 
 def compare_runs(request: Request) -> dict[str, Any]:
-    from evalward._gating import gate_run
-    from evalward.gate import GatePolicy
-
     state = _state(request)
     current = _load_run(request)
     spec = request.query_params.get("baseline", "auto")
@@ -323,8 +322,6 @@ async def openapi(request: Request) -> Response:
 
 async def evalward_error_handler(request: Request, exc: Exception) -> Response:
     """User-facing errors raised below the API: bad input 422, unknown runs 404, infrastructure 503."""
-    from evalward._server.app import error_response
-
     assert isinstance(exc, EvalwardError)
     status = 503 if isinstance(exc, InfrastructureError) else 422
     if isinstance(exc, GateInputError) and "is not in the history database" in str(exc):
@@ -370,9 +367,6 @@ def _param(name: str, where: str = "query", *, required: bool = False, descripti
 
 def openapi_document() -> dict[str, Any]:
     """The OpenAPI 3.1 description of the API (hand-written next to the routes it describes)."""
-    from evalward import __version__
-    from evalward.remote_history import BaselineQuery
-
     read: list[dict[str, list[str]]] = [{"readToken": []}]
     owner_repo = [_param("owner", "path"), _param("repo", "path")]
     limit = _param("limit", description=f"1..{MAX_LIMIT}, default 50")

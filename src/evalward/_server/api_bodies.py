@@ -10,18 +10,18 @@ call them through `boundary.off_loop`, so a large body is parsed in a worker thr
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 
-from evalward._server.boundary import MIB, BodyTimeout, PayloadTooLarge, read_body_capped
+from evalward._server.boundary import MIB, BadRequest, BodyTimeout, PayloadTooLarge, load_json, read_body_capped
 from evalward.errors import EvalFileError, GateInputError, UsageError
-
-if TYPE_CHECKING:
-    from evalward.model import RunResult
-    from evalward.model.verdict import Verdict
-    from evalward.remote_history import BaselineQuery
+from evalward.model import SCHEMA_VERSION, RunResult
+from evalward.model.results import PER_CASE_FIELDS, CaseResult, CaseSummary
+from evalward.model.verdict import Verdict
+from evalward.remote_history import BaselineQuery
+from evalward.run_json import load_run_json
 
 MAX_VERDICT_BYTES = 16 * MIB
 MAX_BASELINE_QUERY_BYTES = 1 * MIB
@@ -41,8 +41,6 @@ async def read_body(request: Request, limit: int, what: str) -> bytes:
 def checked_json(body: bytes | str) -> None:
     """400 for a body that is not JSON, nests deeper than the boundary allows or holds a NUL character
     (`boundary.load_json`): each would otherwise fail later, in the parser's recursion or the database."""
-    from evalward._server.boundary import BadRequest, load_json
-
     try:
         load_json(body, where="the request body")
     except BadRequest as exc:
@@ -53,9 +51,6 @@ def parse_run(body: bytes) -> RunResult:
     """The uploaded run, parsed once and validated a case at a time (`_validated_in_parts`): pydantic holds the
     GIL for a whole `model_validate`, so one call over a 60 MiB run would stall the event loop for seconds even
     from a worker thread. A run that does not validate so is read again by `load_run_json` for its message."""
-    from evalward._server.boundary import BadRequest, load_json
-    from evalward.run_json import load_run_json
-
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
@@ -78,9 +73,6 @@ def _validated_in_parts(value: Any) -> RunResult | None:
     between entries); None when anything does not validate, or the schema version is not one this reads."""
     from pydantic import ValidationError
 
-    from evalward.model import SCHEMA_VERSION, RunResult
-    from evalward.model.results import PER_CASE_FIELDS, CaseResult, CaseSummary
-
     if not isinstance(value, dict):
         return None
     version = value.get("schema_version")
@@ -101,8 +93,6 @@ def _validated_in_parts(value: Any) -> RunResult | None:
 def parse_baseline_query(body: bytes) -> BaselineQuery:
     from pydantic import ValidationError
 
-    from evalward.remote_history import BaselineQuery
-
     checked_json(body or b"{}")
     try:
         return BaselineQuery.model_validate_json(body or b"{}")
@@ -114,8 +104,6 @@ def parse_baseline_query(body: bytes) -> BaselineQuery:
 
 def parse_verdict(body: bytes) -> Verdict:
     from pydantic import ValidationError
-
-    from evalward.model.verdict import Verdict
 
     checked_json(body)
     try:

@@ -40,6 +40,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
+from evalward._server.api import api_routes, evalward_error_handler
 from evalward._server.boundary import (
     KIB,
     BadRequest,
@@ -50,14 +51,22 @@ from evalward._server.boundary import (
     check_action,
     check_delivery_id,
     check_event_name,
+    error_response,
     load_json,
     off_loop,
     read_body_capped,
 )
+from evalward._server.case_page import case_routes
+from evalward._server.compare_page import compare_routes
+from evalward._server.dashboard import dashboard_routes, error_page, static_mount
 from evalward._server.metrics import ServerMetrics, gauge_lines, webhook_event_label
+from evalward._server.pr_page import pr_routes
+from evalward._server.redeliver import start_redelivery
 from evalward._server.settings import ServerSettings
 from evalward._server.tokens import bearer_token, token_matches
 from evalward._server.webhooks import WebhookPlan, plan_delivery, verify_signature, well_formed_signature
+from evalward.errors import EvalwardError
+from evalward.github.events import EventPayloadError
 from evalward.store.job_queue import Enqueued, JobQueue, ValueRefused
 from evalward.store.job_supersede import CLOSED, SUPERSEDED
 
@@ -85,11 +94,6 @@ class ServerState:
 def state_of(request: Request) -> ServerState:
     state: ServerState = request.app.state.server
     return state
-
-
-def error_response(status: int, message: str, **extra: Any) -> JSONResponse:
-    """Every error the server answers: `{"error": {"status": …, "message": …}}`."""
-    return JSONResponse({"error": {"status": status, "message": message, **extra}}, status_code=status)
 
 
 LOGIN_BODY_LIMIT = 16 * KIB
@@ -168,8 +172,6 @@ def _plan_of(
 ) -> tuple[dict[str, Any], WebhookPlan]:
     """The verified body parsed and planned: (payload, plan); `_Refused` (a 400) for a body that is not a
     well-formed delivery. Pure CPU work, run in a worker thread for large bodies."""
-    from evalward.github.events import EventPayloadError
-
     try:
         payload = _payload_of(body, content_type)
     except BadRequest as exc:
@@ -336,7 +338,6 @@ async def _http_error(request: Request, exc: Exception) -> Response:
         "accept", ""
     ):
         return error_response(exc.status_code, str(exc.detail))
-    from evalward._server.dashboard import error_page
 
     return error_page(request, exc.status_code, str(exc.detail))
 
@@ -364,18 +365,12 @@ def create_app(
 
     Start-up redelivery (`redeliver.py`) runs in a thread when the settings ask for it; `transport_factory`
     gives its GitHub client an httpx transport (tests)."""
-    from evalward._server.api import api_routes, evalward_error_handler
-    from evalward._server.dashboard import dashboard_routes, static_mount
-    from evalward.errors import EvalwardError
-
     state = ServerState(
         settings=settings, store=store, queue=JobQueue(store.engine, max_attempts=settings.max_attempts)
     )
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        from evalward._server.redeliver import start_redelivery
-
         if pool_factory is not None:
             state.pool = pool_factory(state)
             state.pool.start()
@@ -396,6 +391,9 @@ def create_app(
         Route("/metrics", metrics_endpoint, methods=["GET"]),
         *api_routes(),
         *dashboard_routes(),
+        *case_routes(),
+        *compare_routes(),
+        *pr_routes(),
         static_mount(),
     ]
     app = Starlette(

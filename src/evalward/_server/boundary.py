@@ -34,12 +34,19 @@ from urllib.parse import parse_qsl
 import anyio
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
+from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 if TYPE_CHECKING:
     from starlette.requests import Request
 
 from evalward.errors import CONTROL_CHARACTER
+
+
+def error_response(status: int, message: str, **extra: Any) -> JSONResponse:
+    """Every error the server answers: `{"error": {"status": …, "message": …}}`."""
+    return JSONResponse({"error": {"status": status, "message": message, **extra}}, status_code=status)
+
 
 MAX_JSON_DEPTH = 100
 """Nesting of arrays and objects a request body may have."""
@@ -140,8 +147,6 @@ class RequestLineGuard:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            from evalward._server.app import error_response
-
             size = len(scope.get("raw_path", b"")) + len(scope.get("query_string", b""))
             size += sum(len(name) + len(value) + 4 for name, value in scope.get("headers", []))
             if self.max_header_bytes is not None and size > self.max_header_bytes:
@@ -351,8 +356,6 @@ class BodyGuard:
             await send(message)
 
         if limit is not None and declared is not None and declared > limit:
-            from evalward._server.app import error_response
-
             await error_response(413, too_large_message(what, limit))(scope, receive, guarded_send)
             return
         await self.app(scope, guarded_receive, guarded_send)

@@ -20,14 +20,15 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from evalward._server.charts import case_chart
+from evalward._server.dashboard import base_branch_of, case_view, read_gate, render_page, server_state
+from evalward._server.streaks import changes_and_flips
 from evalward.report.case_changes import gated_metrics
+from evalward.store import case_views
 from evalward.store.case_views import CaseRunPoint
 
 if TYPE_CHECKING:
     from starlette.routing import Route
 
-SUSTAINED_RUNS = 2
-"""Consecutive failing runs, after a passing one, that make a sustained change rather than one bad run."""
 RECENT_RESULTS = 3
 """Newest runs whose results (trajectory diffs, responses) the page shows."""
 WINDOW_RUNS = 50
@@ -56,30 +57,6 @@ class CaseStory:
     @property
     def flip_rate(self) -> float | None:
         return None if not self.pairs else self.flips / self.pairs
-
-
-def changes_and_flips(outcomes: list[bool]) -> tuple[list[tuple[int, int]], int, int]:
-    """(sustained failing streaks as (first, last) indexes, flips, pairs) of `outcomes` (oldest first): a streak
-    is `SUSTAINED_RUNS` or more failing runs in a row after a passing one; the transitions into and out of a
-    streak are changes, not flips, and count in neither `flips` nor `pairs`. Example: P F P P F F F P →
-    streak (4, 6); flips 2 (P→F, F→P at 1) of 5 pairs (7 pairs less the 2 changes)."""
-    streaks: list[tuple[int, int]] = []
-    index = 0
-    while index < len(outcomes):
-        end = index
-        while end + 1 < len(outcomes) and outcomes[end + 1] == outcomes[index]:
-            end += 1
-        if not outcomes[index] and index > 0 and end - index + 1 >= SUSTAINED_RUNS:
-            streaks.append((index, end))
-        index = end + 1
-    changes = {first for first, _ in streaks} | {last + 1 for _, last in streaks if last + 1 < len(outcomes)}
-    flips = pairs = 0
-    for at in range(1, len(outcomes)):  # the pair (at - 1, at)
-        if at in changes:
-            continue
-        pairs += 1
-        flips += outcomes[at] != outcomes[at - 1]
-    return streaks, flips, pairs
 
 
 def tell(points: list[CaseRunPoint], branch: str) -> CaseStory:
@@ -130,9 +107,6 @@ def _short(commit: str | None) -> str:
 
 
 async def case_page(request: Request) -> Response:
-    from evalward._server.dashboard import base_branch_of, case_view, read_gate, render_page, server_state
-    from evalward.store import case_views
-
     if (redirect := read_gate(request)) is not None:
         return redirect
     state = server_state(request)

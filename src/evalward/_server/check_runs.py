@@ -26,6 +26,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from evalward._server.worker import JobContext, RetryableJobError
+from evalward.errors import EvalwardError
+from evalward.github.checks import find_check_runs, post_check_run, start_check_run
+from evalward.github.client import GitHubError, GitHubPermissionError
+from evalward.store.job_queue import LEASE_EXPIRED
 
 if TYPE_CHECKING:
     from evalward._server.github_access import GitHubAccess
@@ -63,9 +67,6 @@ class CheckRuns:
     ) -> int | None:
         """Complete `check_run_id`, or create a completed check run (`external_id` recognises a retried create);
         None when there is no GitHub access (no App configured)."""
-        from evalward.github.checks import post_check_run
-        from evalward.github.client import GitHubError, GitHubPermissionError
-
         token = token or self.github.token(p.get("installation_id"))
         if token is None:
             return None
@@ -91,9 +92,6 @@ class CheckRuns:
 
     def _start_check(self, ctx: JobContext, p: Mapping[str, Any], token: str | None) -> int | None:
         """The job's check run, now `in_progress` (None without GitHub access)."""
-        from evalward.github.checks import start_check_run
-        from evalward.github.client import GitHubError, GitHubPermissionError
-
         if token is None:
             return None
         sha = str(p["head_sha"])
@@ -152,8 +150,6 @@ class CheckRuns:
     ) -> None:
         """Complete the job's check run unless someone already has (the claim in the job row); when GitHub
         refuses, give the claim back for the sweeper."""
-        from evalward.github.client import GitHubError
-
         if check_id is None or not self.queue.claim_check_run_close(job_id):
             return
         try:
@@ -188,8 +184,6 @@ class CheckRuns:
 
     def _final_words(self, row: OpenCheckRun) -> tuple[str, str, str]:
         """(conclusion, title, summary) for a check run whose job ended as `row` says."""
-        from evalward.store.job_queue import LEASE_EXPIRED
-
         error = (row.last_error or "").strip()
         if row.status == "cancelled":
             return "cancelled", "Cancelled", f"This run was cancelled: {error or 'cancelled'}."
@@ -205,10 +199,6 @@ class CheckRuns:
 
     def _close_swept(self, row: OpenCheckRun) -> int | None:
         """Complete one left-open check run: 1 when done, 0 when there was nothing to do, None to retry later."""
-        from evalward.errors import EvalwardError
-        from evalward.github.checks import find_check_runs, post_check_run
-        from evalward.github.client import GitHubError, GitHubPermissionError
-
         if row.status == "done":  # its handler completed it with the verdict; only the note was missed
             self.queue.check_run_closed(row.job_id)
             return 0

@@ -17,6 +17,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
+from evalward._server.dashboard import one_page, page_number, query_link, read_gate, render_page, server_state
 from evalward.report.case_changes import (
     CLASSES,
     FILTERS,
@@ -28,6 +29,7 @@ from evalward.report.case_changes import (
     response_diffs,
     select_rows,
 )
+from evalward.store import case_views
 
 if TYPE_CHECKING:
     from starlette.routing import Route
@@ -37,9 +39,6 @@ ROWS_PER_PAGE = 100
 
 
 async def compare_page(request: Request) -> Response:
-    from evalward._server.dashboard import one_page, page_number, query_link, read_gate, render_page, server_state
-    from evalward.store import case_views
-
     if (redirect := read_gate(request)) is not None:
         return redirect
     state = server_state(request)

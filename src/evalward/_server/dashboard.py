@@ -5,7 +5,7 @@ Pages:
 - `/repos/{owner}/{repo}`: runs, a trend chart per metric over the base branch's complete runs (line = the
   run's mean, shaded band = its 95% interval, so the band a PR is judged against is visible), and per-case
   flakiness on the base branch (flip rate = flips / consecutive pairs of runs, a sustained regression and its
-  fix not counted: `case_page.changes_and_flips`), cases that flipped only;
+  fix not counted: `streaks.changes_and_flips`), cases that flipped only;
 - `/runs/{run_id}`: the verdict against the automatic baseline, metrics with intervals, and per case the
   trajectory diff (expected vs actual tool calls) of every turn, linked to the case's page;
 - `/repos/{owner}/{repo}/cases/{eval_set}/{case}`: the case on the base branch, run by run (`case_page`);
@@ -37,8 +37,16 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from evalward._gating import gate_run
 from evalward._server.api import READ_COOKIE, can_read
+from evalward._server.charts import cost_chart, share_chart, trend_chart
+from evalward._server.streaks import changes_and_flips
+from evalward._server.tokens import token_matches
+from evalward.gate import GatePolicy
+from evalward.report.diff import diff_text, steps_diff, trajectory_diff
 from evalward.report.formatting import percent
+from evalward.report.templating import environment
+from evalward.store import case_views, history
 
 if TYPE_CHECKING:
     from starlette.templating import Jinja2Templates
@@ -52,8 +60,6 @@ CONTENT_SECURITY_POLICY = "default-src 'self'; style-src 'self'"
 def templates() -> Jinja2Templates:
     """Starlette's template renderer over the one shared environment (built on the first page)."""
     from starlette.templating import Jinja2Templates
-
-    from evalward.report.templating import environment
 
     return Jinja2Templates(env=environment())
 
@@ -148,7 +154,6 @@ def server_state(request: Request) -> Any:
 async def home(request: Request) -> Response:
     if (redirect := read_gate(request)) is not None:
         return redirect
-    from evalward.store import history
 
     state = server_state(request)
 
@@ -166,8 +171,6 @@ async def home(request: Request) -> Response:
 async def repo_page(request: Request) -> Response:
     if (redirect := read_gate(request)) is not None:
         return redirect
-    from evalward._server.case_page import changes_and_flips
-    from evalward.store import history
 
     state = server_state(request)
     repo = f"{request.path_params['owner']}/{request.path_params['repo']}"
@@ -175,15 +178,13 @@ async def repo_page(request: Request) -> Response:
     query = request.query_params.get("q", "").strip()[:100]
 
     def load() -> dict[str, Any]:
-        from evalward._server.charts import cost_chart, share_chart, trend_chart
-
         runs = state.store.list_runs(repository=repo, limit=100)
         if not runs and repo not in history.repositories(state.store):
             raise HTTPException(404, f"no runs or jobs for repository {repo}")
         branch = request.query_params.get("branch") or _base_branch(state, runs)
         trend = history.metric_trend(state.store, repo, branch)
         flaky = []
-        # Only cases that flipped, a regression and its fix not counted as flips (`case_page.changes_and_flips`).
+        # Only cases that flipped, a regression and its fix not counted as flips (`streaks.changes_and_flips`).
         for (set_id, case_id), outcomes in history.case_outcomes(state.store, repo, branch).items():
             _streaks, flips, pairs = changes_and_flips(outcomes)
             if flips:
@@ -265,7 +266,6 @@ RECOMPUTE_MAX_RESULTS = 1000
 async def run_page(request: Request) -> Response:
     if (redirect := read_gate(request)) is not None:
         return redirect
-    from evalward.store import case_views
 
     state = server_state(request)
     run_id = request.path_params["run_id"]
@@ -320,9 +320,6 @@ async def run_page(request: Request) -> Response:
 def _verdict_of(store: Any, run: Any, results: int) -> tuple[Any, str]:
     """The verdict a gate recorded for `run` (the newest), else one recomputed with the default policy for a run of
     at most RECOMPUTE_MAX_RESULTS results, else none (the page says how to get one)."""
-    from evalward._gating import gate_run
-    from evalward.gate import GatePolicy
-
     recorded = store.recorded_verdicts(run.run_id, limit=1)
     if recorded:
         # The verdict the pull request actually got, with the repository's own policy.
@@ -353,8 +350,6 @@ class CaseView:
 
 
 def case_view(case: Any) -> CaseView:
-    from evalward.report.diff import diff_text, steps_diff, trajectory_diff
-
     turns = []
     for turn in case.invocations:
         if turn.expected_tool_calls is not None:
@@ -382,8 +377,6 @@ async def jobs_page(request: Request) -> Response:
 
 
 async def login(request: Request) -> Response:
-    from evalward._server.tokens import token_matches
-
     next_path = request.query_params.get("next", "/")
     if not next_path.startswith("/") or next_path.startswith("//"):
         next_path = "/"  # only local redirects
@@ -403,17 +396,10 @@ async def login(request: Request) -> Response:
 
 
 def dashboard_routes() -> list[Route]:
-    from evalward._server.case_page import case_routes
-    from evalward._server.compare_page import compare_routes
-    from evalward._server.pr_page import pr_routes
-
     return [
         Route("/", home, methods=["GET"]),
         Route("/repos/{owner}/{repo}", repo_page, methods=["GET"]),
         Route("/runs/{run_id}", run_page, methods=["GET"]),
-        *case_routes(),
-        *compare_routes(),
-        *pr_routes(),
         Route("/jobs", jobs_page, methods=["GET"]),
         Route("/login", login, methods=["GET", "POST"]),
     ]

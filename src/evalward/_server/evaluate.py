@@ -45,6 +45,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evalward._ci.exit_code import ALL_FAIL_CLASSES, decide_exit
+from evalward._ci.render import render_outcome
+from evalward._gating import base_side as bs
+from evalward._gating import gate_run, load_policy, plan_baseline
 from evalward._options.option import command_line, option_fields
 from evalward._options.run_values import RunValues
 from evalward._server import sandbox as sandboxes
@@ -53,6 +57,12 @@ from evalward._server.github_access import GitHubAccess
 from evalward._server.settings import ServerSettings
 from evalward._server.worker import Handler, JobAborted, JobContext, JobHeld, JobRefused, RetryableJobError
 from evalward._server.workspace import checkout, job_folder, job_folders, run_evals
+from evalward.config import find_config, load_config
+from evalward.errors import EvalwardError
+from evalward.github.client import WRITE_PERMISSIONS, GitHubError, GitHubPermissionError
+from evalward.github.publish import Target, publish
+from evalward.report.escape import md_code_block
+from evalward.report.markdown import render_run_markdown
 
 if TYPE_CHECKING:
     from evalward._gating import GateOutcome
@@ -122,8 +132,6 @@ class Handlers(CheckRuns):
         """Take the run label off a PR whose head moved since it was added (`stale_run_label`), so that the
         label on a PR always means "this head is approved" and adding it again is how to approve the new one.
         Returns a sentence for the check run ("" when there was nothing to remove or no GitHub access)."""
-        from evalward.github.client import GitHubError
-
         label, number = p.get("stale_run_label"), p.get("pr_number")
         if not label or not isinstance(number, int):
             return ""
@@ -146,8 +154,6 @@ class Handlers(CheckRuns):
 
     def _confirm_write_access(self, ctx: JobContext, p: Mapping[str, Any], token: str | None) -> None:
         """Return when the job may run; else post a neutral check run saying why and raise `JobHeld`."""
-        from evalward.github.client import WRITE_PERMISSIONS, GitHubError
-
         who = p.get("verify_write_access")
         if who is None:
             return
@@ -194,8 +200,6 @@ class Handlers(CheckRuns):
     # -- evaluate
 
     def evaluate(self, ctx: JobContext) -> dict[str, Any]:
-        from evalward.errors import EvalwardError
-
         p = dict(ctx.job.payload)
         repo, sha = str(p["repo"]), str(p["head_sha"])
         if p.get("pr_number") is None and p.get("mode") != "baseline":
@@ -269,9 +273,6 @@ class Handlers(CheckRuns):
     def _evaluate(
         self, ctx: JobContext, p: dict[str, Any], token: str | None, check_id: int | None, sandbox: Sandbox
     ) -> dict[str, Any]:
-        from evalward.config import find_config, load_config
-        from evalward.errors import EvalwardError
-
         repo, sha = str(p["repo"]), str(p["head_sha"])
         workdir = job_folder(self.settings, ctx.job.id, ctx.job.attempt)
         try:
@@ -338,9 +339,6 @@ class Handlers(CheckRuns):
         `evalward run` runs its agent there on the PR's eval files (absolute paths, the PR's criteria), and the
         run is stored at the merge-base for the gate to find. Sequential here (each run is a sandboxed process of
         its own); any failure leaves the gate without that baseline, which it reports."""
-        from evalward._gating import base_side as bs
-        from evalward._gating import plan_baseline
-
         base_branch = p.get("base_ref") or settings.base_branch
         plan = plan_baseline(
             self.store,
@@ -396,12 +394,8 @@ class Handlers(CheckRuns):
         repo_dir: Path,
         check_id: int | None = None,
     ) -> dict[str, Any]:
-        from evalward._gating import gate_run, load_policy
-
         details = f"{self.settings.base_url.rstrip('/')}/runs/{run.run_id}" if self.settings.base_url else None
         if p.get("mode") == "baseline" and not self._previous_push_stored(run):
-            from evalward.report.markdown import render_run_markdown
-
             conclusion = "success" if run.passed else "failure"
             markdown = render_run_markdown(run, title=self.settings.check_name, details_url=details)
             title = f"Baseline run {'passed' if run.passed else 'failed'}"
@@ -448,11 +442,6 @@ class Handlers(CheckRuns):
         """The verdict posted as the Action posts it (`_ci.render` + `github.publish`): the job's check run
         completed by id, and the sticky comment `<!-- evalward:{check_name}/{suite} -->` on a PR. Every blocking
         finding fails the check (`ALL_FAIL_CLASSES`). GitHub failures retry the job."""
-        from evalward._ci.exit_code import ALL_FAIL_CLASSES, decide_exit
-        from evalward._ci.render import render_outcome
-        from evalward.github.client import GitHubError, GitHubPermissionError
-        from evalward.github.publish import Target, publish
-
         decision = decide_exit(outcome.verdict, ALL_FAIL_CLASSES)
         if token is None:
             return Published(conclusion=decision.conclusion)
@@ -513,8 +502,6 @@ class Handlers(CheckRuns):
         conclusion: str = "failure",
         check_id: int | None = None,
     ) -> dict[str, Any]:
-        from evalward.report.escape import md_code_block
-
         summary = message + (f"\n\n{md_code_block(stderr)}" if stderr else "")
         check = self._post_check(p, conclusion, title, summary, token=token, check_run_id=check_id)
         return {"conclusion": conclusion, "problem": message[:500], "check_run": check}

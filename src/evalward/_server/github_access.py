@@ -7,12 +7,12 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from evalward._server.logs import REDACTOR
 from evalward._server.settings import ServerSettings
-
-if TYPE_CHECKING:
-    from evalward.github.client import GitHubClient
+from evalward.github.app_auth import InstallationTokenCache, app_jwt
+from evalward.github.client import GitHubClient
 
 
 @dataclass
@@ -30,8 +30,6 @@ class GitHubAccess:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def _client(self, token: str | None) -> GitHubClient:
-        from evalward.github.client import GitHubClient
-
         transport = self.transport_factory() if self.transport_factory else None
         options: dict[str, Any] = {"max_retries": 3, **self.client_options}
         return GitHubClient(token, api_url=self.settings.github_api_url, transport=transport, **options)
@@ -57,8 +55,6 @@ class GitHubAccess:
         """An installation token, or None when the App is not configured or the job names no installation."""
         if not self.settings.app_configured or installation_id is None:
             return None
-        from evalward._server.logs import REDACTOR
-        from evalward.github.app_auth import InstallationTokenCache
 
         with self._lock:
             if self._cache is None:
@@ -75,8 +71,6 @@ class GitHubAccess:
             return None
         with self._lock:
             if self._bot_login is None:
-                from evalward.github.app_auth import app_jwt
-
                 jwt = app_jwt(str(self.settings.github_app_id), self.settings.private_key_pem() or "")
                 with self._client(None) as client:
                     self._bot_login = client.get_authenticated_app_login(jwt)

@@ -16,7 +16,9 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
+from evalward._server.dashboard import case_view, read_gate, render_page, server_state
 from evalward.identifiers import is_pr_number
+from evalward.store import case_views
 
 if TYPE_CHECKING:
     from starlette.routing import Route
@@ -43,9 +45,6 @@ class Push:
 
 
 async def pr_page(request: Request) -> Response:
-    from evalward._server.dashboard import case_view, read_gate, render_page, server_state
-    from evalward.store import case_views
-
     if (redirect := read_gate(request)) is not None:
         return redirect
     state = server_state(request)

@@ -28,9 +28,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from evalward._server.logs import REDACTOR
+from evalward.github.app_auth import app_jwt
+from evalward.github.client import GitHubClient, GitHubError
+
 if TYPE_CHECKING:
     from evalward._server.settings import ServerSettings
-    from evalward.github.client import GitHubClient
     from evalward.store.job_queue import JobQueue
 
 log = logging.getLogger("evalward._server.redeliver")
@@ -104,8 +107,6 @@ def redeliver_failed(
     stop: threading.Event | None = None,
 ) -> RedeliveryReport:
     """One pass of steps 2–4 of the module docstring; `recorded(guids)` answers which GUIDs the database has."""
-    from evalward.github.client import GitHubError
-
     report = RedeliveryReport()
     moment = now or datetime.now(UTC)
     failed = failed_deliveries(client.list_app_hook_deliveries(jwt), now=moment, report=report)
@@ -139,10 +140,6 @@ def start_redelivery(
     stop = threading.Event()
 
     def run() -> None:
-        from evalward._server.logs import REDACTOR
-        from evalward.github.app_auth import app_jwt
-        from evalward.github.client import GitHubClient
-
         if stop.wait(settings.redeliver_delay_s):
             return
         started = time.monotonic()

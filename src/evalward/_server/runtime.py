@@ -5,17 +5,19 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from evalward._server.evaluate import Handlers
+from evalward._server.github_access import GitHubAccess
 from evalward._server.settings import ServerSettings
+from evalward._server.worker import WorkerOptions, WorkerPool
+from evalward.store import open_store
+from evalward.store.job_queue import JobQueue
 
 if TYPE_CHECKING:
     from evalward._server.metrics import ServerMetrics
-    from evalward._server.worker import WorkerPool
     from evalward.store import Store
 
 
 def build_store(settings: ServerSettings) -> Store:
-    from evalward.store import open_store
-
     return open_store(settings.db)
 
 
@@ -30,11 +32,6 @@ def build_pool(
     """`settings.workers` worker threads running the production handlers, and their housekeeping between jobs
     (`Handlers.maintenance`: closing check runs of jobs that ended without their worker, removing stale job
     folders). `github_options`: extra `GitHubClient` arguments, e.g. a recording `sleep` in tests."""
-    from evalward._server.evaluate import Handlers
-    from evalward._server.github_access import GitHubAccess
-    from evalward._server.worker import WorkerOptions, WorkerPool
-    from evalward.store.job_queue import JobQueue
-
     queue = JobQueue(store.engine, max_attempts=settings.max_attempts)
     handlers = Handlers(
         settings,

@@ -207,25 +207,6 @@ def _covered(hidden: Sequence[str], shown: Sequence[str]) -> list[str]:
     return kept
 
 
-def hidden_paths(settings: ServerSettings) -> list[str]:
-    """The daemon's own files and folders repository code must never read: the App's key file, the database
-    file (with SQLite's journal, WAL and shared-memory files), the server file, the daemon's home, the work
-    folder (other jobs' checkouts)."""
-    from evalward.store.engine import resolve_db_url, sqlite_path
-
-    paths: list[str] = []
-    if settings.github_private_key_file:
-        paths.append(settings.github_private_key_file)
-    database = sqlite_path(resolve_db_url(settings.db))
-    if database is not None:
-        paths += [str(database)] + [f"{database}{suffix}" for suffix in ("-journal", "-wal", "-shm")]
-    if os.environ.get("EVALWARD_SERVER_CONFIG"):
-        paths.append(os.environ["EVALWARD_SERVER_CONFIG"])
-    paths.append(str(Path.home()))
-    paths.append(settings.work_dir)
-    return [str(Path(p).absolute()) for p in paths]
-
-
 def _python_paths(executable: str) -> tuple[str, ...]:
     """What a fresh `executable` imports from: its prefixes and its `sys.path` (site-packages, `.pth` entries
     such as an editable install's source folder), as it starts with the eval subprocess's environment."""
@@ -293,7 +274,7 @@ def resolve(settings: ServerSettings) -> Sandbox:
         bwrap=bwrap,
         network=settings.sandbox_network,
         read_paths=read,
-        hidden=tuple(hidden_paths(settings)),
+        hidden=tuple(settings.private_paths()),
         tmp_mb=settings.job_memory_mb,
         features=features,
     )

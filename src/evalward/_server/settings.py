@@ -32,7 +32,9 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
+from evalward._server.tokens import check_hash
 from evalward.errors import EvalFileError, FileProblem, UsageError
+from evalward.store.engine import resolve_db_url, sqlite_path
 
 Role = Literal["web", "worker", "all"]
 
@@ -166,15 +168,11 @@ class ServerSettings(BaseModel):
     @field_validator("read_token_hashes", "metrics_token_hashes")
     @classmethod
     def _hashes(cls, value: list[str]) -> list[str]:
-        from evalward._server.tokens import check_hash
-
         return [check_hash(v) for v in value]
 
     @field_validator("upload_token_hashes")
     @classmethod
     def _upload_hashes(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
-        from evalward._server.tokens import check_hash
-
         return {repo: [check_hash(v) for v in hashes] for repo, hashes in value.items()}
 
     @field_validator("sandbox_read_paths", mode="before")
@@ -206,6 +204,22 @@ class ServerSettings(BaseModel):
                     f"github_private_key_file {self.github_private_key_file!r}: cannot read: {exc.strerror}"
                 ) from exc
         return None
+
+    def private_paths(self) -> list[str]:
+        """The daemon's own files and folders repository code must never read (the sandbox hides them): the App's
+        key file, the database file (with SQLite's journal, WAL and shared-memory files), the server file, the
+        daemon's home, the work folder (other jobs' checkouts)."""
+        paths: list[str] = []
+        if self.github_private_key_file:
+            paths.append(self.github_private_key_file)
+        database = sqlite_path(resolve_db_url(self.db))
+        if database is not None:
+            paths += [str(database)] + [f"{database}{suffix}" for suffix in ("-journal", "-wal", "-shm")]
+        if os.environ.get("EVALWARD_SERVER_CONFIG"):
+            paths.append(os.environ["EVALWARD_SERVER_CONFIG"])
+        paths.append(str(Path.home()))
+        paths.append(self.work_dir)
+        return [str(Path(p).absolute()) for p in paths]
 
     @property
     def app_configured(self) -> bool:

@@ -26,8 +26,10 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from evalward._server.sandbox import Sandbox, launcher_command
-from evalward._server.settings import ServerSettings
+from evalward._server.settings import ServerSettings, check_clone_url
 from evalward._server.worker import JobAborted, JobContext, RetryableJobError
+from evalward.identifiers import check_repo_full_name, check_sha
+from evalward.run_json import load_run_json
 
 if TYPE_CHECKING:
     from evalward.model import RunResult
@@ -133,8 +135,6 @@ def checkout(
     database between there and here, so the SHA and repository name are checked again right before git sees
     them, and every positional argument follows `--end-of-options`: nothing can be read as an option.
     With `ctx`, an abort of the job kills the git command that is running (`supervise`)."""
-    from evalward.identifiers import check_repo_full_name, check_sha
-
     check_sha(sha, "job payload head_sha")
     check_repo_full_name(repo, "job payload repo")
     url = clone_url(settings, repo)
@@ -150,8 +150,6 @@ def checkout(
 
 def clone_url(settings: ServerSettings, repo: str) -> str:
     """The URL the worker clones `repo` from, checked again as the settings were (ValueError when refused)."""
-    from evalward._server.settings import check_clone_url
-
     url = settings.clone_url_template.format(repo=repo)
     return check_clone_url(url, api_url=settings.github_api_url, allow_file=settings.allow_file_clone_urls)
 
@@ -179,8 +177,6 @@ def run_evals(
 ) -> EvalProcess:
     """`evalward run ARGS --json FILE` in `repo_dir` in `sandbox`, which lets it write to `workdir` and `writable`
     only (bubblewrap); see the module docstring."""
-    from evalward.run_json import load_run_json
-
     out = workdir / "run.json"
     stderr_path = workdir / "stderr.txt"
     command = [sys.executable, "-m", "evalward", "run", *args, "--json", str(out), "--no-history", "--quiet"]

@@ -19,6 +19,9 @@ from typing import Any, Literal
 
 from evalward.convert.adk_writer import to_adk
 from evalward.convert.native_writer import NativeSyntax, dump_native, to_native
+from evalward.convert.pydantic_evals_writer import dump_pydantic_evals, to_pydantic_evals
+from evalward.loaders import load_paths
+from evalward.metrics.registry import known_metric_names
 from evalward.model import EvalSet
 
 TargetFormat = Literal["adk", "native", "pydantic_evals"]
@@ -49,8 +52,6 @@ def convert_eval_set(
     """`eval_set` written as `to` (native and pydantic-evals as `syntax`); `custom_evaluator_types` are the
     evaluator classes a pydantic-evals Dataset may name (`pkg.module:Class`)."""
     if to == "pydantic_evals":
-        from evalward.convert.pydantic_evals_writer import dump_pydantic_evals, to_pydantic_evals
-
         dataset, lost, notes = to_pydantic_evals(eval_set, custom_evaluator_types)
         return Conversion(
             eval_set_id=eval_set.eval_set_id, text=dump_pydantic_evals(dataset, syntax), unexpressed=lost, notes=notes
@@ -76,9 +77,6 @@ def convert_file(
     custom_evaluator_types: Sequence[str] = (),
 ) -> list[Conversion]:
     """Every eval set in `path` (a file or directory) converted; criteria resolved as `evalward run` does."""
-    from evalward.loaders import load_paths
-    from evalward.metrics.registry import known_metric_names
-
     loaded = load_paths(
         [path],
         known_metrics=known_metric_names(),

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from evalward.loaders.test_config import ADK_CRITERIA, EFFICIENCY_CRITERIA
 from evalward.model import EvalCase, EvalSet, Invocation, MetricSpec, ToolCall
 
 ADK_TRAJECTORY_OPTIONS = ("match_type", "ignore_args")
@@ -151,8 +152,6 @@ def adk_criterion(spec: MetricSpec) -> Any:
 
 def adk_test_config(eval_set: EvalSet, lost: list[str]) -> dict[str, Any] | None:
     """ADK criteria of the set as a `test_config.json`, None when the set uses ADK's defaults."""
-    from evalward.loaders.test_config import ADK_CRITERIA, EFFICIENCY_CRITERIA
-
     if eval_set.criteria.origin == "adk_defaults":
         return None
     criteria: dict[str, Any] = {}

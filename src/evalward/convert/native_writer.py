@@ -13,17 +13,16 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
+from evalward.loaders.test_config import EFFICIENCY_CRITERIA
+from evalward.metrics.custom import CUSTOM_OPTION, evaluator_args, function_path, is_custom
 from evalward.model import EvalCase, EvalSet, Invocation, MetricSpec, ToolCall
 
 NativeSyntax = Literal["yaml", "json"]
 
 
 def _metric(spec: MetricSpec) -> Any:
-    from evalward.loaders.test_config import EFFICIENCY_CRITERIA
-
     if spec.name in EFFICIENCY_CRITERIA and not spec.options:
         return spec.name
-    from evalward.metrics.custom import CUSTOM_OPTION, evaluator_args, function_path, is_custom
 
     written: dict[str, Any] = {"name": spec.name, "threshold": spec.threshold}
     if is_custom(spec):  # your evaluator, as the native format names one

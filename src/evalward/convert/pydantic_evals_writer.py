@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from evalward.loaders.native import turn_query
 from evalward.loaders.pydantic_evals_dataset import BUILTIN_EVALUATORS, custom_evaluator_names, result_names
 from evalward.metrics.custom import CUSTOM_OPTION, evaluator_args, function_path, is_custom, split_path
 from evalward.model import EvalCase, EvalSet, Invocation, MetricSpec
@@ -211,7 +212,6 @@ class _Writer:
     def inputs(self, turn: Invocation, where: str) -> Any:
         if not turn.inputs:
             return turn.query
-        from evalward.loaders.native import turn_query
 
         if turn.query and turn.query != turn_query(None, turn.inputs):
             self.lost.append(f"{where}the query {turn.query!r} (the inputs object is written; the query comes from it)")

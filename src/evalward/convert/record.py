@@ -25,6 +25,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from evalward.errors import EvalFileError, FileProblem
+from evalward.loaders import detect_format, load_paths
+from evalward.loaders.documents import DocumentError, read_document
+from evalward.loaders.native import default_metrics
 from evalward.model import (
     AgentOutput,
     Criteria,
@@ -91,9 +94,6 @@ def _case_from_line(data: Any, position: int, source: str, number: int) -> EvalC
 
 def read_inputs(path: str | Path, *, eval_set_id: str) -> EvalSet:
     """The cases to record (sources in the module docstring), expectations cleared."""
-    from evalward.loaders import detect_format, load_paths
-    from evalward.loaders.documents import DocumentError, read_document
-
     file = Path(path)
     shown = str(path)
     if not file.is_file():
@@ -157,8 +157,6 @@ def _observed_turn(turn: Invocation, output: AgentOutput, target: RecordFormat) 
 
 def recorded_set(inputs: EvalSet, run: RunResult, *, target: RecordFormat, agent_label: str) -> Recorded:
     """`inputs` with the run's observed outputs as expectations (rules in the module docstring)."""
-    from evalward.loaders.native import default_metrics
-
     by_case = {c.case_id: c for c in run.cases}
     cases: list[EvalCase] = []
     failures: list[str] = []

@@ -31,6 +31,7 @@ from evalward.github.events import (
     parse_push,
 )
 from evalward.redact import redact
+from evalward.report.escape import annotation_message, annotation_property
 
 DEFAULT_API_URL = "https://api.github.com"
 DEFAULT_SERVER_URL = "https://github.com"
@@ -244,8 +245,6 @@ def format_annotation_command(
     title: str | None = None,
 ) -> str:
     """`::level file=…,line=…,endLine=…,title=…::message`, escaped by `report.escape` (actions/toolkit rules)."""
-    from evalward.report.escape import annotation_message, annotation_property
-
     if level not in LOG_LEVELS:
         raise ValueError(f"annotation level must be one of {', '.join(LOG_LEVELS)}, found {level!r}")
     properties = [

@@ -74,6 +74,8 @@ from evalward.metrics.judge.prompts import (
 )
 from evalward.metrics.judge.replies import JudgeReplyError, JudgeVerdict, parse_reply
 from evalward.metrics.judge.spec import JudgeSpec, is_conversation_metric, is_judged, judge_spec
+from evalward.metrics.registry import needs_judge
+from evalward.metrics.scoring import metric_status
 from evalward.metrics.scoring_context import CaseScores
 from evalward.model import AgentOutput, CaseError, EvalCase, Invocation, MetricResult, MetricSpec
 from evalward.model.judge_reply import CachedReply
@@ -356,8 +358,6 @@ class Judging:
         self, judge: ResolvedJudge, case: EvalCase, outputs: Sequence[AgentOutput], threshold: float | None
     ) -> list[MetricResult]:
         """`per_turn_user_simulator_quality_v1` per turn of a played scenario case (module docstring)."""
-        from evalward.metrics.scoring import metric_status
-
         scenario = case.scenario
         assert scenario is not None
         played = [(case.turns[t].query, outputs[t]) for t in range(len(outputs))]
@@ -399,8 +399,6 @@ class Judging:
         return await self._judge_prompt(judge, prompt, None)
 
     async def _judge_prompt(self, judge: ResolvedJudge, prompt: JudgePrompt, threshold: float | None) -> MetricResult:
-        from evalward.metrics.scoring import metric_status
-
         spec = judge.spec
         try:
             asked = await self._samples(judge, prompt, spec.num_samples, lambda text: parse_reply(spec, text))
@@ -446,8 +444,6 @@ class Judging:
         self, judge: ResolvedJudge, expected: Invocation, actual: AgentOutput, threshold: float | None
     ) -> MetricResult | None:
         """`hallucinations_v1` on one turn: mean over its checked responses (`metrics.judge.hallucinations`)."""
-        from evalward.metrics.scoring import metric_status
-
         steps = hallucination_steps(judge.spec, expected, actual)
         if not steps:
             return None
@@ -583,8 +579,6 @@ def _step_details(checked: _CheckedStep) -> dict[str, Any]:
 
 def _judged_criterion(spec: MetricSpec) -> bool:
     """A judged metric, or a step metric whose steps a judge decides (`metrics.registry.needs_judge`)."""
-    from evalward.metrics.registry import needs_judge
-
     return needs_judge(spec)
 
 

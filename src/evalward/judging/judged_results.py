@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from evalward.metrics.judge.replies import JudgeReplyError
+from evalward.metrics.scoring import metric_status
 from evalward.model import MetricResult, MetricSpec
 
 if TYPE_CHECKING:
@@ -41,8 +42,6 @@ def with_verdict(explanation: str, value: float, threshold: float | None) -> str
 def case_result_from_turns(spec: MetricSpec, judge: ResolvedJudge, per_turn: list[MetricResult | None]) -> MetricResult:
     """The case's result from its turns' results (module docstring): the first error, a single turn's own
     result, else the mean over the judged turns."""
-    from evalward.metrics.scoring import metric_status
-
     errored = [r for r in per_turn if r is not None and r.status == "error"]
     if errored:
         return errored[0].model_copy(update={"threshold": spec.threshold})
@@ -91,8 +90,6 @@ def simulated_user_case_result(
     spec: MetricSpec, judge: ResolvedJudge, per_turn: list[MetricResult | None]
 ) -> MetricResult:
     """The case's `per_turn_user_simulator_quality_v1`: #valid turns / #turns, with the arithmetic."""
-    from evalward.metrics.scoring import metric_status
-
     results = [r for r in per_turn if r is not None]
     errored = [r for r in results if r.status == "error"]
     if errored:

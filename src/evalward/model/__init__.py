@@ -134,6 +134,7 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name in _VERDICT_NAMES:
+        # start-up: the gate's models (~7 ms) load when first named; a run never names them.
         from evalward.model import verdict
 
         return getattr(verdict, name)

@@ -10,6 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from evalward.model.text import format_call
+
 CallStatus = Literal["ok", "error", "deferred"]
 
 
@@ -30,8 +32,6 @@ class ToolCall(BaseModel):
 
     def signature(self) -> str:
         """`name(k=v, …)` with JSON values, for diffs and reports."""
-        from evalward.model.text import format_call
-
         return format_call(self.name, self.args)
 
 

@@ -26,6 +26,8 @@ from evalward.model import RunResult
 from evalward.model.verdict import CaseDiagnostic, Finding, Verdict
 from evalward.report import formatting as fmt
 from evalward.report.escape import neutralise_references, truncate, workflow_command_safe
+from evalward.report.markdown import render_run_markdown
+from evalward.report.verdict_markdown import render_verdict_markdown
 
 OUTPUT_MAX_CHARS = 60_000
 """Check-run summary and text, and the PR comment: 60k leaves room under GitHub's 65,535 / 65,536."""
@@ -116,8 +118,6 @@ def check_summary(
     max_chars: int = OUTPUT_MAX_CHARS,
 ) -> str:
     """The verdict markdown (the same body as the PR comment, without its markers)."""
-    from evalward.report.verdict_markdown import render_verdict_markdown
-
     return render_verdict_markdown(
         current, verdict, baseline=baseline, title=title, max_chars=max_chars, details_url=details_url
     )
@@ -125,8 +125,6 @@ def check_summary(
 
 def check_text(run: RunResult, *, title: str, details_url: str | None, max_chars: int = OUTPUT_MAX_CHARS) -> str:
     """The run's own report: every failing case with its turns, diffs and responses."""
-    from evalward.report.markdown import render_run_markdown
-
     return render_run_markdown(run, title=title, max_chars=max_chars, details_url=details_url)
 
 

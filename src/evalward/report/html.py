@@ -43,6 +43,7 @@ from evalward.report import formatting as fmt
 from evalward.report import verdict_view
 from evalward.report.case_changes import CLASSES, changes_between, class_anchor
 from evalward.report.case_evidence import TurnEvidence, case_results, diff_lines, resource_deltas, turn_evidence
+from evalward.report.templating import environment, render
 from evalward.report.verdict_view import bounds_text, delta_text, interval_label, passes_text
 
 TEMPLATE = "report.html"
@@ -65,8 +66,6 @@ def render_html(
 ) -> str:
     """The whole page as one string (see the module docstring). `subject` names the run in the verdict's table
     and the diffs (`verdict_view.subject_label` of its context by default: "this PR", "this commit")."""
-    from evalward.report.templating import render
-
     # The failing cases shown first (must-pass, then failed, then errored), read from the run one at a time:
     # only the shown ones are kept, however many failed.
     counted = itertools.count()
@@ -215,8 +214,6 @@ def delta_plot_data(metric: MetricComparison, alpha: float) -> Plot | None:
 
 
 def _svg(plot: Plot | None) -> str:
-    from evalward.report.templating import environment
-
     return str(environment().get_template("macros.html").module.svg_plot(plot))  # type: ignore[attr-defined]
 
 

@@ -44,7 +44,7 @@ from typing import Any
 
 from evalward.model import AgentOutput, AgentRequest, AgentTarget, IntermediateResponse, ToolCall, Usage, canonical_hash
 from evalward.runners.agent_contract import AgentFailure, AgentStartError
-from evalward.runners.python import load_python_file
+from evalward.runners.python import describe_exception, load_python_file
 
 PREFIX = "adk:"
 APP_NAME = "evalward"
@@ -200,8 +200,6 @@ class AdkAgent:
         if self._runner is None:
             await self.start()
         from google.genai import types
-
-        from evalward.runners.python import describe_exception
 
         try:
             if request.session_id not in self._created:

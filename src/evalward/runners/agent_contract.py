@@ -49,3 +49,7 @@ class Agent(Protocol):
     async def aclose(self) -> None:
         """Release processes and connections."""
         ...
+
+
+class SimulatorError(Exception):
+    """The simulator could not give the next message (unreachable, refused, empty reply)."""

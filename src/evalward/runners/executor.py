@@ -53,7 +53,7 @@ from evalward.model import (
     SimulationResult,
     Usage,
 )
-from evalward.runners.agent_contract import Agent
+from evalward.runners.agent_contract import Agent, SimulatorError
 from evalward.runners.conversation import Conversation
 from evalward.runners.deliveries import Deliveries
 from evalward.runners.sharding import shard_cases
@@ -321,9 +321,6 @@ class _CaseRunner:
 
     async def _run_scenario(self, record: CaseRun, conversation: Conversation) -> None:
         """A simulated conversation (module docstring): ask the simulator, run its message, until it ends."""
-        # Loaded by whoever built `self.simulator`; a run without scenario cases never imports it.
-        from evalward.runners.user_simulator import SimulatorError
-
         item = record.item
         scenario = item.case.scenario
         assert scenario is not None

@@ -54,7 +54,7 @@ from typing import Any
 
 from evalward.model import AgentOutput, AgentRequest, AgentTarget, Message, ToolCall, canonical_hash
 from evalward.runners.agent_contract import AgentFailure, AgentStartError
-from evalward.runners.python import load_python_file
+from evalward.runners.python import describe_exception, load_python_file
 
 PREFIX = "langgraph:"
 DEFAULT_CONFIG: dict[str, Any] = {"configurable": {"env": "test"}}
@@ -224,7 +224,6 @@ class LangGraphAgent:
             await self.start()
         if request.next_action_only and self.options.input_mode == "messages":
             return await self._next_action(request)
-        from evalward.runners.python import describe_exception
 
         trajectory: list[str] = []
         calls: list[ToolCall] = []
@@ -269,8 +268,6 @@ class LangGraphAgent:
 
     async def _next_action(self, request: AgentRequest) -> AgentOutput:
         """Teacher forcing: the first AI message the graph writes after `history` (module docstring)."""
-        from evalward.runners.python import describe_exception
-
         config = self._config(request)
         configurable = config.setdefault("configurable", {})
         if isinstance(configurable, dict):

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 from evalward.model import STOP_SIGNAL, AgentOutput, ConversationScenario, EvalSet, Usage, UserPersona, canonical_hash
 from evalward.model.text import compact_json, fill_template
 from evalward.openai_requests import async_openai_client, counting_attempts
+from evalward.runners.agent_contract import SimulatorError
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -63,10 +64,6 @@ CONVERSATION SO FAR:
 Write the user's next message, or {stop_signal} to end the conversation."""
 
 Ending = Literal["message", "stop_signal", "turn_limit"]
-
-
-class SimulatorError(Exception):
-    """The simulator could not give the next message (unreachable, refused, empty reply)."""
 
 
 @dataclass(frozen=True)

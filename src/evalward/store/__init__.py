@@ -12,13 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from evalward.model.verdict import RecordedVerdict
-    from evalward.store.baseline import (
-        BaselineChoice,
-        BaselineSearch,
-        Refusal,
-        search_baseline,
-        select_baseline,
-    )
+    from evalward.store.baseline import search_baseline, select_baseline
+    from evalward.store.baseline_choice import BaselineChoice, BaselineSearch, Refusal
     from evalward.store.comparability import comparability_key, instrument_differences
     from evalward.store.engine import DEFAULT_DB_URL, resolve_db_url
     from evalward.store.gitinfo import git_first_parent_ancestors, git_merge_base
@@ -28,9 +23,9 @@ if TYPE_CHECKING:
     from evalward.store.rows import HistoryPoint, RunRow, ScoreRow
 
 _HOME = {
-    "BaselineChoice": "baseline",
-    "BaselineSearch": "baseline",
-    "Refusal": "baseline",
+    "BaselineChoice": "baseline_choice",
+    "BaselineSearch": "baseline_choice",
+    "Refusal": "baseline_choice",
     "search_baseline": "baseline",
     "select_baseline": "baseline",
     "comparability_key": "comparability",

@@ -24,11 +24,12 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
 
 from evalward.errors import GateInputError
 from evalward.model import RunResult
 from evalward.model.records import in_key_order, iter_record_keys, joined, pick_where
+from evalward.store.baseline_choice import BaselineChoice, BaselineSearch, Refusal
 from evalward.store.comparability import (
     agent_changes,
     case_keys,
@@ -54,41 +55,6 @@ __all__ = [
     "search_baseline",
     "select_baseline",
 ]
-
-
-class Refusal(BaseModel):
-    """A stored run that was considered as the baseline and passed over, and why."""
-
-    model_config = ConfigDict(defer_build=True, frozen=True)
-
-    run_id: str
-    commit: str | None
-    reason: str
-
-
-class BaselineChoice(BaseModel):
-    """The chosen baseline, how it was chosen, and what differs from the current run."""
-
-    model_config = ConfigDict(defer_build=True, frozen=True)
-
-    run: RunResult
-    how: str = Field(description="E.g. `merge-base 1a2b3c4 on main`, `ancestor 3 commits back …`, `explicit run id`.")
-    notes: list[str] = Field(default_factory=list, description="Mismatches and case-set differences to report.")
-    refused: list[Refusal] = Field(default_factory=list, description="Candidates passed over on the way.")
-
-    @property
-    def commit(self) -> str | None:
-        return self.run.context.commit
-
-
-class BaselineSearch(BaseModel):
-    """The outcome of a search: the choice (or None) and everything refused or not found on the way."""
-
-    model_config = ConfigDict(defer_build=True, frozen=True)
-
-    choice: BaselineChoice | None
-    refused: list[Refusal] = Field(default_factory=list)
-    searched: list[str] = Field(default_factory=list, description="What was looked for, for 'no baseline' reports.")
 
 
 def select_baseline(

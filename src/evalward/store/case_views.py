@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from evalward.model import CaseResult
 from evalward.model.case_tally import CaseTally
 from evalward.store.engine import read_transaction
 from evalward.store.schema import cases_table, scores_table
@@ -83,8 +84,6 @@ def case_results_in(store: Store, run_ids: list[str], eval_set_id: str, case_id:
     """{run id: the case's results in that run, by repetition} — the case's JSON only, never a whole run."""
     from sqlalchemy import Text, cast, select
 
-    from evalward.model import CaseResult
-
     cc = cases_table.c
     found: dict[str, list[Any]] = defaultdict(list)
     with read_transaction(store.engine) as conn:
@@ -138,8 +137,6 @@ def cases_of_run(store: Store, run_id: str, keys: Sequence[tuple[str, str]]) -> 
     """{(eval set, case id): its results in `run_id`, by repetition} for `keys` (a page's worth: one read per
     eval set among them); keys without results are absent."""
     from sqlalchemy import Text, cast, select
-
-    from evalward.model import CaseResult
 
     cc = cases_table.c
     found: dict[tuple[str, str], list[Any]] = defaultdict(list)

@@ -27,6 +27,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evalward.errors import InfrastructureError
+
 if TYPE_CHECKING:
     from sqlalchemy import Connection, Engine
 
@@ -120,7 +122,6 @@ def create_db_engine(url: str) -> Engine:
     except ModuleNotFoundError as exc:  # SQLAlchemy imports the driver here
         if (exc.name or "").split(".")[0] != "psycopg":
             raise
-        from evalward.errors import InfrastructureError
 
         raise InfrastructureError(
             "PostgreSQL needs the postgres extra (the psycopg driver is not installed): "

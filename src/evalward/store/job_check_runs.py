@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from evalward.store.engine import read_transaction, write_transaction
-from evalward.store.schema import jobs_table
+from evalward.store.schema import JOB_FINAL_STATUSES, jobs_table
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
@@ -99,10 +99,8 @@ class JobCheckRuns:
         """Final jobs (or job `job_id`, when it is final) whose check run is still open, oldest first."""
         from sqlalchemy import select
 
-        from evalward.store.job_queue import FINAL_STATUSES  # the queue's module imports this one first
-
         j = jobs_table.c
-        query = select(jobs_table).where(j.check_run_state.in_(CHECK_RUN_OPEN_STATES), j.status.in_(FINAL_STATUSES))
+        query = select(jobs_table).where(j.check_run_state.in_(CHECK_RUN_OPEN_STATES), j.status.in_(JOB_FINAL_STATUSES))
         if job_id is not None:
             query = query.where(j.id == job_id)
         query = query.order_by(j.id).limit(limit)

@@ -56,14 +56,14 @@ from evalward.store.engine import read_transaction, write_transaction
 from evalward.store.job_check_runs import JobCheckRuns
 from evalward.store.job_supersede import attempt_limit, cancel_open, lock_pr, newer_event, note_event_time
 from evalward.store.job_supersede import revive_if_newer as revive
-from evalward.store.schema import jobs_table, webhook_deliveries_table
+from evalward.store.schema import JOB_FINAL_STATUSES, JOB_OPEN_STATUSES, jobs_table, webhook_deliveries_table
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection, Engine
 
 JobStatus = Literal["held", "queued", "running", "done", "failed", "cancelled"]
-OPEN_STATUSES: tuple[str, ...] = ("held", "queued", "running")
-FINAL_STATUSES: tuple[str, ...] = ("done", "failed", "cancelled")
+OPEN_STATUSES = JOB_OPEN_STATUSES
+FINAL_STATUSES = JOB_FINAL_STATUSES
 _CANDIDATES = 32
 """Rows looked at per claim; enough to skip past repositories that are at their limit."""
 ERROR_MAX_CHARS = 4000

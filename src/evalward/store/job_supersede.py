@@ -54,7 +54,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from evalward.store.schema import jobs_table
+from evalward.store.schema import JOB_OPEN_STATUSES, jobs_table
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
@@ -141,11 +141,9 @@ def cancel_open(
     Matched on the payload's `pr_number`, not the 0007 column: jobs queued before that migration have none."""
     from sqlalchemy import select, update
 
-    from evalward.store.job_queue import OPEN_STATUSES  # the queue's module imports this one first
-
     j = jobs_table.c
     rows = conn.execute(
-        select(j.id, j.head_sha, j.payload).where(j.repo == repo, j.kind == "evaluate", j.status.in_(OPEN_STATUSES))
+        select(j.id, j.head_sha, j.payload).where(j.repo == repo, j.kind == "evaluate", j.status.in_(JOB_OPEN_STATUSES))
     ).all()
     ids = [
         r.id
@@ -155,7 +153,7 @@ def cancel_open(
     if ids:
         conn.execute(
             update(jobs_table)
-            .where(j.id.in_(ids), j.status.in_(OPEN_STATUSES))
+            .where(j.id.in_(ids), j.status.in_(JOB_OPEN_STATUSES))
             .values(status="cancelled", lease_until=None, last_error=reason, updated_at=now)
         )
     return ids

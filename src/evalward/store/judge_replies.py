@@ -12,6 +12,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from evalward.model.judge_reply import CachedReply
+from evalward.store.engine import create_db_engine, read_transaction, write_transaction
+from evalward.store.schema import judge_cache_table as table
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
@@ -27,18 +29,12 @@ class JudgeReplies:
     @classmethod
     def open(cls, url: str) -> JudgeReplies:
         """The table in its own database at `url` (created when missing)."""
-        from evalward.store.engine import create_db_engine
-        from evalward.store.schema import judge_cache_table
-
         engine = create_db_engine(url)
-        judge_cache_table.create(engine, checkfirst=True)
+        table.create(engine, checkfirst=True)
         return cls(engine, owns_engine=True)
 
     def get(self, key: str) -> CachedReply | None:
         from sqlalchemy import select
-
-        from evalward.store.engine import read_transaction
-        from evalward.store.schema import judge_cache_table as table
 
         with read_transaction(self.engine) as conn:
             row = conn.execute(
@@ -48,9 +44,6 @@ class JudgeReplies:
 
     def put(self, key: str, model: str, reply: CachedReply) -> None:
         """Store `reply` under `key` unless the key is there already."""
-        from evalward.store.engine import write_transaction
-        from evalward.store.schema import judge_cache_table as table
-
         values = {
             "key": key,
             "model": model,

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from evalward.errors import GateInputError, UsageError
 from evalward.model import CaseResult, EvalSetInfo, RunResult
+from evalward.store.rows import unique_keys
 
 if TYPE_CHECKING:
     from evalward.store.repository import Store
@@ -36,8 +37,6 @@ def merge_stored_shards(
     recomputes summaries over the merged cases; without it the merged run has no summary and passes only
     when every shard passed.
     """
-    from evalward.store.rows import unique_keys
-
     if (run_ids is None) == (group_id is None):
         raise UsageError("merge needs either run ids or a group id (not both)")
     if group_id is not None:

@@ -24,6 +24,7 @@ from evalward.store.engine import (
     sqlite_setup_lock,
     write_transaction,
 )
+from evalward.store.schema import metadata
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -120,8 +121,6 @@ def create_at_head(connection: Connection) -> None:
     (its own layout: one VARCHAR(32) primary key), exactly as running every migration would leave an empty
     database; later migrations then upgrade it like any other."""
     from sqlalchemy import Column, MetaData, PrimaryKeyConstraint, String, Table
-
-    from evalward.store.schema import metadata
 
     metadata.create_all(connection)
     version = Table(

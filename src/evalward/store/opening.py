@@ -5,6 +5,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from evalward.errors import InfrastructureError
+from evalward.store.engine import create_db_engine, resolve_db_url
+from evalward.store.migrate import HEAD_REVISION, engine_revision, upgrade_engine
+
 if TYPE_CHECKING:
     from sqlalchemy import Engine
 
@@ -13,6 +17,7 @@ if TYPE_CHECKING:
 
 def open_store(url: str | None = None, *, upgrade: bool = True) -> Store:
     """`Store(open_engine(url, upgrade=upgrade))`."""
+    # start-up: the repository's models (pydantic) stay out of the history writer process, which opens here too.
     from evalward.store.repository import Store
 
     return Store(open_engine(url, upgrade=upgrade))
@@ -29,9 +34,6 @@ def open_engine(url: str | None = None, *, upgrade: bool = True) -> Engine:
     import time
 
     from sqlalchemy.exc import OperationalError
-
-    from evalward.errors import InfrastructureError
-    from evalward.store.engine import resolve_db_url
 
     resolved = resolve_db_url(url)
     deadline = time.monotonic() + OPEN_RETRY_SECONDS
@@ -61,16 +63,13 @@ def _is_lock_contention(message: str) -> bool:
 
 
 def _redacted(url: str) -> str:
+    # start-up: `redact` imports pydantic, which the history writer process (`writer_child`) never loads.
     from evalward.redact import mask_url
 
     return mask_url(url)
 
 
 def _open_once(url: str, upgrade: bool) -> Engine:
-    from evalward.errors import InfrastructureError
-    from evalward.store.engine import create_db_engine
-    from evalward.store.migrate import HEAD_REVISION, engine_revision, upgrade_engine
-
     engine = create_db_engine(url)
     try:
         if upgrade:

@@ -21,12 +21,17 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from evalward.errors import GateInputError
+from evalward.metrics.aggregate import RunFold
 from evalward.model import CaseResult, CaseSummary, RunResult
-from evalward.model.records import iter_record_keys, record_keys
+from evalward.model.records import in_key_order, iter_record_keys, record_keys
+from evalward.model.verdict import RecordedVerdict, Verdict
 from evalward.redact import redact_model
+from evalward.spill import OrderedView, RecordLog, split_json_object
 from evalward.store import writes
 from evalward.store.engine import read_transaction, write_transaction
 from evalward.store.history import HistoryViews
+from evalward.store.judge_replies import JudgeReplies
+from evalward.store.merge import merge_stored_shards
 from evalward.store.row_shapes import CaseRows, now
 from evalward.store.rows import (
     ROWS_PER_READ,
@@ -41,10 +46,6 @@ from evalward.store.schema import cases_table, gate_verdicts_table, plan_table, 
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection, Engine
-
-    # The gate's models load when a verdict is read or written: a run never needs them.
-    from evalward.model.verdict import RecordedVerdict, Verdict
-    from evalward.store.judge_replies import JudgeReplies
 
 
 class Store(HistoryViews):
@@ -62,8 +63,6 @@ class Store(HistoryViews):
 
     def judge_replies(self) -> JudgeReplies:
         """The judge reply cache kept in this database (`judge_cache` table)."""
-        from evalward.store.judge_replies import JudgeReplies
-
         return JudgeReplies(self.engine)
 
     def __enter__(self) -> Store:
@@ -183,8 +182,6 @@ class Store(HistoryViews):
         large run is large: a page that shows the newest reads only it)."""
         from sqlalchemy import Text, cast, select
 
-        from evalward.model.verdict import RecordedVerdict, Verdict
-
         t = gate_verdicts_table.c
         with read_transaction(self.engine) as conn:
             # The JSON as text, parsed once by pydantic (not decoded to Python objects first, then validated).
@@ -224,8 +221,6 @@ class Store(HistoryViews):
         run of 100,000 cases loads in the memory of its keys instead of gigabytes of objects.
         """
         from sqlalchemy import Text, cast, select
-
-        from evalward.spill import OrderedView, RecordLog, split_json_object
 
         with read_transaction(self.engine) as conn:
             row = conn.execute(
@@ -381,8 +376,6 @@ class Store(HistoryViews):
         finalize: Callable[[RunResult], RunResult] | None = None,
     ) -> RunResult:
         """Combine the shards of one logical run into a new complete run, or fail closed (`store.merge`)."""
-        from evalward.store.merge import merge_stored_shards
-
         return merge_stored_shards(self, run_ids, group_id=group_id, new_run_id=new_run_id, finalize=finalize)
 
     def insert_complete_run(self, run: RunResult, planned: list[ItemKey]) -> None:
@@ -409,10 +402,6 @@ class Store(HistoryViews):
 def _summaries_of(run: RunResult, cases: Sequence[CaseResult]) -> Sequence[CaseSummary]:
     """Each case's summary folded from its results (as the run folded them), in key order, into a record log:
     one pass over the results, one case held at a time."""
-    from evalward.metrics.aggregate import RunFold
-    from evalward.model.records import in_key_order
-    from evalward.spill import RecordLog
-
     summaries: RecordLog[CaseSummary] = RecordLog(CaseSummary)
     fold = RunFold(repetitions=run.repetitions, pass_rule=run.pass_rule)
     for summary in fold.add_in_key_order(in_key_order(cases)):
@@ -425,8 +414,6 @@ class _StoredSummaries:
     when many: the runs row holds one per case)."""
 
     def __init__(self) -> None:
-        from evalward.spill import RecordLog
-
         self.log: RecordLog[CaseSummary] = RecordLog(CaseSummary)
 
     def add(self, text: str) -> None:

@@ -182,6 +182,11 @@ scores_table = Table(
     Index(None, "case_id", "metric"),
 )
 
+JOB_OPEN_STATUSES: tuple[str, ...] = ("held", "queued", "running")
+"""`jobs.status` of a job not finished yet (`job_queue`, `job_supersede`)."""
+JOB_FINAL_STATUSES: tuple[str, ...] = ("done", "failed", "cancelled")
+"""`jobs.status` of a finished job (`job_queue`, `job_check_runs`)."""
+
 jobs_table = Table(
     # A daemon job. Workers claim with `SELECT … FOR UPDATE SKIP LOCKED` (PostgreSQL) and hold a lease.
     "jobs",

@@ -8,8 +8,8 @@ core, and the run's process never imports SQLAlchemy at all (issue #33).
 `HistoryProcess` is the run's side: the `Store` methods a run calls (`begin_run`, `record_cases`,
 `finish_run`, `find_resumable`), sent as frames over the child's stdin; reads a run needs beyond those
 (resuming a run, the judge cache) go to a `Store` the run's process opens itself once the child has
-migrated the database (`HistoryProcess.reader`). The child (`serve`, `python -m
-evalward.store.writer_process`) opens the database, then runs each frame through the very `Store` methods
+migrated the database (`HistoryProcess.reader`). The child (`writer_child.serve`, `python -m
+evalward.store.writer_child`) opens the database, then runs each frame through the very `Store` methods
 an in-process run uses, in order, one transaction each as before.
 
 What is lost when: a `kill -9` of the run leaves the child to store everything it was sent and exit at
@@ -43,8 +43,6 @@ from evalward import cpu_placement
 from evalward.errors import EvalwardError, GateInputError, InfrastructureError, UsageError
 
 if TYPE_CHECKING:
-    from sqlalchemy import Engine
-
     from evalward.model import CaseResult, RunResult
     from evalward.store.judge_replies import JudgeReplies
     from evalward.store.repository import Store
@@ -71,7 +69,7 @@ OUTBOX_FRAMES = 4
 
 _HEADER = struct.Struct(">cI")
 _LENGTH = struct.Struct(">I")
-_ERRORS: dict[str, type[EvalwardError]] = {
+ERRORS: dict[str, type[EvalwardError]] = {
     "UsageError": UsageError,
     "GateInputError": GateInputError,
     "InfrastructureError": InfrastructureError,
@@ -128,7 +126,7 @@ DATETIME_COLUMNS = ("started_at", "finished_at")
 """The columns of the rows sent (runs, case_results) that hold datetimes."""
 
 
-def _revived(columns: dict[str, Any]) -> dict[str, Any]:
+def revived(columns: dict[str, Any]) -> dict[str, Any]:
     """`columns` as sent, with the datetimes they held made datetimes again."""
     for name in DATETIME_COLUMNS:
         if isinstance(columns.get(name), str):
@@ -149,7 +147,7 @@ class HistoryProcess:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
         self._child = subprocess.Popen(
-            [sys.executable, "-m", "evalward.store.writer_process"],
+            [sys.executable, "-m", "evalward.store.writer_child"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=env,
@@ -201,6 +199,7 @@ class HistoryProcess:
 
     def begin_run(self, run: RunResult, planned: Iterable[ItemKey]) -> None:
         """`Store.begin_run`, not waited for: a refusal (the run id is taken) fails the next write."""
+        # start-up: `prestart` imports this module first thing, to start the child at once; the rows need pydantic.
         from evalward.store.rows import run_columns, unique_keys
 
         columns, run_json = _without_json(run_columns(run, "running"), "run_json")
@@ -220,8 +219,8 @@ class HistoryProcess:
 
     def finish_run(self, run: RunResult) -> None:
         """`Store.finish_run`: waits until the child has stored everything it was sent and the run's end."""
-        from evalward.model.records import iter_record_keys
-        from evalward.store.rows import run_columns
+        from evalward.model.records import iter_record_keys  # start-up: as in `begin_run`
+        from evalward.store.rows import run_columns  # start-up: as in `begin_run`
 
         keep_sets = self._begun_sets.pop(run.run_id, None) is run.eval_sets
         columns, run_json = _without_json(run_columns(run, run.status, eval_sets=not keep_sets), "run_json")
@@ -241,6 +240,7 @@ class HistoryProcess:
             while not self._ready.wait(0.1):
                 if self._stopped():
                     raise self._failure()
+            # start-up: opening a database imports SQLAlchemy, which a run's process otherwise never does.
             from evalward.store.opening import open_store
 
             self._reader_store = open_store(self.url)
@@ -324,7 +324,7 @@ class HistoryProcess:
                 self._done.set()
             elif kind == ERROR:
                 reported = json.loads(payload)
-                self._error = _ERRORS.get(reported["kind"], InfrastructureError)(reported["message"])
+                self._error = ERRORS.get(reported["kind"], InfrastructureError)(reported["message"])
         self._done.set()  # nothing more will come: a run waiting for its end learns why (`finish_run`)
         with self._pending_lock:
             unanswered, self._pending = self._pending, []
@@ -364,127 +364,3 @@ def discard_prestarted() -> None:
     history, _prestarted = _prestarted, None
     if history is not None:
         history.close()
-
-
-def serve(requests: IO[bytes], replies: IO[bytes]) -> int:
-    """The child: open the database named by the first frame, then store each frame, in order."""
-    # What the writes use is imported before the first frame arrives (it comes once the run has loaded its
-    # eval files), so the imports overlap the run's start-up; neither pydantic nor evalward's models are.
-    from evalward.store import migrate, schema, writes  # noqa: F401
-    from evalward.store.engine import JSONText, write_transaction
-    from evalward.store.opening import open_engine
-    from evalward.store.row_shapes import unique_keys
-
-    first = read_frame(requests)
-    if first is None or first[0] != OPEN:
-        return 2
-    try:
-        engine = open_engine(first[1].decode("utf-8") or None)
-    except Exception as exc:  # a driver's connection error: reported as `open_history` reports it in-process
-        reason = (
-            exc if isinstance(exc, EvalwardError) else InfrastructureError(f"cannot open the history database: {exc}")
-        )
-        _report(replies, reason)
-        return 1
-    write_frame(replies, READY)
-    try:
-        while (frame := read_frame(requests)) is not None:
-            kind, payload = frame
-            if kind == FIND:
-                request = json.loads(payload)
-                write_frame(replies, ANSWER, json.dumps(_find_resumable(engine, request)).encode("utf-8"))
-                continue
-            run_id_bytes, *parts = unpack_parts(payload)
-            run_id = run_id_bytes.decode("utf-8")
-            if kind == BEGIN:
-                columns, plan, run_json = _revived(json.loads(parts[0])), json.loads(parts[1]), parts[2]
-                columns["run_json"] = JSONText(run_json.decode("utf-8"))
-                with write_transaction(engine) as conn:
-                    writes.begin_run(conn, run_id, columns, unique_keys(plan))
-            elif kind == CASES:
-                _store_cases(engine, run_id, parts)
-            elif kind == FINISH:
-                columns, keys, run_json = _revived(json.loads(parts[0])), json.loads(parts[1]), parts[2]
-                keep_sets = parts[3:] == [KEEP_EVAL_SETS]
-                columns["run_json"] = JSONText(run_json.decode("utf-8"))
-                keys = [(str(e), str(c), int(r)) for e, c, r in keys]
-                _finish(engine, run_id, columns, keys, keep_eval_sets=keep_sets)
-                # The run's last frame: DONE once it is committed; the database is closed (SQLite checkpoints
-                # its WAL into the file) while the run writes its reports, and the run's `close` waits for that.
-                write_frame(replies, DONE)
-                engine.dispose()
-                return 0
-    except Exception as exc:
-        _report(replies, exc)
-        return 1
-    finally:
-        engine.dispose()
-    return 0
-
-
-def _store_cases(engine: Engine, run_id: str, parts: list[bytes]) -> None:
-    """A CASES frame's results, in one transaction (`writes.store_case_rows`)."""
-    from evalward.store import writes
-    from evalward.store.engine import JSONText
-    from evalward.store.row_shapes import CaseRows, case_columns, case_rows, now
-
-    at = now()
-    texts = [part.decode("utf-8") for part in parts]
-    read = [case_columns(json.loads(text)) for text in texts]
-
-    def rows_at(index: int) -> CaseRows:
-        columns, scores = read[index]
-        return case_rows(run_id, columns, scores, JSONText(texts[index]), at)
-
-    keys = [(c["eval_set_id"], c["case_id"], c["repetition"]) for c, _scores in read]
-    writes.store_case_rows(engine, run_id, keys, rows_at, fresh=True)
-
-
-def _find_resumable(engine: Engine, request: dict[str, Any]) -> str | None:
-    from evalward.store.engine import read_transaction
-    from evalward.store.writes import find_resumable
-
-    shard = tuple(request["shard"]) if request["shard"] else None
-    with read_transaction(engine) as conn:
-        return find_resumable(conn, request["commit"], request["fingerprint"], shard=shard)
-
-
-def _finish(engine: Engine, run_id: str, columns: dict[str, Any], keys: list[ItemKey], *, keep_eval_sets: bool) -> None:
-    """`Store.finish_run` of a run whose cases this process stored: a stored count short of its keys means
-    results were lost, an InfrastructureError. `keep_eval_sets`: the run JSON sent leaves out the eval sets,
-    and the row keeps those its beginning stored."""
-    from evalward.store import writes
-    from evalward.store.engine import JSONText, write_transaction
-
-    with write_transaction(engine) as conn:
-        if keep_eval_sets:
-            stored = writes.stored_run_json(conn, run_id)
-            if stored is None:
-                raise InfrastructureError(f"run {run_id} ended without the beginning that stored its eval sets")
-            run_json = json.loads(columns["run_json"].text)
-            run_json["eval_sets"] = json.loads(stored)["eval_sets"]
-            columns["run_json"] = JSONText(json.dumps(run_json, ensure_ascii=False, separators=(",", ":")))
-        writes.finish_run(conn, run_id, columns, keys)
-        missing = len(keys) - writes.stored_count(conn, run_id)
-        if missing > 0:
-            raise InfrastructureError(f"run {run_id}: {missing} case results were not stored")
-
-
-def _report(replies: IO[bytes], exc: Exception) -> None:
-    kind = type(exc).__name__ if type(exc).__name__ in _ERRORS else "InfrastructureError"
-    message = (
-        str(exc) if isinstance(exc, EvalwardError) else f"the history database failed: {type(exc).__name__}: {exc}"
-    )
-    with contextlib.suppress(OSError):  # the run is gone: nobody to tell
-        write_frame(replies, ERROR, json.dumps({"kind": kind, "message": message}).encode("utf-8"))
-
-
-if __name__ == "__main__":
-    import signal
-
-    # The terminal's Ctrl-C and CI's cancel reach the whole process group; the run decides how it ends.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    code = serve(sys.stdin.buffer, sys.stdout.buffer)
-    sys.stdout.flush()
-    os._exit(code)

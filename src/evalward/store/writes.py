@@ -2,7 +2,7 @@
 elsewhere (`rows.run_columns`, `rows.case_columns`).
 
 The row dicts are made where the run is; these functions run where the database is: in the run's process
-(`Store`) or in the history writer process (`writer_process`), which therefore imports SQLAlchemy and the
+(`Store`) or in the history writer process (`writer_child`), which therefore imports SQLAlchemy and the
 schema but neither pydantic nor evalward's models. Each function that takes an engine is one transaction
 (or, after a race, one per case); each that takes a connection runs inside the caller's.
 """

@@ -25,6 +25,7 @@ __all__ = ["evaluate", "evaluate_async"]
 
 def __getattr__(name: str) -> Any:
     if name in __all__:
+        # start-up: the pytest plugin imports this package in every session; the run pipeline loads on first use.
         from evalward.testing import _evaluate
 
         return getattr(_evaluate, name)

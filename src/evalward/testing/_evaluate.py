@@ -30,8 +30,12 @@ from evalward._pipeline import (
     select_run_cases,
     validate_criteria,
 )
+from evalward.errors import EvalFileError, FileProblem
+from evalward.loaders.load import apply_initial_session, read_initial_session
 from evalward.model import CaseResult, EvalSet, MetricSpec, RunResult
+from evalward.runners import make_agent
 from evalward.runners.agent_contract import Agent
+from evalward.runners.python import PythonAgent
 from evalward.testing import _session
 
 AgentLike = str | Agent | Callable[..., Any]
@@ -44,9 +48,6 @@ PassRuleName = Literal["mean_over_runs", "per_run"]
 
 
 def _as_agent(agent: AgentLike, cwd: Path | None, values: RunValues) -> Agent:
-    from evalward.runners import make_agent
-    from evalward.runners.python import PythonAgent
-
     if isinstance(agent, str):
         return make_agent(
             agent, cwd=cwd, processes=values.agent_processes, openai_options=values.openai_agent_options()
@@ -128,9 +129,6 @@ def _prepared(eval_set: EvalSetLike, *, agent_label: str, values: RunValues, age
 
 def _apply_session_file(sets: list[EvalSet], path: str, warnings: list[str]) -> None:
     """`initial_session_file` for EvalSet objects, as the loader applies it to files."""
-    from evalward.errors import EvalFileError, FileProblem
-    from evalward.loaders.load import apply_initial_session, read_initial_session
-
     problems: list[FileProblem] = []
     session = read_initial_session(Path(path), path, problems, warnings)
     if problems:

@@ -10,10 +10,11 @@ largest; the fingerprint hashes the component fingerprints; summaries and the ve
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING
+from pathlib import Path
 
-if TYPE_CHECKING:
-    from evalward.model import RunResult
+from evalward._pipeline import finalize, new_run_id
+from evalward.model import AgentTarget, CaseResult, EvalSetInfo, RunResult, canonical_hash
+from evalward.run_json import load_run_json, render_json
 
 _lock = threading.Lock()
 _runs: list[RunResult] = []
@@ -34,12 +35,36 @@ def clear() -> None:
         _runs.clear()
 
 
+def runs_json() -> list[str]:
+    """The runs made in this process, as run JSON (an xdist worker's share, for the controller)."""
+    return [render_json(run) for run in runs()]
+
+
+def record_json(texts: list[str], *, source: str) -> None:
+    """Record runs given as run JSON (a finished xdist worker's)."""
+    for text in texts:
+        record(load_run_json(text, source=source))
+
+
+def write_merged_run(target: Path) -> str | None:
+    """Write the runs made in this process to `target` as one run JSON (`merged_run`); the line to report, or
+    None when nothing was evaluated (and nothing written)."""
+    collected = runs()
+    if not collected:
+        return None
+    run = merged_run(collected)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(render_json(run), encoding="utf-8")
+    counts = run.counts()
+    return (
+        f"evalward: wrote run {run.run_id} to {target} ({len(collected)} evaluate call(s); "
+        f"{counts['passed']} passed, {counts['failed']} failed, {counts['error']} errors)"
+    )
+
+
 def merged_run(collected: list[RunResult]) -> RunResult:
     """One run holding every case of `collected` (rules in the module docstring)."""
     from datetime import UTC, datetime
-
-    from evalward._pipeline import finalize, new_run_id
-    from evalward.model import AgentTarget, CaseResult, EvalSetInfo, canonical_hash
 
     if len(collected) == 1:
         return collected[0]

@@ -42,26 +42,16 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     path = session.config.getoption("evalward_json", default=None)
     if not path:
         return
-    from evalward.run_json import render_json
+    # start-up: pytest loads this plugin in every session; the runs' models load only for --evalward-json.
     from evalward.testing import _session
 
-    collected = _session.runs()
     workeroutput = getattr(session.config, "workeroutput", None)
     if workeroutput is not None:  # an xdist worker: the controller writes the file
-        workeroutput[_WORKER_RUNS] = [render_json(run) for run in collected]
+        workeroutput[_WORKER_RUNS] = _session.runs_json()
         return
-    if not collected:
-        return
-
-    run = _session.merged_run(collected)
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(render_json(run), encoding="utf-8")
-    counts = run.counts()
-    session.config.stash[_WRITTEN] = (
-        f"evalward: wrote run {run.run_id} to {target} ({len(collected)} evaluate call(s); "
-        f"{counts['passed']} passed, {counts['failed']} failed, {counts['error']} errors)"
-    )
+    written = _session.write_merged_run(Path(path))
+    if written is not None:
+        session.config.stash[_WRITTEN] = written
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -70,11 +60,10 @@ def pytest_testnodedown(node: object, error: object) -> None:
     texts = getattr(node, "workeroutput", {}).get(_WORKER_RUNS) or []
     if not texts:
         return
-    from evalward.run_json import load_run_json
+    # start-up: pytest loads this plugin in every session; the runs' models load only for --evalward-json.
     from evalward.testing import _session
 
-    for text in texts:
-        _session.record(load_run_json(text, source="an xdist worker"))
+    _session.record_json(texts, source="an xdist worker")
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -33,6 +33,7 @@ from typing import IO, Any, Literal
 from evalward.errors import EvalFileError, FileProblem
 from evalward.model import AgentOutput, CaseError, RunResult
 from evalward.reading import iter_text_lines, open_regular_file, read_text_file
+from evalward.run_json import load_run_json
 from evalward.traces.genai import TraceOptions
 from evalward.traces.otlp import Record, is_jaeger_document, is_otlp_document, read_records, records_from_lines
 from evalward.traces.recording_set import Key, RecordedError, RecordingSet, Row, SourceKind
@@ -155,8 +156,6 @@ def load_recordings(path: str | Path, *, options: TraceOptions | None = None, ha
     """Read a recording file of any supported source; `EvalFileError` names the file and what was found.
 
     Indexed recordings keep a file open: `close()` them when done (or let them be collected)."""
-    from evalward.run_json import load_run_json
-
     shown = str(path)
     file = Path(path)
     if not file.is_file():

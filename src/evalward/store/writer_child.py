@@ -1,0 +1,150 @@
+"""The history writer process's side (`python -m evalward.store.writer_child`, started by
+`writer_process.HistoryProcess`): open the database named by the first frame, then store each frame, in order,
+through the `store.writes` functions an in-process `Store` uses, one transaction each.
+
+A module of its own so that its imports (SQLAlchemy, the schema, the writes) are at its top: the run's process
+imports `writer_process` early, to start this one at once, and never imports SQLAlchemy. Neither pydantic nor
+evalward's models load here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+from typing import IO, TYPE_CHECKING, Any
+
+from evalward.errors import EvalwardError, InfrastructureError
+from evalward.store import writes
+from evalward.store.engine import JSONText, read_transaction, write_transaction
+from evalward.store.opening import open_engine
+from evalward.store.row_shapes import CaseRows, case_columns, case_rows, now, unique_keys
+from evalward.store.writer_process import (
+    ANSWER,
+    BEGIN,
+    CASES,
+    DONE,
+    ERROR,
+    ERRORS,
+    FIND,
+    FINISH,
+    KEEP_EVAL_SETS,
+    OPEN,
+    READY,
+    ItemKey,
+    read_frame,
+    revived,
+    unpack_parts,
+    write_frame,
+)
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
+
+def serve(requests: IO[bytes], replies: IO[bytes]) -> int:
+    """The child: open the database named by the first frame, then store each frame, in order."""
+    first = read_frame(requests)
+    if first is None or first[0] != OPEN:
+        return 2
+    try:
+        engine = open_engine(first[1].decode("utf-8") or None)
+    except Exception as exc:  # a driver's connection error: reported as `open_history` reports it in-process
+        reason = (
+            exc if isinstance(exc, EvalwardError) else InfrastructureError(f"cannot open the history database: {exc}")
+        )
+        _report(replies, reason)
+        return 1
+    write_frame(replies, READY)
+    try:
+        while (frame := read_frame(requests)) is not None:
+            kind, payload = frame
+            if kind == FIND:
+                request = json.loads(payload)
+                write_frame(replies, ANSWER, json.dumps(_find_resumable(engine, request)).encode("utf-8"))
+                continue
+            run_id_bytes, *parts = unpack_parts(payload)
+            run_id = run_id_bytes.decode("utf-8")
+            if kind == BEGIN:
+                columns, plan, run_json = revived(json.loads(parts[0])), json.loads(parts[1]), parts[2]
+                columns["run_json"] = JSONText(run_json.decode("utf-8"))
+                with write_transaction(engine) as conn:
+                    writes.begin_run(conn, run_id, columns, unique_keys(plan))
+            elif kind == CASES:
+                _store_cases(engine, run_id, parts)
+            elif kind == FINISH:
+                columns, keys, run_json = revived(json.loads(parts[0])), json.loads(parts[1]), parts[2]
+                keep_sets = parts[3:] == [KEEP_EVAL_SETS]
+                columns["run_json"] = JSONText(run_json.decode("utf-8"))
+                keys = [(str(e), str(c), int(r)) for e, c, r in keys]
+                _finish(engine, run_id, columns, keys, keep_eval_sets=keep_sets)
+                # The run's last frame: DONE once it is committed; the database is closed (SQLite checkpoints
+                # its WAL into the file) while the run writes its reports, and the run's `close` waits for that.
+                write_frame(replies, DONE)
+                engine.dispose()
+                return 0
+    except Exception as exc:
+        _report(replies, exc)
+        return 1
+    finally:
+        engine.dispose()
+    return 0
+
+
+def _store_cases(engine: Engine, run_id: str, parts: list[bytes]) -> None:
+    """A CASES frame's results, in one transaction (`writes.store_case_rows`)."""
+    at = now()
+    texts = [part.decode("utf-8") for part in parts]
+    read = [case_columns(json.loads(text)) for text in texts]
+
+    def rows_at(index: int) -> CaseRows:
+        columns, scores = read[index]
+        return case_rows(run_id, columns, scores, JSONText(texts[index]), at)
+
+    keys = [(c["eval_set_id"], c["case_id"], c["repetition"]) for c, _scores in read]
+    writes.store_case_rows(engine, run_id, keys, rows_at, fresh=True)
+
+
+def _find_resumable(engine: Engine, request: dict[str, Any]) -> str | None:
+    shard = tuple(request["shard"]) if request["shard"] else None
+    with read_transaction(engine) as conn:
+        return writes.find_resumable(conn, request["commit"], request["fingerprint"], shard=shard)
+
+
+def _finish(engine: Engine, run_id: str, columns: dict[str, Any], keys: list[ItemKey], *, keep_eval_sets: bool) -> None:
+    """`Store.finish_run` of a run whose cases this process stored: a stored count short of its keys means
+    results were lost, an InfrastructureError. `keep_eval_sets`: the run JSON sent leaves out the eval sets,
+    and the row keeps those its beginning stored."""
+    with write_transaction(engine) as conn:
+        if keep_eval_sets:
+            stored = writes.stored_run_json(conn, run_id)
+            if stored is None:
+                raise InfrastructureError(f"run {run_id} ended without the beginning that stored its eval sets")
+            run_json = json.loads(columns["run_json"].text)
+            run_json["eval_sets"] = json.loads(stored)["eval_sets"]
+            columns["run_json"] = JSONText(json.dumps(run_json, ensure_ascii=False, separators=(",", ":")))
+        writes.finish_run(conn, run_id, columns, keys)
+        missing = len(keys) - writes.stored_count(conn, run_id)
+        if missing > 0:
+            raise InfrastructureError(f"run {run_id}: {missing} case results were not stored")
+
+
+def _report(replies: IO[bytes], exc: Exception) -> None:
+    kind = type(exc).__name__ if type(exc).__name__ in ERRORS else "InfrastructureError"
+    message = (
+        str(exc) if isinstance(exc, EvalwardError) else f"the history database failed: {type(exc).__name__}: {exc}"
+    )
+    with contextlib.suppress(OSError):  # the run is gone: nobody to tell
+        write_frame(replies, ERROR, json.dumps({"kind": kind, "message": message}).encode("utf-8"))
+
+
+if __name__ == "__main__":
+    import signal
+
+    # The terminal's Ctrl-C and CI's cancel reach the whole process group; the run decides how it ends.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    code = serve(sys.stdin.buffer, sys.stdout.buffer)
+    sys.stdout.flush()
+    os._exit(code)
