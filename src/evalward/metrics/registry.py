@@ -4,7 +4,10 @@
 - `known_metric_names()` lists the names evalward can score (sorted); `plugin_metric_names()` the names installed
   packages register under the `evalward.metrics` entry-point group (`PLUGIN_GROUP`), read only when a criterion
   names a metric that is not built in;
-- `check_specs(specs)` returns every problem with a list of `MetricSpec`s (unknown names, bad options);
+- `criterion_problems(spec)`: the one check of a criterion — its metric exists, its options validate as the
+  metric's `Options` (`metrics.options.validate_options`), its threshold is in the metric's range — returning
+  structured `OptionProblem`s; `options_of(spec)` is the criterion's validated options, validated once and kept;
+  `check_specs(specs)` words the problems of many specs;
 - `JUDGE_METRICS` / `requires_judge(name)`: LLM-judge metrics (ADK's and evalward's `answer_correctness`,
   `llm_judge`) and ADK's Vertex metrics; scored by `evalward.judging` after the agent ran, never by
   `get_metric` (a run with one and no reachable judge stops before running, never a silent skip);
@@ -12,19 +15,25 @@
   pipeline for turns with `reference_messages`; with `match: judge` their steps are judged, so
   `needs_judge(spec)` is true for them too (`metrics.step_judge`);
 - `is_custom(spec)`: ADK custom metrics (`custom_metrics` in test_config.json, `metrics.custom`), run by the
-  pipeline after the agent ran (they may be async); `check_specs` imports their functions up front.
+  pipeline after the agent ran (they may be async); `criterion_problems` imports their functions up front.
 
 Every criterion goes to one `Metric` (`metric_for`); criteria of a batch are scored by one `evaluate` call
 (`metrics.base`, `metrics.evaluation`). `batch_of(spec)` says which: custom first (a `custom_metrics` entry may
-reuse any name), then judged, then step metrics; everything else is scored from the outputs alone.
+reuse any name), then judged, then step metrics; everything else is scored from the outputs alone. The batch
+metrics check their criteria through the same function: each picks the `Options` model of the criterion's name
+(`Metric.options_model`).
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from importlib import import_module
 
+from pydantic import BaseModel
+
 from evalward.metrics.base import Metric
+from evalward.metrics.options import OptionProblem, OptionsError, validate_options
 from evalward.model import MetricSpec
 
 JUDGE_METRICS: frozenset[str] = frozenset(
@@ -61,7 +70,6 @@ STEPWISE_ALIASES: dict[str, str] = {"teacher_forced_survival": "survived_until"}
 
 STEPWISE_METRICS: frozenset[str] = frozenset({*STEP_METRIC_NAMES, *STEPWISE_ALIASES})
 """Teacher-forcing metrics (and their aliases), computed outside `score_case` from extra agent calls."""
-
 
 # name -> (module, class): each metric's module is imported when one of its metrics is first used, so a run
 # loads only the metric families its criteria name (tests/metrics/test_registry.py holds this table to the
@@ -116,6 +124,23 @@ _HOMES: dict[str, tuple[str, str]] = {
 _REGISTRY: dict[str, type[Metric]] = {}
 """The metric classes loaded so far, by name."""
 
+_PLUGIN_CLASSES: dict[str, type[Metric]] = {}
+"""The packages' metric classes loaded so far, by name."""
+
+
+def _class_problem(cls: type[Metric]) -> str | None:
+    """Why `cls` cannot be a metric scored from the outputs, or None."""
+    if not (isinstance(cls.Options, type) and issubclass(cls.Options, BaseModel)):
+        return "`Options` must be a pydantic model (a subclass of pydantic.BaseModel)"
+    if cls.Options.model_config.get("extra") != "forbid":
+        # Otherwise a misspelt option would be dropped without a word, and its default scored instead.
+        return "`Options` must refuse unknown keys: model_config = ConfigDict(extra='forbid')"
+    if cls.batch != "outputs":
+        return "it scores from the agent's outputs (`score_turn` or `score_case`); it cannot set `batch`"
+    if cls.scope not in ("turn", "case"):
+        return f"`scope` is 'turn' or 'case', found {cls.scope!r}"
+    return None
+
 
 def _metric_class(name: str) -> type[Metric] | None:
     cls = _REGISTRY.get(name)
@@ -123,9 +148,9 @@ def _metric_class(name: str) -> type[Metric] | None:
         module, attribute = _HOMES[name]
         cls = _REGISTRY[name] = getattr(import_module(module), attribute)
     if cls is None and not is_stepwise(name) and not requires_judge(name):
-        cls = _plugin_class(name)
+        cls = _PLUGIN_CLASSES.get(name) or _plugin_class(name)
         if cls is not None:
-            _REGISTRY[name] = cls
+            _PLUGIN_CLASSES[name] = cls
     return cls
 
 
@@ -136,12 +161,16 @@ being the one criteria use. A built-in name cannot be taken."""
 
 def plugin_metric_names() -> list[str]:
     """The names installed packages register under `PLUGIN_GROUP`, sorted (built-in names left out)."""
-    return sorted(name for name in _plugin_entry_points() if name not in _HOMES)
+    return sorted(name for name in _plugin_entry_points() if not _is_built_in(name))
 
 
 def is_plugin_metric(name: str) -> bool:
     """True when an installed package registers a metric `name` (`PLUGIN_GROUP`)."""
-    return name not in _HOMES and name in _plugin_entry_points()
+    return not _is_built_in(name) and name in _plugin_entry_points()
+
+
+def _is_built_in(name: str) -> bool:
+    return name in _HOMES
 
 
 def _plugin_entry_points() -> dict[str, str]:
@@ -177,11 +206,9 @@ def _plugin_class(name: str) -> type[Metric] | None:
         raise PluginMetricError(
             f"metric {name!r} (entry point {target!r} of {PLUGIN_GROUP!r}) is not a subclass of evalward.Metric"
         )
-    if getattr(found, "batch", "outputs") != "outputs":
-        raise PluginMetricError(
-            f"metric {name!r} (entry point {target!r}): a package's metric scores from the agent's outputs "
-            "(`score_turn` or `score_case`); it cannot set `batch`"
-        )
+    problem = _class_problem(found)
+    if problem is not None:
+        raise PluginMetricError(f"metric {name!r} (entry point {target!r}): {problem}")
     return found
 
 
@@ -268,35 +295,81 @@ def get_metric(name: str) -> Metric:
     return cls()
 
 
-def check_specs(specs: Sequence[MetricSpec]) -> list[str]:
-    """Problems with the given specs: unknown names (with a suggestion), bad options or thresholds.
+class MetricUnavailable(Exception):
+    """A batch's metric cannot score a criterion it is given (a judge metric evalward has no judge for); raised by
+    `Metric.options_model`, reported as the criterion's problem."""
 
-    Judge metrics have their options checked here; whether a judge is available is the caller's question.
-    """
-    problems: list[str] = []
-    for spec in specs:
-        batch = batch_of(spec)
-        if batch != "outputs":
-            problems.extend(batch_metric(batch).check_options(spec))
-            continue
+
+_VALIDATED: dict[int, tuple[weakref.ref[MetricSpec], BaseModel]] = {}
+"""The valid criteria's options, by `id(spec)`. A run checks each criterion while it loads it and reads the same
+options for every case and turn. An entry goes when its spec does (the weak reference's callback), so an id is
+never read for another spec, and a long-lived process (the server) keeps no spec it no longer has."""
+
+
+def _keep(spec: MetricSpec, options: BaseModel) -> None:
+    key = id(spec)
+    _VALIDATED[key] = (weakref.ref(spec, lambda _: _VALIDATED.pop(key, None)), options)
+
+
+def _kept(spec: MetricSpec) -> BaseModel | None:
+    entry = _VALIDATED.get(id(spec))
+    return entry[1] if entry is not None and entry[0]() is spec else None
+
+
+def criterion_problems(spec: MetricSpec) -> list[OptionProblem]:
+    """Every problem of one criterion: an unknown metric (with a suggestion), a package's metric that does not
+    load, options that do not validate as the metric's `Options`, a threshold out of the metric's range, user
+    code that does not import. Valid options are kept for `options_of`. Judge metrics have their options checked
+    here; whether a judge is available is the caller's question."""
+    if _kept(spec) is not None:
+        return []  # checked already (a run checks its criteria while loading, and again before it starts)
+    batch = batch_of(spec)
+    if batch == "outputs":
         try:
             cls = _metric_class(spec.name)
         except PluginMetricError as exc:
-            problems.append(str(exc))
-            continue
+            return [OptionProblem(spec.name, "metric", str(exc))]
         if cls is None:
-            problems.append(_unknown(spec.name))
-            continue
-        metric = cls()
-        problems.extend(metric.check_options(spec))
-        if spec.threshold is not None and metric.higher_is_better and not 0.0 <= spec.threshold <= 1.0:
-            problems.append(f"{spec.name}: threshold must be between 0 and 1, found {spec.threshold:g}")
+            return [OptionProblem(spec.name, "unknown_metric", _unknown(spec.name))]
+    else:
+        cls = type(batch_metric(batch))
+    try:
+        model = cls.options_model(spec)
+    except MetricUnavailable as exc:
+        return [OptionProblem(spec.name, "metric", str(exc))]
+    options, problems = validate_options(model, spec.name, spec.options)
+    threshold = cls.threshold_problem(spec)
+    if threshold is not None:
+        problems.append(threshold)
+    if batch == "user_code" and options is not None:
+        from evalward.metrics.custom import check_custom_spec
+
+        problems.extend(OptionProblem(spec.name, "metric", message) for message in check_custom_spec(spec))
+    if options is not None and not problems:
+        _keep(spec, options)
     return problems
+
+
+def options_of(spec: MetricSpec) -> BaseModel:
+    """`spec.options` validated as its metric's `Options`: kept from the criterion's check (`criterion_problems`),
+    or checked now; OptionsError listing the problems when they do not validate."""
+    kept = _kept(spec)
+    if kept is None:
+        problems = criterion_problems(spec)
+        kept = _kept(spec)
+        if kept is None:
+            raise OptionsError(problems)
+    return kept
+
+
+def check_specs(specs: Sequence[MetricSpec]) -> list[str]:
+    """The problems of the given specs, worded (`criterion_problems`, `OptionProblem.render`)."""
+    return [problem.render() for spec in specs for problem in criterion_problems(spec)]
 
 
 def _unknown(name: str) -> str:
     import difflib
 
-    close = difflib.get_close_matches(name, [*_HOMES, *JUDGE_METRICS, *STEPWISE_METRICS], n=3, cutoff=0.8)
+    close = difflib.get_close_matches(name, [*known_metric_names(), *JUDGE_METRICS, *STEPWISE_METRICS], n=3, cutoff=0.8)
     hint = f"; did you mean {', '.join(close)}?" if close else f"; known metrics: {', '.join(known_metric_names())}"
     return f"unknown metric {name!r}{hint}"

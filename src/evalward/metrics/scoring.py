@@ -13,6 +13,10 @@ Rules:
    least one metric passed; else `failed` with the explanation "no gating metric applied" (never a silent
    pass).
 `outputs` may be shorter than `case.turns` when the agent failed mid-case: what exists is scored.
+
+Each criterion's options are validated once (`registry.options_of` keeps them) and handed to every turn's
+context; options that do not validate make the criterion `error` (a run checks them before any agent starts,
+so only a caller scoring unchecked criteria sees this).
 """
 
 from __future__ import annotations
@@ -22,7 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from evalward.metrics.base import CaseContext, Metric, Score, TurnContext
-from evalward.metrics.registry import get_metric
+from evalward.metrics.options import OptionsError
+from evalward.metrics.registry import get_metric, options_of
 from evalward.metrics.scoring_context import CaseScores, ScoringContext
 from evalward.model import AgentOutput, CaseError, CaseStatus, EvalCase, MetricResult, MetricSpec, MetricStatus, Usage
 
@@ -168,6 +173,11 @@ def score_case(
         except KeyError as exc:
             case_results.append(_error_result(spec, None, exc, None))
             continue
+        try:
+            options = options_of(spec)
+        except OptionsError as exc:
+            case_results.append(_error_result(spec, metric, exc, None))
+            continue
         if metric.scope == "turn":
             per_turn: list[tuple[MetricResult, Score | None]] = []
             for index in range(n_turns):
@@ -178,6 +188,7 @@ def score_case(
                     actual=outputs[index],
                     spec=spec,
                     latency_s=turn_latencies_s[index] if index < len(turn_latencies_s) else None,
+                    options=options,
                 )
                 score: Score | None = None
                 try:
@@ -197,6 +208,7 @@ def score_case(
                 final_state=final_state,
                 latency_s=latency_s,
                 usage=usage,
+                options=options,
             )
             try:
                 case_results.append(_result(spec, metric, metric.score_case(case_ctx)))

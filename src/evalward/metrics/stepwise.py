@@ -359,7 +359,9 @@ def final_check_for(case: EvalCase, turn: int, specs: Sequence[MetricSpec], refe
             return ok, "answered" if ok else "empty answer"
         metric = get_metric(spec.name)
         invocation = expected.model_copy(update={"expected_response": reference_text})
-        ctx = TurnContext(case=case, turn=turn, expected=invocation, actual=AgentOutput(response=response), spec=spec)
+        ctx: TurnContext[Any] = TurnContext(
+            case=case, turn=turn, expected=invocation, actual=AgentOutput(response=response), spec=spec
+        )
         score = metric.score_turn(ctx)
         if score is None:
             return bool(response), f"{spec.name} not applicable"

@@ -32,8 +32,7 @@ from typing import ClassVar, Literal
 from evalward.metrics.base import Metric, Score, TurnContext
 from evalward.metrics.matching import Pair, first_divergence, lcs_pairs, maximum_matching, subsequence_pairs
 from evalward.metrics.trajectory_alignment import Alignment, align
-from evalward.metrics.trajectory_options import Over, TrajectoryOptions, parse_options
-from evalward.model import MetricSpec
+from evalward.metrics.trajectory_options import ExactTrajectoryOptions, Over, TrajectoryOptions
 from evalward.model.text import ratio
 
 
@@ -55,28 +54,14 @@ def _boolean(passed: bool) -> float:
 
 
 class TrajectoryMetric(Metric):
-    """Shared option parsing and alignment for the trajectory family."""
+    """Shared alignment for the trajectory family."""
 
     scope: ClassVar[Literal["turn", "case"]] = "turn"
     prefer: ClassVar[Over] = "tool_calls"
-    allows_parallel_unordered: ClassVar[bool] = False
-    options_model: ClassVar[type[TrajectoryOptions]] = TrajectoryOptions
+    Options: ClassVar[type[TrajectoryOptions]] = TrajectoryOptions
 
-    def check_options(self, spec: MetricSpec) -> list[str]:
-        options, problems = parse_options(self.options_model, spec)
-        if options is not None and options.parallel_unordered and not self.allows_parallel_unordered:
-            problems.append(f"{spec.name}: option parallel_unordered applies to trajectory_exact only")
-        return problems
-
-    def options(self, spec: MetricSpec) -> TrajectoryOptions:
-        options, problems = parse_options(self.options_model, spec)
-        if problems:
-            raise ValueError("; ".join(problems))
-        assert isinstance(options, TrajectoryOptions)
-        return options
-
-    def score_turn(self, ctx: TurnContext) -> Score | None:
-        options = self.options(ctx.spec)
+    def score_turn(self, ctx: TurnContext[TrajectoryOptions]) -> Score | None:
+        options = ctx.options
         alignment = align(ctx, options, prefer=self.prefer)
         if alignment is None:
             return None
@@ -92,7 +77,7 @@ class TrajectoryExact(TrajectoryMetric):
 
     name = "trajectory_exact"
     description = "same calls in the same order (n = m, M(a_i, e_i) for all i); 1/0"
-    allows_parallel_unordered = True
+    Options = ExactTrajectoryOptions
 
     def score_alignment(self, al: Alignment, options: TrajectoryOptions) -> Score:
         if options.parallel_unordered and al.over == "tool_calls":

@@ -59,7 +59,7 @@ def weighted_prf(k: float, n: int, m: int, both_empty: float) -> tuple[float, fl
 class WeightedTrajectoryMetric(TrajectoryMetric):
     """Shared pairing for the `weighted_*` metrics: maximum-weight matching, or weighted LCS when ordered."""
 
-    options_model = WeightedTrajectoryOptions
+    Options = WeightedTrajectoryOptions
     ordered: ClassVar[bool] = False
     part: ClassVar[Literal["precision", "recall", "f1"]] = "f1"
 
