@@ -13,6 +13,7 @@ from pydantic import field_validator
 
 from evalward.metrics.base import Metric, Score, TurnContext
 from evalward.metrics.options import Flag, StrictOptions
+from evalward.metrics.registry import register_metric
 from evalward.metrics.rouge import rouge1, unicode_tokens
 from evalward.model import ToolCall
 
@@ -79,6 +80,7 @@ def _count(calls: list[ToolCall]) -> str:
     return f"{len(calls)} call" if len(calls) == 1 else f"{len(calls)} calls"
 
 
+@register_metric
 class ToolTrajectoryAvgScore(Metric):
     """ADK's `tool_trajectory_avg_score`: 1.0 when the turn's tool calls match the expected ones, else 0.0.
 
@@ -184,6 +186,7 @@ def score_trajectory(
     return Score(value=value, explanation=f"{match_type}: {verdict} -> {value:.1f}", details=details)
 
 
+@register_metric
 class ResponseMatchScore(Metric):
     """ADK's `response_match_score`: ROUGE-1 F-measure of the response against the reference.
 

@@ -24,6 +24,7 @@ from pydantic import Field
 from evalward.metrics.base import Metric, Score, TurnContext
 from evalward.metrics.matching import compat_matrix
 from evalward.metrics.options import StrictOptions
+from evalward.metrics.registry import register_metric
 from evalward.metrics.trajectory import (
     TrajectoryAnyOrder,
     TrajectoryExact,
@@ -50,6 +51,7 @@ def _unique(items: list[str]) -> list[str]:
     return seen
 
 
+@register_metric
 class AgentsMatch(Metric):
     """1 iff set(expected_agents) = set(actual agents); details list missed and extra agents."""
 
@@ -82,6 +84,7 @@ def _set_pr(expected: list[str], actual: list[str]) -> tuple[float, float]:
     return common / len(set(actual)), common / len(set(expected))
 
 
+@register_metric
 class AgentToolsMatch(Metric):
     """1 iff every agent called exactly the expected set of tools; details list missed/extra per agent,
     as `{agent, tool}` pairs, and per-agent precision/recall."""
@@ -163,6 +166,7 @@ def actual_handoffs(output: AgentOutput) -> list[str]:
     return sequence
 
 
+@register_metric
 class HandoffMatch(Metric):
     """The agent handoff sequence as a trajectory: actual handoffs (module docstring) vs `expected_agents`
     under `mode` (default `exact`: n = m and a_i = e_i ∀ i; `in_order`, `any_order`/`superset`, `subset`,

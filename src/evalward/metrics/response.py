@@ -15,6 +15,7 @@ from pydantic import field_validator, model_validator
 from evalward.metrics.base import Metric, Score, TurnContext
 from evalward.metrics.options import Flag, StrictOptions, one_of
 from evalward.metrics.patterns import PatternError, bounded_fullmatch, bounded_search, compile_pattern
+from evalward.metrics.registry import register_metric
 from evalward.metrics.rouge import TokenizerName, rouge1, tokenize
 from evalward.model.text import compact_json
 
@@ -35,6 +36,7 @@ class ResponseExactOptions(StrictOptions):
     casefold: Flag = False
 
 
+@register_metric
 class ResponseExact(Metric):
     """1.0 when the normalised response equals the normalised `expected_response`, else 0.0.
 
@@ -92,6 +94,7 @@ class ResponseContainsOptions(StrictOptions):
         return self
 
 
+@register_metric
 class ResponseContains(Metric):
     """1.0 when the normalised response contains the given texts as substrings, else 0.0.
 
@@ -150,6 +153,7 @@ class ResponseRegexOptions(StrictOptions):
         return value
 
 
+@register_metric
 class ResponseRegex(Metric):
     """1.0 when the regular expression `pattern` matches the response, else 0.0.
 
@@ -189,6 +193,7 @@ class ResponseRouge1Options(StrictOptions):
     variant: Annotated[Literal["f", "p", "r"], one_of("f", "p", "r")] = "f"
 
 
+@register_metric
 class ResponseRouge1(Metric):
     """ROUGE-1 of the response against `expected_response`: F-measure (default), precision or recall.
 
@@ -266,6 +271,7 @@ class OutputMatchOptions(StrictOptions):
         return value
 
 
+@register_metric
 class OutputMatch(Metric):
     """1.0 when the agent's other outputs equal the expected ones exactly, else 0.0.
 

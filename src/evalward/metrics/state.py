@@ -23,6 +23,7 @@ from pydantic import Field
 from evalward.metrics.args import ArgDiff, ArgsRule, ListPolicy, check_matchers, diff_values, normalize_json, split_path
 from evalward.metrics.base import CaseContext, Metric, Score
 from evalward.metrics.options import StrictOptions
+from evalward.metrics.registry import register_metric
 
 
 class StateOptions(StrictOptions):
@@ -93,6 +94,7 @@ class _StateMetric(Metric):
         return Score(0.0, f"{label}: {len(diffs)} difference(s) → 0: {_diff_summary(diffs)}", details)
 
 
+@register_metric
 class StateExact(_StateMetric):
     """1 iff final state == expected state (deep, JSON-typed) after removing `ignore_paths`, else 0."""
 
@@ -108,6 +110,7 @@ class StateExact(_StateMetric):
         return self._compare(ctx.final_state, expected, ctx.options, "state_exact")
 
 
+@register_metric
 class StateContains(_StateMetric):
     """1 iff expected state ⊆ final state recursively (after `ignore_paths`), else 0."""
 
@@ -124,6 +127,7 @@ class StateContains(_StateMetric):
         return self._compare(ctx.final_state, expected, ctx.options, "state_contains")
 
 
+@register_metric
 class StateUnchanged(_StateMetric):
     """1 iff final state == initial session state (after `ignore_paths`), else 0. Applies to every case."""
 

@@ -24,6 +24,7 @@ from pydantic import Field, model_validator
 from evalward.metrics.args import ArgsMode, ArgsRule, ListPolicy, check_matchers, compare_args, normalize_json
 from evalward.metrics.base import Metric, Score, TurnAggregate, TurnContext
 from evalward.metrics.options import OptionProblem, StrictOptions, maximum_threshold
+from evalward.metrics.registry import register_metric
 from evalward.metrics.trajectory_alignment import call_diffs
 from evalward.metrics.trajectory_options import ToolArgsOverride, TrajectoryOptions
 from evalward.model import MetricSpec, ToolCall
@@ -68,6 +69,7 @@ class ToolCalledOptions(StrictOptions):
         return self
 
 
+@register_metric
 class ToolCalled(Metric):
     """`called(tool, min=1, max=∞, args, occurrence)`: 1 iff the check holds, else 0.
 
@@ -128,6 +130,7 @@ class ToolNotCalledOptions(StrictOptions):
         return ([self.tool] if self.tool else []) + list(self.tools or [])
 
 
+@register_metric
 class ToolNotCalled(Metric):
     """Denylist: 1 iff none of `tool` / `tools` was called (failed attempts count; deferred do not)."""
 
@@ -158,6 +161,7 @@ class ToolCallCountOptions(StrictOptions):
         return self
 
 
+@register_metric
 class ToolCallCount(Metric):
     """1 iff count(tool) ∈ [min, max] (failed calls count, deferred do not)."""
 
@@ -178,6 +182,7 @@ class ToolOrderOptions(StrictOptions):
     after: str
 
 
+@register_metric
 class ToolOrder(Metric):
     """`before(X, Y)`: 1 iff `after` is never called, or `before` is called and its first call precedes the
     first call of `after` (so every `after` call is preceded by a `before` call). Failed calls are ignored."""
@@ -207,6 +212,7 @@ class MaxToolCallsOptions(StrictOptions):
     max: int = Field(ge=0)
 
 
+@register_metric
 class MaxToolCalls(Metric):
     """Budget: 1 iff the turn made at most `max` tool calls (failed calls count, deferred do not)."""
 
@@ -233,6 +239,7 @@ class AllowedToolsOptions(StrictOptions):
     match_agent: bool = True
 
 
+@register_metric
 class AllowedTools(Metric):
     """Allowlist: 1 iff every call of the turn is allowed, multiplicity ignored (a permitted call may repeat).
 
@@ -303,6 +310,7 @@ class StepRatioOptions(StrictOptions):
     )
 
 
+@register_metric
 class StepRatio(_Efficiency):
     """step_ratio = n/m: actual tool calls (failed ones count, deferred do not) over expected calls, or actual
     over expected steps (langchain-benchmarks). 1.0 = as many as the reference; the threshold is a maximum.
@@ -368,6 +376,7 @@ class RedundantCallsOptions(StrictOptions):
     )
 
 
+@register_metric
 class RedundantCalls(_Efficiency):
     """redundant_calls = #{i : ∃ j < i with name_j = name_i and canonical(args_j) = canonical(args_i)} over the
     turn's calls (deferred excluded). Canonical args: JSON strings parsed, key order ignored, `1 == 1.0`,
@@ -403,6 +412,7 @@ class RedundantCalls(_Efficiency):
         return Score(float(count), explanation, details)
 
 
+@register_metric
 class ErrorCalls(_Efficiency):
     """error_calls = #{calls with status `error`} in the turn (the agent reports `"status": "error"`, with the
     error as `result`). Per turn; case = sum over turns; the threshold is a maximum."""

@@ -31,6 +31,7 @@ from typing import Any, ClassVar, Literal
 
 from evalward.metrics.base import CaseContext, Metric, Score, TurnContext
 from evalward.metrics.options import OptionProblem, maximum_threshold
+from evalward.metrics.registry import register_metric
 from evalward.model import MetricSpec, Usage
 
 
@@ -49,6 +50,7 @@ class _UsageMetric(Metric):
         return None if spec.threshold is None else maximum_threshold(spec.name, spec.threshold)
 
 
+@register_metric
 class LatencyS(_UsageMetric):
     """Wall-clock seconds of the case; pass iff ≤ threshold."""
 
@@ -61,6 +63,7 @@ class LatencyS(_UsageMetric):
         return Score(ctx.latency_s, f"latency {ctx.latency_s:.3f}s", {"latency_s": ctx.latency_s})
 
 
+@register_metric
 class TotalTokens(_UsageMetric):
     """input_tokens + output_tokens over the case; pass iff ≤ threshold."""
 
@@ -79,6 +82,7 @@ class TotalTokens(_UsageMetric):
         )
 
 
+@register_metric
 class CostUsd(_UsageMetric):
     """Reported cost of the case in USD; pass iff ≤ threshold."""
 
@@ -133,6 +137,7 @@ class _Efficiency(Metric):
         return None if spec.threshold is None else efficiency_threshold_problem(spec.name, spec.threshold)
 
 
+@register_metric
 class ToolCallCountV1(_Efficiency):
     """Tool calls in the turn (every call, whatever its status, as ADK counts every function_call part);
     case = mean over turns."""
@@ -145,6 +150,7 @@ class ToolCallCountV1(_Efficiency):
         return Score(float(count), f"{count} tool call(s)", {"count": count})
 
 
+@register_metric
 class InferenceCallCountV1(_Efficiency):
     """Model requests in the turn as the agent reported them (`usage.model_requests`); n/a otherwise.
     Case = mean over turns with a value."""
@@ -161,6 +167,7 @@ class InferenceCallCountV1(_Efficiency):
         return Score(float(count), f"{count} model request(s)", {"model_requests": count})
 
 
+@register_metric
 class TokenUsageV1(_Efficiency):
     """total = input_tokens + output_tokens of the turn (a missing side counts 0; both missing → n/a).
     Case = Σ totals ÷ number of turns, a turn without counts counting 0 once any turn has one (ADK)."""
@@ -183,6 +190,7 @@ class TokenUsageV1(_Efficiency):
         )
 
 
+@register_metric
 class InvocationDurationV1(_Efficiency):
     """Wall-clock seconds of the turn as the runner timed it (n/a when untimed). Case = mean over timed turns."""
 
