@@ -10,7 +10,8 @@ criteria of one `batch` are scored in one call because they share work, and the 
   implements `score_turn` (`scope = "turn"`; the case score then folds the turns it applies to by
   `turn_aggregate`: their mean by default, as ADK does) or `score_case` (`scope = "case"`: state, latency,
   cost), returning a `Score`, or None when the case carries no expectation it needs or the value it reads was
-  not recorded (reported as `not_applicable` with the metric's `not_applicable` reason, never a pass);
+  not recorded (reported as `not_applicable` with the metric's `not_applicable` reason, never a pass). Either
+  may be `async def` (a metric that calls a service); a plain `def` is called directly, without an await;
 - `teacher_forcing` (`metrics.teacher_forcing`): the step metrics, from more calls to the agent;
 - `user_code` (`metrics.custom`): ADK custom metrics and user evaluators, possibly async;
 - `judge` (`metrics.judged`): LLM-judged metrics, through the run's judge.
@@ -21,7 +22,8 @@ runs, and handed to the metric as `ctx.options`, an instance of that model.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import inspect
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
@@ -114,7 +116,7 @@ has one (ADK's `token_usage_v1` average)."""
 
 class Metric:
     """Base class (module docstring): a metric of the `outputs` batch sets `name`, `scope`, its `Options` and
-    implements `score_turn` or `score_case`; a metric of another batch overrides `evaluate`."""
+    implements `score_turn` or `score_case` (sync or async); a metric of another batch overrides `evaluate`."""
 
     name: ClassVar[str]
     scope: ClassVar[Literal["turn", "case"]] = "turn"
@@ -130,6 +132,13 @@ class Metric:
     scores_without_criteria: ClassVar[bool] = False
     """True when the batch may report results for a case none of whose criteria name it (the step metrics of
     a turn with reference messages); its `evaluate` is then called with no specs."""
+    awaits: ClassVar[bool] = False
+    """True when `score_turn` / `score_case` is `async def` (set for each subclass): the scoring loop awaits
+    its result; a sync metric's is used as it is returned, with no await per turn."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.awaits = inspect.iscoroutinefunction(cls.score_turn) or inspect.iscoroutinefunction(cls.score_case)
 
     @classmethod
     def options_model(cls, spec: MetricSpec) -> type[BaseModel]:
@@ -145,10 +154,10 @@ class Metric:
             return None
         return unit_threshold(spec.name, spec.threshold)
 
-    def score_turn(self, ctx: TurnContext[Any]) -> Score | None:
+    def score_turn(self, ctx: TurnContext[Any]) -> Score | Awaitable[Score | None] | None:
         raise NotImplementedError(f"{self.name} does not score turns")
 
-    def score_case(self, ctx: CaseContext[Any]) -> Score | None:
+    def score_case(self, ctx: CaseContext[Any]) -> Score | Awaitable[Score | None] | None:
         raise NotImplementedError(f"{self.name} does not score cases")
 
     async def evaluate(self, specs: Sequence[MetricSpec], ctx: ScoringContext) -> CaseScores:
@@ -157,4 +166,4 @@ class Metric:
         ADK's informational efficiency metrics are added for the ADK formats (`ctx.adk_efficiency`)."""
         from evalward.metrics.scoring import score_outputs  # the scoring rules import this module
 
-        return score_outputs(specs, ctx)
+        return await score_outputs(specs, ctx)
