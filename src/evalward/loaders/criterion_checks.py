@@ -48,8 +48,9 @@ def _record(problems: Problems, problem: OptionProblem, at: PathKey, written: An
     if option is None:
         problems.add(message, at, case_id=case_id, expected=problem.expected, found=found)
     elif problem.kind == "unknown_option":
-        expected = f"one of {', '.join(problem.allowed)}" if problem.allowed else "no options: this metric takes none"
-        problems.add(message, (*at, *option), on_key=True, case_id=case_id, expected=expected, found=repr(option[-1]))
+        problems.add(
+            message, (*at, *option), on_key=True, case_id=case_id, expected=problem.expected, found=repr(option[-1])
+        )
     else:
         problems.add(message, (*at, *option), case_id=case_id, expected=problem.expected, found=found)
 

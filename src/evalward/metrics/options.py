@@ -144,7 +144,8 @@ def _problem(model: type[BaseModel], metric: str, options: Mapping[str, Any], er
         wording = getattr(model, "unknown_option", None) if len(loc) == 1 else None
         shown = ".".join(str(part) for part in path) or key
         message = wording.format(key=repr(shown)) if wording else f"unknown option {shown!r}"
-        return OptionProblem(metric, "unknown_option", message, path, allowed, f"one of {', '.join(allowed)}", key)
+        expected = f"one of {', '.join(allowed)}" if allowed else "no options: this metric takes none"
+        return OptionProblem(metric, "unknown_option", message, path, allowed, expected, key)
     where = ".".join(str(part) for part in path) or "options"
     if kind in ("value_error", "assertion_error"):
         message = str(error["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
