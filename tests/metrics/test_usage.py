@@ -122,8 +122,8 @@ def test_adk_efficiency_is_appended_once() -> None:
 
 def test_threshold_rules() -> None:
     assert check_specs([MetricSpec(name="token_usage_v1", threshold=100)]) == [
-        "token_usage_v1: takes no threshold: it reports a value and never passes or fails, as in ADK 2.13 (name it "
-        "without one, or gate on latency_s, total_tokens, cost_usd or max_tool_calls), found 100"
+        "token_usage_v1 does not support a threshold (found 100): it reports a value and never passes or fails, "
+        "as in ADK 2.13. Name it without a threshold, or gate on latency_s, total_tokens, cost_usd or max_tool_calls"
     ]
     assert check_specs([MetricSpec(name="latency_s", threshold=-1)]) == [
         "latency_s: threshold is a maximum and must be ≥ 0, found -1"

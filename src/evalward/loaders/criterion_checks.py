@@ -38,7 +38,7 @@ def record_spec_problems(
 
 
 def _record(problems: Problems, problem: OptionProblem, at: PathKey, written: Any, case_id: str | None) -> None:
-    message = _named(problem.metric, problem.message)
+    message = problem.message if problem.worded else _named(problem.metric, problem.message)
     found = None if problem.found is ABSENT else describe_value(problem.found)
     if problem.kind == "threshold":
         where = (*at, "threshold") if isinstance(written, Mapping) and "threshold" in written else at

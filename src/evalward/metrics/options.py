@@ -57,10 +57,12 @@ class OptionProblem(NamedTuple):
     """What would be valid, when it can be said shortly (`a number between 0 and 1`)."""
     found: Any = ABSENT
     """The value found at `option` (the threshold for a threshold problem; the key for an unknown option)."""
+    worded: bool = False
+    """True when `message` is a sentence of its own, naming the metric and the value: `render` shows it as it is."""
 
     def render(self) -> str:
         """The problem as one line naming the metric (what `registry.check_specs` lists)."""
-        if self.kind in ("unknown_metric", "metric"):
+        if self.kind in ("unknown_metric", "metric") or self.worded:
             return self.message  # these name the metric themselves
         text = f"{self.metric}: {self.message}"
         if self.kind == "unknown_option":
@@ -151,13 +153,13 @@ def _problem(model: type[BaseModel], metric: str, options: Mapping[str, Any], er
         message = str(error["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
     else:
         message = f"option {where}: {error['msg']}"
-    expected = error.get("ctx", {}).get("expected") if kind == "literal_error" else None
+    choices = error.get("ctx", {}).get("expected") if kind == "literal_error" else None
     return OptionProblem(
         metric,
         "option",
         message,
         path,
-        expected=f"one of {expected}" if expected else None,
+        expected=f"one of {choices}" if choices else None,
         found=found if path and kind != "missing" else ABSENT,
     )
 

@@ -109,10 +109,12 @@ def efficiency_threshold_problem(name: str, threshold: float) -> OptionProblem:
     return OptionProblem(
         name,
         "threshold",
-        "takes no threshold: it reports a value and never passes or fails, as in ADK 2.13 (name it without one, "
-        "or gate on latency_s, total_tokens, cost_usd or max_tool_calls)",
+        f"{name} does not support a threshold (found {threshold:g}): it reports a value and never passes or "
+        "fails, as in ADK 2.13. Name it without a threshold, or gate on latency_s, total_tokens, cost_usd or "
+        "max_tool_calls",
         expected="no threshold",
         found=threshold,
+        worded=True,
     )
 
 
