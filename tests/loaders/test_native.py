@@ -241,3 +241,34 @@ def test_a_native_metric_option_typo_is_located_at_its_key(tmp_path: Path) -> No
     [problem] = caught.value.problems
     assert (problem.line, problem.json_path) == (2, "$.metrics[0].ignore_arg")
     assert problem.message == "tool_trajectory_avg_score: unknown option 'ignore_arg'"
+
+
+def test_a_native_threshold_out_of_range_is_located_at_the_threshold(problems_of: ProblemsOf) -> None:
+    text = (
+        '{"evalward": 1, "eval_set_id": "s",\n'
+        ' "metrics": [{"name": "response_exact", "threshold": 1.5}],\n'
+        ' "cases": [{"id": "a", "query": "q", "expect": {"response": "r"}}]}\n'
+    )
+    [problem] = problems_of("set.eval.json", text)
+    assert (problem.line, problem.column) == (2, text.splitlines()[1].index("1.5") + 1)
+    assert problem.json_path == "$.metrics[0].threshold"
+    assert problem.message == "response_exact: threshold must be between 0 and 1"
+    assert (problem.expected, problem.found) == ("a number between 0 and 1", "number 1.5")
+
+
+def test_a_case_metric_option_value_is_located_with_its_case(problems_of: ProblemsOf) -> None:
+    text = (
+        "evalward: 1\n"
+        "eval_set_id: s\n"
+        "cases:\n"
+        "  - id: refund\n"
+        "    query: q\n"
+        "    metrics:\n"
+        "      - name: response_contains\n"
+        "        threshold: 1\n"
+        "        mode: most\n"
+    )
+    [problem] = problems_of("set.eval.yaml", text)
+    assert (problem.line, problem.json_path, problem.case_id) == (9, "$.cases[0].metrics[0].mode", "refund")
+    assert problem.message == "response_contains: mode: expected 'all' or 'any'"
+    assert problem.found == 'string "most"'

@@ -7,6 +7,7 @@ import pytest
 from evalward.errors import EvalFileError, FileProblem
 from evalward.loaders import ADK_CRITERIA, adk_default_criteria, load_test_config, normalise_match_type
 from evalward.loaders.test_config import read_test_config
+from evalward.metrics.registry import known_metric_names
 from evalward.model import MetricSpec
 
 
@@ -364,21 +365,77 @@ def test_a_metric_option_typo_is_located_at_the_option_and_names_the_metric_and_
 
 
 @pytest.mark.parametrize(
-    ("written", "json_path"),
+    ("written", "json_path", "found"),
     [
-        ("1.5", "$.criteria.response_match_score"),
-        ("-0.5", "$.criteria.response_match_score"),
-        ('{"threshold": 1.5}', "$.criteria.response_match_score.threshold"),
+        ("1.5", "$.criteria.response_match_score", "number 1.5"),
+        ("-0.5", "$.criteria.response_match_score", "number -0.5"),
+        ('{"threshold": 1.5}', "$.criteria.response_match_score.threshold", "number 1.5"),
     ],
 )
-def test_a_threshold_out_of_range_is_located_with_its_json_path(tmp_path: Path, written: str, json_path: str) -> None:
+def test_a_threshold_out_of_range_is_located_with_its_json_path(
+    tmp_path: Path, written: str, json_path: str, found: str
+) -> None:
     text = (
         '{\n  "criteria": {\n    "tool_trajectory_avg_score": 1.0,\n    "response_match_score": '
         + written
         + "\n  }\n}\n"
     )
     [problem] = _problems(tmp_path, text)
-    assert problem.line == 4 and problem.column is not None
+    value_column = text.splitlines()[3].index(written.split(":")[-1].strip(" }")) + 1
+    assert (problem.line, problem.column) == (
+        4,
+        value_column if "threshold" in json_path else len('    "response_match_score": ') + 1,
+    )
     assert problem.json_path == json_path
-    assert problem.message.startswith("response_match_score: threshold must be between 0 and 1, found")
-    assert problem.path.endswith("test_config.json")
+    assert problem.message == "response_match_score: threshold must be between 0 and 1"
+    assert (problem.expected, problem.found) == ("a number between 0 and 1", found)
+    # rendered as the loaders render every located problem
+    assert problem.render() == (
+        f"{problem.path}:4:{problem.column}: response_match_score: threshold must be between 0 and 1; "
+        f"at {json_path}; expected a number between 0 and 1; found {found}"
+    )
+
+
+def test_a_maximum_below_zero_is_located_and_says_what_a_maximum_takes(tmp_path: Path) -> None:
+    text = '{"criteria": {\n  "latency_s": -1}}\n'
+    [problem] = _problems(tmp_path, text, known_metrics=known_metric_names())
+    assert (problem.line, problem.json_path) == (2, "$.criteria.latency_s")
+    assert problem.message == "latency_s: threshold is a maximum and must be ≥ 0"
+    assert (problem.expected, problem.found) == ("a number ≥ 0", "number -1.0")
+
+
+def test_a_bad_option_value_is_located_at_the_value(tmp_path: Path) -> None:
+    text = '{"criteria": {\n  "response_exact": {"threshold": 1,\n    "casefold": "yes"}}}\n'
+    [problem] = _problems(tmp_path, text, known_metrics=known_metric_names())
+    assert (problem.line, problem.column) == (3, text.splitlines()[2].index('"yes"') + 1)
+    assert problem.json_path == "$.criteria.response_exact.casefold"
+    assert problem.message == "response_exact: casefold: expected true or false"
+    assert problem.found == 'string "yes"'
+
+
+def test_an_unknown_key_inside_an_option_is_located_with_the_keys_taken_there(tmp_path: Path) -> None:
+    text = (
+        '{"criteria": {"trajectory_f1": {"threshold": 0.5,\n  "tool_args": {"search": {\n    "mode": "contains"}}}}}\n'
+    )
+    [problem] = _problems(tmp_path, text, known_metrics=known_metric_names())
+    assert (problem.line, problem.column) == (3, 5)
+    assert problem.json_path == "$.criteria.trajectory_f1.tool_args.search.mode"
+    assert problem.message == "trajectory_f1: unknown option 'tool_args.search.mode'"
+    assert (problem.expected, problem.found) == ("one of args_mode, keys", "'mode'")
+
+
+def test_a_missing_option_is_located_at_the_criterion(tmp_path: Path) -> None:
+    text = '{"criteria": {\n  "tool_called": {"threshold": 1}}}\n'
+    [problem] = _problems(tmp_path, text, known_metrics=known_metric_names())
+    assert (problem.line, problem.json_path) == (2, "$.criteria.tool_called")
+    assert problem.message == "tool_called: option tool: Field required"
+    assert problem.found is None
+
+
+def test_a_camel_case_option_is_located_at_the_key_as_written(tmp_path: Path) -> None:
+    text = '{"criteria": {"per_turn_user_simulator_quality_v1": {"threshold": 0.5,\n  "stopSignal": ""}}}\n'
+    [problem] = _problems(tmp_path, text)
+    assert (problem.line, problem.column) == (2, len('  "stopSignal": ') + 1)
+    assert problem.json_path == "$.criteria.per_turn_user_simulator_quality_v1.stopSignal"
+    assert problem.message == "per_turn_user_simulator_quality_v1: stop_signal must be a non-empty string"
+    assert problem.found == 'string ""'

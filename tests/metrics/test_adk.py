@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from evalward.metrics.adk import ResponseMatchScore, ToolTrajectoryAvgScore, parse_match_type
+from evalward.metrics.adk import ResponseMatchScore, ToolTrajectoryAvgScore, ToolTrajectoryOptions, parse_match_type
 from evalward.metrics.base import Score, TurnContext
+from evalward.metrics.registry import check_specs, options_of
 from evalward.model import AgentOutput, EvalCase, Invocation, MetricSpec, ToolCall
 
 
@@ -190,13 +191,15 @@ def test_parse_match_type_follows_adk_normalisation(value: object, parsed: str |
 
 def test_trajectory_option_problems() -> None:
     spec = MetricSpec(name="tool_trajectory_avg_score", options={"match_type": "fuzzy", "ignore_args": "yes", "x": 1})
-    assert ToolTrajectoryAvgScore().check_options(spec) == [
-        "match_type: expected one of EXACT, IN_ORDER, ANY_ORDER (or 0, 1, 2), found 'fuzzy'",
-        "ignore_args: expected true or false, found 'yes'",
-        "unknown option 'x' (known: match_type, ignore_args)",
+    assert check_specs([spec]) == [
+        "tool_trajectory_avg_score: match_type: expected one of EXACT, IN_ORDER, ANY_ORDER (or 0, 1, 2), found 'fuzzy'",
+        "tool_trajectory_avg_score: ignore_args: expected true or false, found 'yes'",
+        "tool_trajectory_avg_score: unknown option 'x'; known: match_type, ignore_args",
     ]
     valid = MetricSpec(name="tool_trajectory_avg_score", options={"match_type": 2, "ignore_args": True})
-    assert ToolTrajectoryAvgScore().check_options(valid) == []
+    assert check_specs([valid]) == []
+    # ADK's 2 is ANY_ORDER: the metric reads the option as it was validated
+    assert options_of(valid) == ToolTrajectoryOptions(match_type="ANY_ORDER", ignore_args=True)
 
 
 def response_match(response: str | None, reference: str | None) -> Score:
@@ -230,6 +233,4 @@ def test_response_match_score_both_empty_is_zero_as_in_adk() -> None:
 
 def test_response_match_score_takes_no_options() -> None:
     spec = MetricSpec(name="response_match_score", options={"tokenizer": "default"})
-    assert ResponseMatchScore().check_options(spec) == [
-        "unknown option 'tokenizer' (response_match_score takes no options)"
-    ]
+    assert check_specs([spec]) == ["response_match_score: unknown option 'tokenizer'; it takes no options"]

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from evalward.metrics.base import Score, TurnContext
-from evalward.metrics.registry import get_metric
+from evalward.metrics.registry import check_specs, get_metric
 from evalward.model import AgentOutput, EvalCase, Invocation, MetricSpec, ToolCall
 
 
@@ -90,9 +90,7 @@ def test_agent_tools_pass_and_not_applicable() -> None:
 
 def test_options_are_rejected() -> None:
     spec = MetricSpec(name="agents_match", options={"mode": "x"})
-    assert get_metric("agents_match").check_options(spec) == [
-        "agents_match: unknown option 'mode' (this metric takes none)"
-    ]
+    assert check_specs([spec]) == ["agents_match: unknown option 'mode'; it takes no options"]
 
 
 # --- handoff_match -------------------------------------------------------------------------------------------
@@ -146,10 +144,8 @@ def test_handoff_sequence_from_calls_collapses_consecutive_repeats() -> None:
 
 
 def test_handoff_match_not_applicable_and_options() -> None:
-    from evalward.metrics.registry import check_specs
-
     assert handoff(AgentOutput(agents=["a"]), None) is None
     assert check_specs([MetricSpec(name="handoff_match", options={"mode": "sideways"})]) == [
         "handoff_match: option mode: Input should be 'exact', 'in_order', 'any_order', 'superset', 'subset', "
-        "'same_multiset', 'precision', 'recall', 'f1' or 'ordered_f1'"
+        "'same_multiset', 'precision', 'recall', 'f1' or 'ordered_f1', found 'sideways'"
     ]

@@ -1,5 +1,6 @@
-"""A metric from a third-party package: installed with pip, registered under the `evalward.metrics` entry-point
-group, named in test_config.json like a built-in, scored in a run, its option typo located; and a run of
+"""Metrics from a third-party package: installed with pip, registered under the `evalward.metrics` entry-point
+group, named in test_config.json like a built-in, their options validated as their `Options` models, scored in a
+run (one of them `async def`), an option typo located with the option names the metric takes; and a run of
 built-in metrics never reads the installed packages' entry points."""
 
 from __future__ import annotations
@@ -74,31 +75,52 @@ def run(folder: Path, site: Path, *extra: str) -> subprocess.CompletedProcess[st
     )
 
 
-def test_a_packages_metric_is_named_in_test_config_and_scored(tmp_path: Path, site: Path) -> None:
-    project(tmp_path, {"mentions_order": {"threshold": 1.0, "prefix": "Order "}})
+def test_a_packages_metrics_are_named_in_test_config_and_scored(tmp_path: Path, site: Path) -> None:
+    criteria = {
+        "mentions_order": {"threshold": 1.0, "prefix": "Order "},
+        "short_answer": {"threshold": 1, "max_words": 3},
+    }
+    project(tmp_path, criteria)
     done = run(tmp_path, site, "--json", "run.json")
-    assert done.returncode == 1, done.stderr  # order 3's answer does not name it
+    assert done.returncode == 1, done.stderr  # order 3's answer does not name it; the others are 4 words long
     report = json.loads((tmp_path / "run.json").read_text())
-    scores = {
-        case["case_id"]: next(m for m in case["metric_results"] if m["name"] == "mentions_order")
-        for case in report["cases"]
+    results = {
+        (case["case_id"], result["name"]): result for case in report["cases"] for result in case["metric_results"]
     }
-    assert {case_id: result["score"] for case_id, result in scores.items()} == {
-        "order_1": 1.0,
-        "order_2": 1.0,
-        "order_3": 0.0,
+    scores = {key: result["score"] for key, result in results.items() if key[1] in criteria}
+    assert scores == {
+        ("order_1", "mentions_order"): 1.0,
+        ("order_2", "mentions_order"): 1.0,
+        ("order_3", "mentions_order"): 0.0,
+        # the async metric, awaited: "Order 1 has shipped." has 4 words, "It has shipped." 3
+        ("order_1", "short_answer"): 0.0,
+        ("order_2", "short_answer"): 0.0,
+        ("order_3", "short_answer"): 1.0,
     }
-    assert scores["order_3"]["explanation"].startswith("'Order 3' not named in the answer")
-    assert {case["case_id"]: case["status"] for case in report["cases"]}["order_3"] == "failed"
+    assert results["order_3", "mentions_order"]["explanation"].startswith("'Order 3' not named in the answer")
+    assert results["order_1", "short_answer"]["explanation"].startswith("4 word(s), at most 3")
+    assert {case["case_id"]: case["status"] for case in report["cases"]} == {
+        "order_1": "failed",
+        "order_2": "failed",
+        "order_3": "failed",
+    }
 
 
-def test_a_packages_metric_option_typo_is_located(tmp_path: Path, site: Path) -> None:
-    project(tmp_path, {"mentions_order": {"threshold": 1.0, "prefx": "Order "}})
+def test_a_packages_metric_option_typo_and_bad_value_are_located(tmp_path: Path, site: Path) -> None:
+    criteria = {
+        "mentions_order": {"threshold": 1.0, "prefx": "Order "},
+        "short_answer": {"threshold": 1, "max_words": 0},
+    }
+    project(tmp_path, criteria)
     done = run(tmp_path, site)
     assert done.returncode == 2
-    assert "test_config.json:5:7:" in done.stderr  # the key `"prefx"`, under `"threshold"`
-    assert "mentions_order: unknown option 'prefx'" in done.stderr
-    assert "$.criteria.mentions_order.prefx" in done.stderr and "expected one of prefix" in done.stderr
+    lines = [line for line in done.stderr.splitlines() if "test_config.json:" in line]
+    assert len(lines) == 2, done.stderr
+    typo, value = lines
+    assert "test_config.json:5:7: mentions_order: unknown option 'prefx'" in typo  # the key, under `"threshold"`
+    assert "at $.criteria.mentions_order.prefx" in typo and "expected one of prefix; found 'prefx'" in typo
+    assert "test_config.json:9:20: short_answer: option max_words: Input should be greater than or equal to 1" in value
+    assert "at $.criteria.short_answer.max_words" in value and "found number 0" in value
 
 
 def test_without_the_package_the_name_is_an_unknown_criterion(tmp_path: Path) -> None:
@@ -128,5 +150,6 @@ def test_evalward_metrics_lists_a_packages_metric(site: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "evalward", "metrics"], env=env, capture_output=True, text=True, timeout=60, check=True
     )
-    [line] = [line for line in done.stdout.splitlines() if line.startswith("mentions_order ")]
-    assert "[package, turn] The answer names the order the question asks about." in line
+    listed = {line.split()[0]: line for line in done.stdout.splitlines() if "[package" in line}
+    assert "[package, turn] The answer names the order the question asks about." in listed["mentions_order"]
+    assert "[package, turn] The answer has at most max_words words." in listed["short_answer"]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from evalward.metrics.base import Metric
@@ -106,37 +109,52 @@ def test_check_specs_collects_every_problem() -> None:
     ]
 
 
-def test_the_lazy_table_names_every_metric_class_under_its_own_name() -> None:
-    """The registry imports a metric's module on first use, from a table of names: the table must list every
-    class of every metric family, each under the name the class declares, and nothing else."""
+def test_the_index_is_what_the_families_register() -> None:
+    """Each built-in metric registers itself (`@register_metric`); the index a run reads to find a metric's
+    family without importing every family is generated from them and must say the same."""
     from evalward.metrics import registry
-    from evalward.metrics.adk import ResponseMatchScore, ToolTrajectoryAvgScore
-    from evalward.metrics.multi_agent import MULTI_AGENT_METRICS
-    from evalward.metrics.response import OutputMatch, ResponseContains, ResponseExact, ResponseRegex, ResponseRouge1
-    from evalward.metrics.state import STATE_METRICS
-    from evalward.metrics.tools import TOOL_METRICS
-    from evalward.metrics.trajectory import TRAJECTORY_METRICS
-    from evalward.metrics.trajectory_weighted import WEIGHTED_TRAJECTORY_METRICS
-    from evalward.metrics.usage import USAGE_METRICS
+    from evalward.metrics.builtin_names import BUILT_IN_METRICS
 
-    classes: list[type[Metric]] = [
-        ToolTrajectoryAvgScore,
-        ResponseMatchScore,
-        ResponseExact,
-        ResponseContains,
-        ResponseRegex,
-        ResponseRouge1,
-        OutputMatch,
-        *TRAJECTORY_METRICS,
-        *WEIGHTED_TRAJECTORY_METRICS,
-        *TOOL_METRICS,
-        *MULTI_AGENT_METRICS,
-        *STATE_METRICS,
-        *USAGE_METRICS,
-    ]
-    by_name = {cls.name: cls for cls in classes}
-    assert len(by_name) == len(classes)  # no two classes share a name
-    assert set(registry._HOMES) == set(by_name)
-    for name, cls in by_name.items():
-        assert registry._HOMES[name] == (cls.__module__, cls.__name__)
-        assert type(get_metric(name)) is cls
+    index = registry.built_in_index()
+    assert index == BUILT_IN_METRICS, "stale: regenerate it with `python -m evalward.metrics.registry`"
+    assert set(index) >= NATIVE
+    for name, module in index.items():
+        cls = type(get_metric(name))
+        assert (cls.name, cls.__module__) == (name, module)
+
+
+def test_a_lookup_imports_only_the_family_of_the_metric() -> None:
+    probe = (
+        "import sys\n"
+        "from evalward.metrics.registry import get_metric, known_metric_names\n"
+        "assert len(known_metric_names()) > 40\n"
+        "get_metric('state_exact')\n"
+        "families = ('adk', 'response', 'trajectory', 'tools', 'multi_agent', 'state', 'usage')\n"
+        "print(sorted(f for f in families if f'evalward.metrics.{f}' in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.strip() == "['state']"
+
+
+def test_registering_refuses_a_second_class_for_a_name_and_options_that_are_not_a_model() -> None:
+    from pydantic import BaseModel
+
+    from evalward.metrics.registry import register_metric
+
+    class Again(Metric):
+        name = "response_exact"
+
+    get_metric("response_exact")  # its family registers it
+    with pytest.raises(ValueError, match=r"metric 'response_exact' is registered twice: .*ResponseExact and .*Again"):
+        register_metric(Again)
+
+    class Loose(BaseModel):
+        prefix: str = ""
+
+    class LooseOptions(Metric):
+        name = "loose_options_for_a_test"
+        Options = Loose
+
+    with pytest.raises(TypeError, match="`Options` must refuse unknown keys"):
+        register_metric(LooseOptions)
+    assert "loose_options_for_a_test" not in known_metric_names()

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Any
 
 import pytest
 
 from evalward.metrics.base import Metric, Score, TurnContext
+from evalward.metrics.registry import check_specs
 from evalward.metrics.response import (
     OutputMatch,
     ResponseContains,
@@ -36,12 +38,18 @@ def score(
         actual=AgentOutput(response=response, outputs=outputs or {}),
         spec=MetricSpec(name=metric.name, options=options),
     )
-    assert metric.check_options(ctx.spec) == []
-    return metric.score_turn(ctx)
+    assert check_specs([ctx.spec]) == []
+    scored = metric.score_turn(ctx)
+    assert not isinstance(scored, Awaitable)
+    return scored
 
 
 def problems(metric: Metric, **options: Any) -> list[str]:
-    return metric.check_options(MetricSpec(name=metric.name, options=options))
+    """The problems of the metric's criterion with `options`, without the metric's name that leads each."""
+    return [
+        problem.removeprefix(f"{metric.name}: ")
+        for problem in check_specs([MetricSpec(name=metric.name, options=options)])
+    ]
 
 
 def test_metric_names() -> None:
@@ -83,8 +91,8 @@ def test_exact_not_applicable_without_expected_response_and_none_response_is_emp
 
 def test_exact_option_problems() -> None:
     assert problems(ResponseExact(), casefold="yes", strip=True) == [
-        "unknown option 'strip' (known: casefold)",
         "casefold: expected true or false, found 'yes'",
+        "unknown option 'strip'; known: casefold",
     ]
 
 
@@ -122,10 +130,10 @@ def test_contains_not_applicable_without_any_text() -> None:
 
 def test_contains_option_problems() -> None:
     assert problems(ResponseContains(), text="a", texts=["b"], mode="most") == [
-        "give either text or texts, not both",
         "mode: expected 'all' or 'any', found 'most'",
     ]
-    assert problems(ResponseContains(), texts=[]) == ["texts: expected at least one string, found an empty list"]
+    assert problems(ResponseContains(), text="a", texts=["b"]) == ["give either text or texts, not both"]
+    assert problems(ResponseContains(), texts=[]) == ["texts: expected at least one string, found []"]
     assert problems(ResponseContains(), texts="abc") == ["texts: expected a list of strings, found 'abc'"]
     assert problems(ResponseContains(), text=3) == ["text: expected a string, found 3"]
 
@@ -151,10 +159,10 @@ def test_regex_applies_to_raw_text_and_missing_response_is_empty() -> None:
 
 
 def test_regex_option_problems() -> None:
-    assert problems(ResponseRegex()) == ["pattern: required, found nothing"]
+    assert problems(ResponseRegex()) == ["option pattern: Field required"]
     assert problems(ResponseRegex(), pattern="(", fullmatch=1) == [
+        "pattern: not a valid regular expression (missing ) at position 1), found '('",
         "fullmatch: expected true or false, found 1",
-        "pattern: not a valid regular expression (missing ) at position 1): '('",
     ]
 
 
@@ -199,9 +207,9 @@ def test_rouge1_not_applicable_without_expected_response() -> None:
 
 def test_rouge1_option_problems() -> None:
     assert problems(ResponseRouge1(), tokenizer="nltk", variant="F", stem=True) == [
-        "unknown option 'stem' (known: tokenizer, variant)",
         "tokenizer: expected 'unicode' or 'default', found 'nltk'",
         "variant: expected 'f', 'p' or 'r', found 'F'",
+        "unknown option 'stem'; known: tokenizer, variant",
     ]
 
 
@@ -258,6 +266,6 @@ def test_json_equal(left: Any, right: Any, equal: bool) -> None:
 
 def test_output_match_option_problems() -> None:
     assert problems(OutputMatch(), key="", field="x") == [
-        "unknown option 'field' (known: key)",
         "key: expected a non-empty string, found ''",
+        "unknown option 'field'; known: key",
     ]

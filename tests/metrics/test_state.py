@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from evalward.metrics.base import CaseContext, Score
-from evalward.metrics.registry import get_metric
+from evalward.metrics.registry import check_specs, get_metric
 from evalward.metrics.state import remove_paths
 from evalward.model import EvalCase, Invocation, MetricSpec
 
@@ -121,6 +121,4 @@ def test_remove_paths_does_not_mutate_and_handles_wildcards() -> None:
 
 def test_bad_options() -> None:
     spec = MetricSpec(name="state_exact", options={"ignore": ["a"]})
-    assert get_metric("state_exact").check_options(spec) == [
-        "state_exact: option ignore: Extra inputs are not permitted"
-    ]
+    assert check_specs([spec]) == ["state_exact: unknown option 'ignore'; known: ignore_paths, list_policy"]

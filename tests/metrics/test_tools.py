@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from evalward.metrics.base import Score, TurnContext
-from evalward.metrics.registry import get_metric
+from evalward.metrics.registry import check_specs, get_metric
 from evalward.model import AgentOutput, EvalCase, Invocation, MetricSpec, ToolCall
 
 
@@ -114,7 +114,7 @@ def test_max_tool_calls_counts_everything_but_deferred() -> None:
     ],
 )
 def test_bad_options_are_reported(metric: str, options: dict[str, Any], fragment: str) -> None:
-    problems = get_metric(metric).check_options(MetricSpec(name=metric, options=options))
+    problems = check_specs([MetricSpec(name=metric, options=options)])
     assert any(fragment in p for p in problems), problems
 
 
@@ -195,7 +195,7 @@ def test_step_ratio_over_steps_and_threshold_is_a_maximum() -> None:
     [too_long] = score_case(case, [MetricSpec(name="step_ratio", threshold=1.25)], [long]).metric_results
     # 6/4 = 1.5 > 1.25 → failed
     assert (too_long.score, too_long.status) == (1.5, "failed")
-    assert get_metric("step_ratio").check_options(MetricSpec(name="step_ratio", threshold=-1)) == [
+    assert check_specs([MetricSpec(name="step_ratio", threshold=-1)]) == [
         "step_ratio: threshold is a maximum and must be ≥ 0, found -1"
     ]
 

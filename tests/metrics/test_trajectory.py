@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from evalward.metrics.base import Score, TurnContext
-from evalward.metrics.registry import get_metric
+from evalward.metrics.registry import check_specs, get_metric
 from evalward.model import AgentOutput, EvalCase, Invocation, MetricSpec, ToolCall
 
 
@@ -180,17 +180,23 @@ def test_exact_parallel_unordered_compares_step_groups_as_multisets() -> None:
 
 def test_parallel_unordered_is_rejected_outside_exact() -> None:
     spec = MetricSpec(name="trajectory_f1", options={"parallel_unordered": True})
-    assert get_metric("trajectory_f1").check_options(spec) == [
-        "trajectory_f1: option parallel_unordered applies to trajectory_exact only"
+    assert check_specs([spec]) == [
+        "trajectory_f1: option parallel_unordered applies to trajectory_exact only, found True"
     ]
+    assert check_specs([MetricSpec(name="trajectory_f1", options={"parallel_unordered": False})]) == []
 
 
 def test_unknown_and_badly_typed_options_are_reported() -> None:
     spec = MetricSpec(name="trajectory_f1", options={"args_mode": "fuzzy", "colour": 1})
-    problems = get_metric("trajectory_f1").check_options(spec)
+    problems = check_specs([spec])
     assert len(problems) == 2
-    assert problems[0].startswith("trajectory_f1: option args_mode:")
-    assert problems[1].startswith("trajectory_f1: option colour: Extra inputs are not permitted")
+    assert problems[0] == (
+        "trajectory_f1: option args_mode: Input should be 'exact', 'ignore', 'contains' or 'within', found 'fuzzy'"
+    )
+    assert problems[1].startswith("trajectory_f1: unknown option 'colour'; known: over, args_mode, keys, tool_args,")
+    # an unknown key inside a per-tool override names its place and what the override takes
+    nested = MetricSpec(name="trajectory_f1", options={"tool_args": {"search": {"mode": "contains"}}})
+    assert check_specs([nested]) == ["trajectory_f1: unknown option 'tool_args.search.mode'; known: args_mode, keys"]
 
 
 def test_args_modes_keys_and_per_tool_overrides() -> None:
@@ -454,14 +460,13 @@ def test_weighted_credit_recall_option_and_empty_rules() -> None:
 
 
 def test_weighted_metrics_options_are_checked() -> None:
-    from evalward.metrics.registry import check_specs
-
     assert check_specs([MetricSpec(name="trajectory_weighted_f1", options={"credit": "bogus"})]) == [
-        "trajectory_weighted_f1: option credit: Input should be 'symmetric' or 'recall'"
+        "trajectory_weighted_f1: option credit: Input should be 'symmetric' or 'recall', found 'bogus'"
     ]
     # `credit` belongs to the weighted metrics only
     assert check_specs([MetricSpec(name="trajectory_f1", options={"credit": "recall"})]) == [
-        "trajectory_f1: option credit: Extra inputs are not permitted"
+        "trajectory_f1: unknown option 'credit'; known: over, args_mode, keys, tool_args, coerce, list_policy, "
+        "match_agent, parallel_unordered, exclude_error_calls, count_deferred, both_empty_score"
     ]
 
 

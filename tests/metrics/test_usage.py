@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from evalward.metrics.base import CaseContext, Score, TurnContext
-from evalward.metrics.registry import get_metric
+from evalward.metrics.registry import check_specs, get_metric
 from evalward.model import AgentOutput, EvalCase, Invocation, MetricSpec, ToolCall, Usage
 
 CASE = EvalCase(case_id="c", turns=[Invocation(query="a"), Invocation(query="b")])
@@ -121,12 +121,11 @@ def test_adk_efficiency_is_appended_once() -> None:
 
 
 def test_threshold_rules() -> None:
-    metric = get_metric("token_usage_v1")
-    assert metric.check_options(MetricSpec(name="token_usage_v1", threshold=100)) == [
+    assert check_specs([MetricSpec(name="token_usage_v1", threshold=100)]) == [
         "token_usage_v1 does not support a threshold (found 100): it reports a value and never passes or fails, "
         "as in ADK 2.13. Name it without a threshold, or gate on latency_s, total_tokens, cost_usd or max_tool_calls"
     ]
-    assert get_metric("latency_s").check_options(MetricSpec(name="latency_s", threshold=-1)) == [
+    assert check_specs([MetricSpec(name="latency_s", threshold=-1)]) == [
         "latency_s: threshold is a maximum and must be ≥ 0, found -1"
     ]
-    assert get_metric("cost_usd").check_options(MetricSpec(name="cost_usd", threshold=0.5)) == []
+    assert check_specs([MetricSpec(name="cost_usd", threshold=0.5)]) == []

@@ -10,8 +10,6 @@ the keys the model accepts.
 from __future__ import annotations
 
 import json
-import types
-import typing
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -22,6 +20,7 @@ from pydantic.alias_generators import to_camel, to_snake
 from evalward.errors import FileProblem
 from evalward.loaders.documents import Document
 from evalward.loaders.positions import PathKey, format_json_path
+from evalward.metrics.options import allowed_keys
 from evalward.model import SourceLocation
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
@@ -124,7 +123,7 @@ class Problems:
             elif kind == "extra_forbidden" and loc:
                 # The unknown key is in the data, so `path` already ends with it.
                 name = str(loc[-1])
-                allowed = _allowed_keys(model, loc[:-1])
+                allowed = allowed_keys(model, loc[:-1])
                 self.add(
                     f"unknown key '{name}'",
                     (*at, *path),
@@ -169,58 +168,4 @@ def _matching_key(mapping: dict[Any, Any], part: str | int) -> str | None:
     for candidate in (part, to_camel(part), to_snake(part)):
         if candidate in mapping:
             return candidate
-    return None
-
-
-def _allowed_keys(model: type[BaseModel], loc: Sequence[str | int]) -> list[str]:
-    """The field names of the model that validated the object at `loc` (best effort, snake_case)."""
-    current: Any = model
-    for part in loc:
-        current = _descend(current, part)
-        if current is None:
-            return []
-    found = _model_in(current)
-    return list(found.model_fields) if found is not None else []
-
-
-def _model_in(annotation: Any) -> type[BaseModel] | None:
-    """The model an annotation names, looking through `Annotated[...]` and `Model | None`."""
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    origin = typing.get_origin(annotation)
-    if origin is typing.Annotated:
-        return _model_in(typing.get_args(annotation)[0])
-    if origin in (typing.Union, types.UnionType):
-        models = [m for a in typing.get_args(annotation) if (m := _model_in(a)) is not None]
-        return models[0] if len(models) == 1 else None
-    return None
-
-
-def _descend(annotation: Any, part: str | int) -> Any:
-    origin = typing.get_origin(annotation)
-    args = typing.get_args(annotation)
-    if origin is typing.Annotated:
-        return _descend(args[0], part)
-    if origin in (typing.Union, types.UnionType):
-        members = [a for a in args if a is not type(None)]
-        for member in members:
-            inner = typing.get_args(member)[0] if typing.get_origin(member) is typing.Annotated else member
-            if getattr(inner, "__name__", None) == part:
-                return inner
-        for member in members:
-            found = _descend(member, part)
-            if found is not None:
-                return found
-        return None
-    model = _model_in(annotation)
-    if model is not None:
-        if isinstance(part, str) and part in model.model_fields:
-            return model.model_fields[part].annotation
-        return None
-    if origin in (list, Sequence) and isinstance(part, int):
-        return args[0] if args else None
-    if origin is tuple and isinstance(part, int) and args:
-        return args[part] if part < len(args) else args[-1]
-    if origin is dict and isinstance(part, str):
-        return args[1] if len(args) == 2 else None
     return None

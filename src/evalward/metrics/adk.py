@@ -7,12 +7,15 @@ Both score one turn (ADK's "invocation"); the case score is the mean over turns,
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
+from pydantic import field_validator
+
 from evalward.metrics.base import Metric, Score, TurnContext
+from evalward.metrics.options import Flag, StrictOptions
+from evalward.metrics.registry import register_metric
 from evalward.metrics.rouge import rouge1, unicode_tokens
-from evalward.model import MetricSpec, ToolCall
+from evalward.model import ToolCall
 
 MatchType = Literal["EXACT", "IN_ORDER", "ANY_ORDER"]
 MATCH_TYPES: tuple[MatchType, ...] = ("EXACT", "IN_ORDER", "ANY_ORDER")
@@ -32,31 +35,19 @@ def parse_match_type(value: object) -> MatchType | None:
     return None
 
 
-@dataclass(frozen=True)
-class _TrajectoryOptions:
-    match_type: MatchType = "EXACT"
-    ignore_args: bool = False
+class ToolTrajectoryOptions(StrictOptions):
+    """`tool_trajectory_avg_score`'s options, with ADK's spellings of `match_type` (`parse_match_type`)."""
 
-
-def _trajectory_options(options: dict[str, Any]) -> tuple[_TrajectoryOptions, list[str]]:
-    problems: list[str] = []
     match_type: MatchType = "EXACT"
-    ignore_args = False
-    for key, value in options.items():
-        if key == "match_type":
-            parsed = parse_match_type(value)
-            if parsed is None:
-                problems.append(f"match_type: expected one of EXACT, IN_ORDER, ANY_ORDER (or 0, 1, 2), found {value!r}")
-            else:
-                match_type = parsed
-        elif key == "ignore_args":
-            if isinstance(value, bool):
-                ignore_args = value
-            else:
-                problems.append(f"ignore_args: expected true or false, found {value!r}")
-        else:
-            problems.append(f"unknown option {key!r} (known: match_type, ignore_args)")
-    return _TrajectoryOptions(match_type, ignore_args), problems
+    ignore_args: Flag = False
+
+    @field_validator("match_type", mode="before")
+    @classmethod
+    def _adk_spelling(cls, value: object) -> MatchType:
+        parsed = parse_match_type(value)
+        if parsed is None:
+            raise ValueError("match_type: expected one of EXACT, IN_ORDER, ANY_ORDER (or 0, 1, 2)")
+        return parsed
 
 
 def _same_call(ignore_args: bool) -> Callable[[ToolCall, ToolCall], bool]:
@@ -89,6 +80,7 @@ def _count(calls: list[ToolCall]) -> str:
     return f"{len(calls)} call" if len(calls) == 1 else f"{len(calls)} calls"
 
 
+@register_metric
 class ToolTrajectoryAvgScore(Metric):
     """ADK's `tool_trajectory_avg_score`: 1.0 when the turn's tool calls match the expected ones, else 0.0.
 
@@ -111,15 +103,13 @@ class ToolTrajectoryAvgScore(Metric):
     name: ClassVar[str] = "tool_trajectory_avg_score"
     scope: ClassVar[Literal["turn", "case"]] = "turn"
     description: ClassVar[str] = "ADK trajectory match (EXACT / IN_ORDER / ANY_ORDER), 1.0 or 0.0 per turn"
+    Options = ToolTrajectoryOptions
 
-    def check_options(self, spec: MetricSpec) -> list[str]:
-        return _trajectory_options(spec.options)[1]
-
-    def score_turn(self, ctx: TurnContext) -> Score | None:
+    def score_turn(self, ctx: TurnContext[ToolTrajectoryOptions]) -> Score | None:
         expected = ctx.expected.expected_tool_calls
         if expected is None:
             return None
-        options, _ = _trajectory_options(ctx.spec.options)
+        options = ctx.options
         return score_trajectory(ctx.actual.tool_calls, expected, options.match_type, options.ignore_args)
 
 
@@ -196,6 +186,7 @@ def score_trajectory(
     return Score(value=value, explanation=f"{match_type}: {verdict} -> {value:.1f}", details=details)
 
 
+@register_metric
 class ResponseMatchScore(Metric):
     """ADK's `response_match_score`: ROUGE-1 F-measure of the response against the reference.
 
@@ -213,10 +204,7 @@ class ResponseMatchScore(Metric):
     scope: ClassVar[Literal["turn", "case"]] = "turn"
     description: ClassVar[str] = "ADK ROUGE-1 F-measure of the final response (Unicode-aware tokenizer)"
 
-    def check_options(self, spec: MetricSpec) -> list[str]:
-        return [f"unknown option {key!r} (response_match_score takes no options)" for key in spec.options]
-
-    def score_turn(self, ctx: TurnContext) -> Score | None:
+    def score_turn(self, ctx: TurnContext[Any]) -> Score | None:
         if ctx.case.scenario is not None:
             return None
         return score_response_match(ctx.actual.response, ctx.expected.expected_response)

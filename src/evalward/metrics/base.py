@@ -10,27 +10,41 @@ criteria of one `batch` are scored in one call because they share work, and the 
   implements `score_turn` (`scope = "turn"`; the case score then folds the turns it applies to by
   `turn_aggregate`: their mean by default, as ADK does) or `score_case` (`scope = "case"`: state, latency,
   cost), returning a `Score`, or None when the case carries no expectation it needs or the value it reads was
-  not recorded (reported as `not_applicable` with the metric's `not_applicable` reason, never a pass);
+  not recorded (reported as `not_applicable` with the metric's `not_applicable` reason, never a pass). Either
+  may be `async def` (a metric that calls a service); a plain `def` is called directly, without an await;
 - `teacher_forcing` (`metrics.teacher_forcing`): the step metrics, from more calls to the agent;
 - `user_code` (`metrics.custom`): ADK custom metrics and user evaluators, possibly async;
 - `judge` (`metrics.judged`): LLM-judged metrics, through the run's judge.
+
+A metric's options are its `Options` model (`metrics.options`): validated once per criterion, before any agent
+runs, and handed to the metric as `ctx.options`, an instance of that model.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import inspect
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
+from pydantic import BaseModel
+
+from evalward.metrics.options import NoOptions, OptionProblem, unit_threshold
 from evalward.model import AgentOutput, EvalCase, Invocation, MetricSpec, Usage
 
 if TYPE_CHECKING:
     from evalward.metrics.scoring_context import CaseScores, ScoringContext
 
 
+OptionsT = TypeVar("OptionsT", bound=BaseModel)
+
+_UNVALIDATED: Any = None
+"""`options` not given: the context validates the criterion's (tests, and callers outside the scoring loop)."""
+
+
 @dataclass(frozen=True, kw_only=True)
-class TurnContext:
-    """Everything a turn-scoped metric may read."""
+class TurnContext(Generic[OptionsT]):
+    """Everything a turn-scoped metric may read (`TurnContext[MyMetric.Options]` types `options`)."""
 
     case: EvalCase
     """The eval case being scored."""
@@ -44,11 +58,17 @@ class TurnContext:
     """The metric's name, threshold and options as configured."""
     latency_s: float | None = None
     """Wall-clock seconds the agent took for this turn (None when not timed)."""
+    options: OptionsT = _UNVALIDATED
+    """`spec.options` validated as the metric's `Options` (the scoring loop passes the criterion's, validated once)."""
+
+    def __post_init__(self) -> None:
+        if self.options is _UNVALIDATED:
+            object.__setattr__(self, "options", _validated(self.spec))
 
 
 @dataclass(frozen=True, kw_only=True)
-class CaseContext:
-    """Everything a case-scoped metric may read."""
+class CaseContext(Generic[OptionsT]):
+    """Everything a case-scoped metric may read (`CaseContext[MyMetric.Options]` types `options`)."""
 
     case: EvalCase
     """The eval case being scored."""
@@ -64,6 +84,18 @@ class CaseContext:
     """Wall-clock time of the whole case."""
     usage: Usage | None = None
     """Summed usage over the turns."""
+    options: OptionsT = _UNVALIDATED
+    """`spec.options` validated as the metric's `Options` (the scoring loop passes the criterion's, validated once)."""
+
+    def __post_init__(self) -> None:
+        if self.options is _UNVALIDATED:
+            object.__setattr__(self, "options", _validated(self.spec))
+
+
+def _validated(spec: MetricSpec) -> Any:
+    from evalward.metrics.registry import options_of  # the registry imports this module
+
+    return options_of(spec)
 
 
 @dataclass(frozen=True)
@@ -83,8 +115,8 @@ has one (ADK's `token_usage_v1` average)."""
 
 
 class Metric:
-    """Base class (module docstring): a metric of the `outputs` batch sets `name`, `scope` and implements
-    `score_turn` or `score_case`; a metric of another batch overrides `evaluate`."""
+    """Base class (module docstring): a metric of the `outputs` batch sets `name`, `scope`, its `Options` and
+    implements `score_turn` or `score_case` (sync or async); a metric of another batch overrides `evaluate`."""
 
     name: ClassVar[str]
     scope: ClassVar[Literal["turn", "case"]] = "turn"
@@ -93,20 +125,39 @@ class Metric:
     turn_aggregate: ClassVar[TurnAggregate] = "mean"
     not_applicable: ClassVar[str] = "not applicable: the case carries no expectation this metric needs"
     """The explanation recorded when the metric returns None."""
+    Options: ClassVar[type[BaseModel]] = NoOptions
+    """The metric's options, a pydantic model refusing unknown keys (`metrics.options`); `NoOptions`: none."""
     batch: ClassVar[str] = "outputs"
     """Criteria whose metrics share a batch are scored by one `evaluate` call (module docstring)."""
     scores_without_criteria: ClassVar[bool] = False
     """True when the batch may report results for a case none of whose criteria name it (the step metrics of
     a turn with reference messages); its `evaluate` is then called with no specs."""
+    awaits: ClassVar[bool] = False
+    """True when `score_turn` / `score_case` is `async def` (set for each subclass): the scoring loop awaits
+    its result; a sync metric's is used as it is returned, with no await per turn."""
 
-    def check_options(self, spec: MetricSpec) -> list[str]:
-        """Problems with `spec.options` (unknown keys, wrong types), as messages; empty when valid."""
-        return []
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.awaits = inspect.iscoroutinefunction(cls.score_turn) or inspect.iscoroutinefunction(cls.score_case)
 
-    def score_turn(self, ctx: TurnContext) -> Score | None:
+    @classmethod
+    def options_model(cls, spec: MetricSpec) -> type[BaseModel]:
+        """The model `spec.options` is validated against: `Options` (a batch's metric, scoring many names,
+        picks the one of `spec`'s)."""
+        return cls.Options
+
+    @classmethod
+    def threshold_problem(cls, spec: MetricSpec) -> OptionProblem | None:
+        """What is wrong with `spec.threshold` for this metric, or None: a score where higher is better lies
+        between 0 and 1, and so does its threshold; override for other ranges (`options.maximum_threshold`)."""
+        if spec.threshold is None or not cls.higher_is_better:
+            return None
+        return unit_threshold(spec.name, spec.threshold)
+
+    def score_turn(self, ctx: TurnContext[Any]) -> Score | Awaitable[Score | None] | None:
         raise NotImplementedError(f"{self.name} does not score turns")
 
-    def score_case(self, ctx: CaseContext) -> Score | None:
+    def score_case(self, ctx: CaseContext[Any]) -> Score | Awaitable[Score | None] | None:
         raise NotImplementedError(f"{self.name} does not score cases")
 
     async def evaluate(self, specs: Sequence[MetricSpec], ctx: ScoringContext) -> CaseScores:
@@ -115,4 +166,4 @@ class Metric:
         ADK's informational efficiency metrics are added for the ADK formats (`ctx.adk_efficiency`)."""
         from evalward.metrics.scoring import score_outputs  # the scoring rules import this module
 
-        return score_outputs(specs, ctx)
+        return await score_outputs(specs, ctx)

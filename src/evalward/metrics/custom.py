@@ -43,8 +43,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from pydantic import BaseModel, ConfigDict
+
 from evalward.metrics.base import Metric
 from evalward.metrics.evaluation import metric_error, replace_or_append
+from evalward.metrics.options import OptionProblem
 from evalward.metrics.scoring_context import CaseScores, ScoringContext
 from evalward.model import AgentOutput, CaseError, EvalCase, MetricResult, MetricSpec, MetricStatus
 
@@ -444,6 +447,35 @@ async def score_evaluator(
         return [_error(spec, f"raised {type(exc).__name__}: {exc}", "evaluator")], {}
 
 
+class CodeConfig(BaseModel):
+    """Where the user's code is: `name`, a dotted path (`metrics.custom.split_path`)."""
+
+    model_config = ConfigDict(defer_build=True, extra="allow", frozen=True)
+
+    name: str
+
+
+class CustomMetricConfig(BaseModel):
+    """A `custom_metrics` entry as the readers normalise it (`evaluator_spec`): the code's path, the arguments of
+    an evaluator class, and ADK's `description` / `metric_info`."""
+
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
+
+    code_config: CodeConfig
+    args: dict[str, Any] | list[Any] | None = None
+    description: str = ""
+    metric_info: dict[str, Any] | None = None
+
+
+class CustomMetricOptions(BaseModel):
+    """A custom criterion's options: its `custom_metric` entry, and any other key, which ADK hands the function
+    as a criterion option (`BaseCriterion(**options)`): those are the user's own."""
+
+    model_config = ConfigDict(defer_build=True, extra="allow", frozen=True)
+
+    custom_metric: CustomMetricConfig
+
+
 class UserCodeMetric(Metric):
     """Every criterion declared under `custom_metrics` (ADK custom metrics and user evaluators) as a `Metric`:
     each is run on the case's answered turns (`score_evaluator`), in criterion order, when the agent answered
@@ -454,8 +486,12 @@ class UserCodeMetric(Metric):
     batch: ClassVar[str] = "user_code"
     description = "ADK custom metrics and user evaluators (`custom_metrics` in test_config.json, `evaluator`)."
 
-    def check_options(self, spec: MetricSpec) -> list[str]:
-        return check_custom_spec(spec)
+    Options = CustomMetricOptions
+
+    @classmethod
+    def threshold_problem(cls, spec: MetricSpec) -> OptionProblem | None:
+        """Any threshold: the function's verdict decides, and says which direction is better (`_direction`)."""
+        return None
 
     async def evaluate(self, specs: Sequence[MetricSpec], ctx: ScoringContext) -> CaseScores:
         if not ctx.outputs:

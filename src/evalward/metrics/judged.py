@@ -12,7 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
+from pydantic import BaseModel
+
 from evalward.metrics.base import Metric
+from evalward.metrics.registry import MetricUnavailable
 from evalward.metrics.scoring_context import CaseScores, ScoringContext
 from evalward.model import MetricSpec
 
@@ -24,10 +27,15 @@ class JudgedMetric(Metric):
     batch: ClassVar[str] = "judge"
     description = "LLM-judged metrics (ADK's judged and rubric metrics, answer_correctness, llm_judge)."
 
-    def check_options(self, spec: MetricSpec) -> list[str]:
-        from evalward.metrics.judge.spec import check_judge_options
+    @classmethod
+    def options_model(cls, spec: MetricSpec) -> type[BaseModel]:
+        """The options model of the criterion's kind of judgement (`judge.spec.JUDGE_OPTIONS`)."""
+        from evalward.metrics.judge.spec import JUDGE_OPTIONS, JUDGED_METRICS, no_judge_message
 
-        return check_judge_options(spec)
+        kind = JUDGED_METRICS.get(spec.name)
+        if kind is None:
+            raise MetricUnavailable(no_judge_message(spec.name))
+        return JUDGE_OPTIONS[kind]
 
     async def evaluate(self, specs: Sequence[MetricSpec], ctx: ScoringContext) -> CaseScores:
         if ctx.judge is None or not ctx.outputs:

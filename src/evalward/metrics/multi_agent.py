@@ -19,10 +19,12 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from evalward.metrics.base import Metric, Score, TurnContext
 from evalward.metrics.matching import compat_matrix
+from evalward.metrics.options import StrictOptions
+from evalward.metrics.registry import register_metric
 from evalward.metrics.trajectory import (
     TrajectoryAnyOrder,
     TrajectoryExact,
@@ -36,8 +38,8 @@ from evalward.metrics.trajectory import (
     TrajectorySubset,
 )
 from evalward.metrics.trajectory_alignment import Alignment
-from evalward.metrics.trajectory_options import TrajectoryOptions, parse_options
-from evalward.model import AgentOutput, MetricSpec
+from evalward.metrics.trajectory_options import TrajectoryOptions
+from evalward.model import AgentOutput
 from evalward.model.text import ratio
 
 
@@ -49,20 +51,14 @@ def _unique(items: list[str]) -> list[str]:
     return seen
 
 
-def _no_options(spec: MetricSpec) -> list[str]:
-    return [f"{spec.name}: unknown option {key!r} (this metric takes none)" for key in spec.options]
-
-
+@register_metric
 class AgentsMatch(Metric):
     """1 iff set(expected_agents) = set(actual agents); details list missed and extra agents."""
 
     name = "agents_match"
     description = "agents that took part equal the expected set (missed/extra); 1/0"
 
-    def check_options(self, spec: MetricSpec) -> list[str]:
-        return _no_options(spec)
-
-    def score_turn(self, ctx: TurnContext) -> Score | None:
+    def score_turn(self, ctx: TurnContext[Any]) -> Score | None:
         expected = ctx.expected.expected_agents
         if expected is None:
             return None
@@ -88,6 +84,7 @@ def _set_pr(expected: list[str], actual: list[str]) -> tuple[float, float]:
     return common / len(set(actual)), common / len(set(expected))
 
 
+@register_metric
 class AgentToolsMatch(Metric):
     """1 iff every agent called exactly the expected set of tools; details list missed/extra per agent,
     as `{agent, tool}` pairs, and per-agent precision/recall."""
@@ -95,10 +92,7 @@ class AgentToolsMatch(Metric):
     name = "agent_tools_match"
     description = "each agent called exactly its expected set of tools (missed/extra per agent); 1/0"
 
-    def check_options(self, spec: MetricSpec) -> list[str]:
-        return _no_options(spec)
-
-    def score_turn(self, ctx: TurnContext) -> Score | None:
+    def score_turn(self, ctx: TurnContext[Any]) -> Score | None:
         expected = ctx.expected.expected_agent_tools
         if expected is None:
             return None
@@ -156,9 +150,7 @@ _HANDOFF_ENGINES: dict[str, type[TrajectoryMetric]] = {
 }
 
 
-class HandoffOptions(BaseModel):
-    model_config = ConfigDict(defer_build=True, extra="forbid")
-
+class HandoffOptions(StrictOptions):
     mode: HandoffMode = Field(default="exact", description="Any docs/metrics.md §2 mode.")
     both_empty_score: float = Field(default=1.0, ge=0.0, le=1.0)
 
@@ -174,6 +166,7 @@ def actual_handoffs(output: AgentOutput) -> list[str]:
     return sequence
 
 
+@register_metric
 class HandoffMatch(Metric):
     """The agent handoff sequence as a trajectory: actual handoffs (module docstring) vs `expected_agents`
     under `mode` (default `exact`: n = m and a_i = e_i ∀ i; `in_order`, `any_order`/`superset`, `subset`,
@@ -182,18 +175,13 @@ class HandoffMatch(Metric):
 
     name = "handoff_match"
     description = "agent handoff sequence vs expected agents under a trajectory mode (default exact)"
+    Options = HandoffOptions
 
-    def check_options(self, spec: MetricSpec) -> list[str]:
-        return parse_options(HandoffOptions, spec)[1]
-
-    def score_turn(self, ctx: TurnContext) -> Score | None:
+    def score_turn(self, ctx: TurnContext[HandoffOptions]) -> Score | None:
         expected = ctx.expected.expected_agents
         if expected is None:
             return None
-        options, problems = parse_options(HandoffOptions, ctx.spec)
-        if problems:
-            raise ValueError("; ".join(problems))
-        assert isinstance(options, HandoffOptions)
+        options = ctx.options
         actual = actual_handoffs(ctx.actual)
         alignment = Alignment(
             over="handoffs",

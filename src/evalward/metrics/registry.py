@@ -1,10 +1,18 @@
 """The metric registry: every name usable in test_config.json, native files and `--metric`.
 
+- A built-in metric registers itself: `@register_metric` on its class, under the class's `name`. The families
+  (`adk`, `response`, `trajectory`, `tools`, …) are imported when one of their metrics is first looked up, so a
+  run imports only the families its criteria name: `builtin_names.BUILT_IN_METRICS`, generated from the
+  decorated classes (`python -m evalward.metrics.registry`; a test fails when it is stale), says which module
+  registers each name;
 - `get_metric(name)` returns a fresh metric instance (KeyError listing the known names otherwise);
 - `known_metric_names()` lists the names evalward can score (sorted); `plugin_metric_names()` the names installed
   packages register under the `evalward.metrics` entry-point group (`PLUGIN_GROUP`), read only when a criterion
   names a metric that is not built in;
-- `check_specs(specs)` returns every problem with a list of `MetricSpec`s (unknown names, bad options);
+- `criterion_problems(spec)`: the one check of a criterion — its metric exists, its options validate as the
+  metric's `Options` (`metrics.options.validate_options`), its threshold is in the metric's range — returning
+  structured `OptionProblem`s; `options_of(spec)` is the criterion's validated options, validated once and kept;
+  `check_specs(specs)` words the problems of many specs;
 - `JUDGE_METRICS` / `requires_judge(name)`: LLM-judge metrics (ADK's and evalward's `answer_correctness`,
   `llm_judge`) and ADK's Vertex metrics; scored by `evalward.judging` after the agent ran, never by
   `get_metric` (a run with one and no reachable judge stops before running, never a silent skip);
@@ -12,19 +20,29 @@
   pipeline for turns with `reference_messages`; with `match: judge` their steps are judged, so
   `needs_judge(spec)` is true for them too (`metrics.step_judge`);
 - `is_custom(spec)`: ADK custom metrics (`custom_metrics` in test_config.json, `metrics.custom`), run by the
-  pipeline after the agent ran (they may be async); `check_specs` imports their functions up front.
+  pipeline after the agent ran (they may be async); `criterion_problems` imports their functions up front.
 
 Every criterion goes to one `Metric` (`metric_for`); criteria of a batch are scored by one `evaluate` call
 (`metrics.base`, `metrics.evaluation`). `batch_of(spec)` says which: custom first (a `custom_metrics` entry may
-reuse any name), then judged, then step metrics; everything else is scored from the outputs alone.
+reuse any name), then judged, then step metrics; everything else is scored from the outputs alone. The batch
+metrics check their criteria through the same function: each picks the `Options` model of the criterion's name
+(`Metric.options_model`).
 """
 
 from __future__ import annotations
 
+import sys
+import weakref
 from collections.abc import Sequence
 from importlib import import_module
+from pathlib import Path
+from typing import TypeVar
+
+from pydantic import BaseModel
 
 from evalward.metrics.base import Metric
+from evalward.metrics.builtin_names import BUILT_IN_METRICS
+from evalward.metrics.options import OptionProblem, OptionsError, validate_options
 from evalward.model import MetricSpec
 
 JUDGE_METRICS: frozenset[str] = frozenset(
@@ -62,70 +80,62 @@ STEPWISE_ALIASES: dict[str, str] = {"teacher_forced_survival": "survived_until"}
 STEPWISE_METRICS: frozenset[str] = frozenset({*STEP_METRIC_NAMES, *STEPWISE_ALIASES})
 """Teacher-forcing metrics (and their aliases), computed outside `score_case` from extra agent calls."""
 
-
-# name -> (module, class): each metric's module is imported when one of its metrics is first used, so a run
-# loads only the metric families its criteria name (tests/metrics/test_registry.py holds this table to the
-# classes: every class of every family is listed under its own name).
-_HOMES: dict[str, tuple[str, str]] = {
-    "tool_trajectory_avg_score": ("evalward.metrics.adk", "ToolTrajectoryAvgScore"),
-    "response_match_score": ("evalward.metrics.adk", "ResponseMatchScore"),
-    "response_exact": ("evalward.metrics.response", "ResponseExact"),
-    "response_contains": ("evalward.metrics.response", "ResponseContains"),
-    "response_regex": ("evalward.metrics.response", "ResponseRegex"),
-    "response_rouge1": ("evalward.metrics.response", "ResponseRouge1"),
-    "output_match": ("evalward.metrics.response", "OutputMatch"),
-    "trajectory_exact": ("evalward.metrics.trajectory", "TrajectoryExact"),
-    "trajectory_in_order": ("evalward.metrics.trajectory", "TrajectoryInOrder"),
-    "trajectory_any_order": ("evalward.metrics.trajectory", "TrajectoryAnyOrder"),
-    "trajectory_superset": ("evalward.metrics.trajectory", "TrajectorySuperset"),
-    "trajectory_subset": ("evalward.metrics.trajectory", "TrajectorySubset"),
-    "trajectory_same_multiset": ("evalward.metrics.trajectory", "TrajectorySameMultiset"),
-    "trajectory_precision": ("evalward.metrics.trajectory", "TrajectoryPrecision"),
-    "trajectory_recall": ("evalward.metrics.trajectory", "TrajectoryRecall"),
-    "trajectory_f1": ("evalward.metrics.trajectory", "TrajectoryF1"),
-    "trajectory_ordered_f1": ("evalward.metrics.trajectory", "TrajectoryOrderedF1"),
-    "trajectory_subsequence": ("evalward.metrics.trajectory", "TrajectorySubsequence"),
-    "trajectory_weighted_precision": ("evalward.metrics.trajectory_weighted", "TrajectoryWeightedPrecision"),
-    "trajectory_weighted_recall": ("evalward.metrics.trajectory_weighted", "TrajectoryWeightedRecall"),
-    "trajectory_weighted_f1": ("evalward.metrics.trajectory_weighted", "TrajectoryWeightedF1"),
-    "trajectory_weighted_ordered_f1": ("evalward.metrics.trajectory_weighted", "TrajectoryWeightedOrderedF1"),
-    "tool_called": ("evalward.metrics.tools", "ToolCalled"),
-    "tool_not_called": ("evalward.metrics.tools", "ToolNotCalled"),
-    "allowed_tools": ("evalward.metrics.tools", "AllowedTools"),
-    "tool_call_count": ("evalward.metrics.tools", "ToolCallCount"),
-    "tool_order": ("evalward.metrics.tools", "ToolOrder"),
-    "max_tool_calls": ("evalward.metrics.tools", "MaxToolCalls"),
-    "step_ratio": ("evalward.metrics.tools", "StepRatio"),
-    "redundant_calls": ("evalward.metrics.tools", "RedundantCalls"),
-    "error_calls": ("evalward.metrics.tools", "ErrorCalls"),
-    "agents_match": ("evalward.metrics.multi_agent", "AgentsMatch"),
-    "agent_tools_match": ("evalward.metrics.multi_agent", "AgentToolsMatch"),
-    "handoff_match": ("evalward.metrics.multi_agent", "HandoffMatch"),
-    "state_exact": ("evalward.metrics.state", "StateExact"),
-    "state_contains": ("evalward.metrics.state", "StateContains"),
-    "state_unchanged": ("evalward.metrics.state", "StateUnchanged"),
-    "latency_s": ("evalward.metrics.usage", "LatencyS"),
-    "total_tokens": ("evalward.metrics.usage", "TotalTokens"),
-    "cost_usd": ("evalward.metrics.usage", "CostUsd"),
-    "tool_call_count_v1": ("evalward.metrics.usage", "ToolCallCountV1"),
-    "inference_call_count_v1": ("evalward.metrics.usage", "InferenceCallCountV1"),
-    "token_usage_v1": ("evalward.metrics.usage", "TokenUsageV1"),
-    "invocation_duration_v1": ("evalward.metrics.usage", "InvocationDurationV1"),
-}
+MetricT = TypeVar("MetricT", bound=type[Metric])
 
 _REGISTRY: dict[str, type[Metric]] = {}
-"""The metric classes loaded so far, by name."""
+"""The metric classes registered so far (`register_metric`), by name: a family's once its module is imported."""
+
+_PLUGIN_CLASSES: dict[str, type[Metric]] = {}
+"""The packages' metric classes loaded so far, by name."""
+
+
+def register_metric(cls: MetricT) -> MetricT:
+    """Class decorator registering a built-in metric under its `name`. (A package's metric registers through the
+    `PLUGIN_GROUP` entry points instead: evalward imports a package only when a criterion names its metric.)"""
+    name = getattr(cls, "name", None)
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"{cls.__qualname__}: a registered metric sets `name`")
+    problem = _class_problem(cls)
+    if problem is not None:
+        raise TypeError(f"{name}: {problem}")
+    existing = _REGISTRY.setdefault(name, cls)
+    if existing is not cls:
+        raise ValueError(f"metric {name!r} is registered twice: {_qualified(existing)} and {_qualified(cls)}")
+    return cls
+
+
+def _class_problem(cls: type[Metric]) -> str | None:
+    """Why `cls` cannot be registered as a metric scored from the outputs, or None."""
+    if not (isinstance(cls.Options, type) and issubclass(cls.Options, BaseModel)):
+        return "`Options` must be a pydantic model (a subclass of pydantic.BaseModel)"
+    if cls.Options.model_config.get("extra") != "forbid":
+        # Otherwise a misspelt option would be dropped without a word, and its default scored instead.
+        return "`Options` must refuse unknown keys: model_config = ConfigDict(extra='forbid')"
+    if cls.batch != "outputs":
+        return "it scores from the agent's outputs (`score_turn` or `score_case`); it cannot set `batch`"
+    if cls.scope not in ("turn", "case"):
+        return f"`scope` is 'turn' or 'case', found {cls.scope!r}"
+    return None
+
+
+def _qualified(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
 
 
 def _metric_class(name: str) -> type[Metric] | None:
     cls = _REGISTRY.get(name)
-    if cls is None and name in _HOMES:
-        module, attribute = _HOMES[name]
-        cls = _REGISTRY[name] = getattr(import_module(module), attribute)
+    if cls is None and name in BUILT_IN_METRICS:
+        import_module(BUILT_IN_METRICS[name])  # the family registers its metrics as it is imported
+        cls = _REGISTRY.get(name)
+        if cls is None:
+            raise RuntimeError(
+                f"{BUILT_IN_METRICS[name]} registers no metric {name!r}: the index is stale, regenerate it "
+                "(python -m evalward.metrics.registry)"
+            )
     if cls is None and not is_stepwise(name) and not requires_judge(name):
-        cls = _plugin_class(name)
+        cls = _PLUGIN_CLASSES.get(name) or _plugin_class(name)
         if cls is not None:
-            _REGISTRY[name] = cls
+            _PLUGIN_CLASSES[name] = cls
     return cls
 
 
@@ -136,12 +146,16 @@ being the one criteria use. A built-in name cannot be taken."""
 
 def plugin_metric_names() -> list[str]:
     """The names installed packages register under `PLUGIN_GROUP`, sorted (built-in names left out)."""
-    return sorted(name for name in _plugin_entry_points() if name not in _HOMES)
+    return sorted(name for name in _plugin_entry_points() if not _is_built_in(name))
 
 
 def is_plugin_metric(name: str) -> bool:
     """True when an installed package registers a metric `name` (`PLUGIN_GROUP`)."""
-    return name not in _HOMES and name in _plugin_entry_points()
+    return not _is_built_in(name) and name in _plugin_entry_points()
+
+
+def _is_built_in(name: str) -> bool:
+    return name in BUILT_IN_METRICS or name in _REGISTRY
 
 
 def _plugin_entry_points() -> dict[str, str]:
@@ -177,11 +191,9 @@ def _plugin_class(name: str) -> type[Metric] | None:
         raise PluginMetricError(
             f"metric {name!r} (entry point {target!r} of {PLUGIN_GROUP!r}) is not a subclass of evalward.Metric"
         )
-    if getattr(found, "batch", "outputs") != "outputs":
-        raise PluginMetricError(
-            f"metric {name!r} (entry point {target!r}): a package's metric scores from the agent's outputs "
-            "(`score_turn` or `score_case`); it cannot set `batch`"
-        )
+    problem = _class_problem(found)
+    if problem is not None:
+        raise PluginMetricError(f"metric {name!r} (entry point {target!r}): {problem}")
     return found
 
 
@@ -191,7 +203,7 @@ class PluginMetricError(Exception):
 
 def known_metric_names() -> list[str]:
     """Every metric name evalward can score, sorted (judge metrics are not included; see JUDGE_METRICS)."""
-    return sorted(_HOMES)
+    return sorted({*BUILT_IN_METRICS, *_REGISTRY})
 
 
 def requires_judge(name: str) -> bool:
@@ -219,8 +231,8 @@ def is_custom(spec: MetricSpec) -> bool:
     return _is_custom(spec)
 
 
-# batch -> (module, class) of the metric that scores that batch's criteria (the `outputs` batch: any metric of
-# `_HOMES` can, `Metric.evaluate` dispatching each criterion to its own metric).
+# batch -> (module, class) of the metric that scores that batch's criteria (the `outputs` batch: any registered
+# metric can, `Metric.evaluate` dispatching each criterion to its own metric).
 _BATCH_HOMES: dict[str, tuple[str, str]] = {
     "outputs": ("evalward.metrics.scoring", "OutputMetrics"),
     "teacher_forcing": ("evalward.metrics.teacher_forcing", "StepMetric"),
@@ -268,35 +280,111 @@ def get_metric(name: str) -> Metric:
     return cls()
 
 
-def check_specs(specs: Sequence[MetricSpec]) -> list[str]:
-    """Problems with the given specs: unknown names (with a suggestion), bad options or thresholds.
+class MetricUnavailable(Exception):
+    """A batch's metric cannot score a criterion it is given (a judge metric evalward has no judge for); raised by
+    `Metric.options_model`, reported as the criterion's problem."""
 
-    Judge metrics have their options checked here; whether a judge is available is the caller's question.
-    """
-    problems: list[str] = []
-    for spec in specs:
-        batch = batch_of(spec)
-        if batch != "outputs":
-            problems.extend(batch_metric(batch).check_options(spec))
-            continue
+
+_VALIDATED: dict[int, tuple[weakref.ref[MetricSpec], BaseModel]] = {}
+"""The valid criteria's options, by `id(spec)`. A run checks each criterion while it loads it and reads the same
+options for every case and turn. An entry goes when its spec does (the weak reference's callback), so an id is
+never read for another spec, and a long-lived process (the server) keeps no spec it no longer has."""
+
+
+def _keep(spec: MetricSpec, options: BaseModel) -> None:
+    key = id(spec)
+    _VALIDATED[key] = (weakref.ref(spec, lambda _: _VALIDATED.pop(key, None)), options)
+
+
+def _kept(spec: MetricSpec) -> BaseModel | None:
+    entry = _VALIDATED.get(id(spec))
+    return entry[1] if entry is not None and entry[0]() is spec else None
+
+
+def criterion_problems(spec: MetricSpec) -> list[OptionProblem]:
+    """Every problem of one criterion: an unknown metric (with a suggestion), a package's metric that does not
+    load, options that do not validate as the metric's `Options`, a threshold out of the metric's range, user
+    code that does not import. Valid options are kept for `options_of`. Judge metrics have their options checked
+    here; whether a judge is available is the caller's question."""
+    if _kept(spec) is not None:
+        return []  # checked already (a run checks its criteria while loading, and again before it starts)
+    batch = batch_of(spec)
+    if batch == "outputs":
         try:
             cls = _metric_class(spec.name)
         except PluginMetricError as exc:
-            problems.append(str(exc))
-            continue
+            return [OptionProblem(spec.name, "metric", str(exc))]
         if cls is None:
-            problems.append(_unknown(spec.name))
-            continue
-        metric = cls()
-        problems.extend(metric.check_options(spec))
-        if spec.threshold is not None and metric.higher_is_better and not 0.0 <= spec.threshold <= 1.0:
-            problems.append(f"{spec.name}: threshold must be between 0 and 1, found {spec.threshold:g}")
+            return [OptionProblem(spec.name, "unknown_metric", _unknown(spec.name))]
+    else:
+        cls = type(batch_metric(batch))
+    try:
+        model = cls.options_model(spec)
+    except MetricUnavailable as exc:
+        return [OptionProblem(spec.name, "metric", str(exc))]
+    options, problems = validate_options(model, spec.name, spec.options)
+    threshold = cls.threshold_problem(spec)
+    if threshold is not None:
+        problems.append(threshold)
+    if batch == "user_code" and options is not None:
+        from evalward.metrics.custom import check_custom_spec
+
+        problems.extend(OptionProblem(spec.name, "metric", message) for message in check_custom_spec(spec))
+    if options is not None and not problems:
+        _keep(spec, options)
     return problems
+
+
+def options_of(spec: MetricSpec) -> BaseModel:
+    """`spec.options` validated as its metric's `Options`: kept from the criterion's check (`criterion_problems`),
+    or checked now; OptionsError listing the problems when they do not validate."""
+    kept = _kept(spec)
+    if kept is None:
+        problems = criterion_problems(spec)
+        kept = _kept(spec)
+        if kept is None:
+            raise OptionsError(problems)
+    return kept
+
+
+def check_specs(specs: Sequence[MetricSpec]) -> list[str]:
+    """The problems of the given specs, worded (`criterion_problems`, `OptionProblem.render`)."""
+    return [problem.render() for spec in specs for problem in criterion_problems(spec)]
 
 
 def _unknown(name: str) -> str:
     import difflib
 
-    close = difflib.get_close_matches(name, [*_HOMES, *JUDGE_METRICS, *STEPWISE_METRICS], n=3, cutoff=0.8)
+    close = difflib.get_close_matches(name, [*known_metric_names(), *JUDGE_METRICS, *STEPWISE_METRICS], n=3, cutoff=0.8)
     hint = f"; did you mean {', '.join(close)}?" if close else f"; known metrics: {', '.join(known_metric_names())}"
     return f"unknown metric {name!r}{hint}"
+
+
+def built_in_index() -> dict[str, str]:
+    """{name: module} of every metric the modules of `evalward.metrics` register, by importing them all: what
+    `builtin_names.BUILT_IN_METRICS` must say."""
+    import pkgutil  # only to write or check the index, never in a run
+
+    package = import_module("evalward.metrics")
+    for module in pkgutil.walk_packages(package.__path__, "evalward.metrics."):
+        import_module(module.name)
+    return {name: cls.__module__ for name, cls in sorted(_REGISTRY.items()) if cls.__module__.startswith("evalward.")}
+
+
+def _write_index() -> Path:
+    """Rewrite `builtin_names.py` from `built_in_index()`; the path written."""
+    import evalward.metrics.builtin_names as index
+
+    path = Path(index.__file__)
+    text = path.read_text(encoding="utf-8")
+    head = text[: text.index("BUILT_IN_METRICS")]
+    entries = "".join(f"    {name!r}: {module!r},\n".replace("'", '"') for name, module in built_in_index().items())
+    path.write_text(f"{head}BUILT_IN_METRICS: dict[str, str] = {{\n{entries}}}\n", encoding="utf-8")
+    return path
+
+
+if __name__ == "__main__":
+    # Run as a script this module is a copy of its own: the families register into the module they import.
+    from evalward.metrics import registry
+
+    print(f"wrote {registry._write_index()}", file=sys.stderr)

@@ -8,12 +8,15 @@ counts as `""`. Every metric here scores one turn and is binary (1.0 / 0.0) exce
 from __future__ import annotations
 
 import unicodedata
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import field_validator, model_validator
 
 from evalward.metrics.base import Metric, Score, TurnContext
+from evalward.metrics.options import Flag, StrictOptions, one_of
 from evalward.metrics.patterns import PatternError, bounded_fullmatch, bounded_search, compile_pattern
-from evalward.metrics.rouge import TOKENIZERS, TokenizerName, rouge1, tokenize
-from evalward.model import MetricSpec
+from evalward.metrics.registry import register_metric
+from evalward.metrics.rouge import TokenizerName, rouge1, tokenize
 from evalward.model.text import compact_json
 
 
@@ -29,16 +32,11 @@ def _quote(text: str, limit: int = 80) -> str:
     return compact_json(shown)
 
 
-def _unknown(options: dict[str, Any], known: tuple[str, ...]) -> list[str]:
-    return [f"unknown option {key!r} (known: {', '.join(known) or 'none'})" for key in options if key not in known]
+class ResponseExactOptions(StrictOptions):
+    casefold: Flag = False
 
 
-def _check_bool(options: dict[str, Any], key: str) -> list[str]:
-    if key in options and not isinstance(options[key], bool):
-        return [f"{key}: expected true or false, found {options[key]!r}"]
-    return []
-
-
+@register_metric
 class ResponseExact(Metric):
     """1.0 when the normalised response equals the normalised `expected_response`, else 0.0.
 
@@ -49,16 +47,12 @@ class ResponseExact(Metric):
     name: ClassVar[str] = "response_exact"
     scope: ClassVar[Literal["turn", "case"]] = "turn"
     description: ClassVar[str] = "normalised response equals the expected response"
+    Options = ResponseExactOptions
 
-    _OPTIONS: ClassVar[tuple[str, ...]] = ("casefold",)
-
-    def check_options(self, spec: MetricSpec) -> list[str]:
-        return _unknown(spec.options, self._OPTIONS) + _check_bool(spec.options, "casefold")
-
-    def score_turn(self, ctx: TurnContext) -> Score | None:
+    def score_turn(self, ctx: TurnContext[ResponseExactOptions]) -> Score | None:
         if ctx.expected.expected_response is None:
             return None
-        casefold = ctx.spec.options.get("casefold") is True
+        casefold = ctx.options.casefold
         expected = normalize_text(ctx.expected.expected_response, casefold)
         actual = normalize_text(ctx.actual.response or "", casefold)
         equal = expected == actual
@@ -71,6 +65,36 @@ class ResponseExact(Metric):
         )
 
 
+class ResponseContainsOptions(StrictOptions):
+    text: str | None = None
+    texts: list[str] | None = None
+    mode: Annotated[Literal["all", "any"], one_of("all", "any")] = "all"
+    casefold: Flag = False
+
+    @field_validator("text", mode="before")
+    @classmethod
+    def _text(cls, value: object) -> object:
+        if not isinstance(value, str):
+            raise ValueError("text: expected a string")
+        return value
+
+    @field_validator("texts", mode="before")
+    @classmethod
+    def _texts(cls, value: object) -> object:
+        if not isinstance(value, list) or not all(isinstance(text, str) for text in value):
+            raise ValueError("texts: expected a list of strings")
+        if not value:
+            raise ValueError("texts: expected at least one string")
+        return value
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ResponseContainsOptions:
+        if self.text is not None and self.texts is not None:
+            raise ValueError("give either text or texts, not both")
+        return self
+
+
+@register_metric
 class ResponseContains(Metric):
     """1.0 when the normalised response contains the given texts as substrings, else 0.0.
 
@@ -83,38 +107,20 @@ class ResponseContains(Metric):
     name: ClassVar[str] = "response_contains"
     scope: ClassVar[Literal["turn", "case"]] = "turn"
     description: ClassVar[str] = "response contains the given text(s) (all or any)"
+    Options = ResponseContainsOptions
 
-    _OPTIONS: ClassVar[tuple[str, ...]] = ("text", "texts", "mode", "casefold")
-
-    def check_options(self, spec: MetricSpec) -> list[str]:
-        options = spec.options
-        problems = _unknown(options, self._OPTIONS) + _check_bool(options, "casefold")
-        if "text" in options and "texts" in options:
-            problems.append("give either text or texts, not both")
-        if "text" in options and not isinstance(options["text"], str):
-            problems.append(f"text: expected a string, found {options['text']!r}")
-        if "texts" in options:
-            texts = options["texts"]
-            if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
-                problems.append(f"texts: expected a list of strings, found {texts!r}")
-            elif not texts:
-                problems.append("texts: expected at least one string, found an empty list")
-        if options.get("mode", "all") not in ("all", "any"):
-            problems.append(f"mode: expected 'all' or 'any', found {options['mode']!r}")
-        return problems
-
-    def score_turn(self, ctx: TurnContext) -> Score | None:
-        options = ctx.spec.options
-        if "text" in options:
-            raw = [str(options["text"])]
-        elif "texts" in options:
-            raw = [str(t) for t in options["texts"]]
+    def score_turn(self, ctx: TurnContext[ResponseContainsOptions]) -> Score | None:
+        options = ctx.options
+        if options.text is not None:
+            raw = [options.text]
+        elif options.texts is not None:
+            raw = list(options.texts)
         elif ctx.expected.expected_response is not None:
             raw = [ctx.expected.expected_response]
         else:
             return None
-        casefold = options.get("casefold") is True
-        mode = "any" if options.get("mode") == "any" else "all"
+        casefold = options.casefold
+        mode = options.mode
         actual = normalize_text(ctx.actual.response or "", casefold)
         texts = [normalize_text(t, casefold) for t in raw]
         found = [t for t in texts if t in actual]
@@ -131,6 +137,23 @@ class ResponseContains(Metric):
         )
 
 
+class ResponseRegexOptions(StrictOptions):
+    pattern: str
+    fullmatch: Flag = False
+
+    @field_validator("pattern", mode="before")
+    @classmethod
+    def _pattern(cls, value: object) -> object:
+        if not isinstance(value, str):
+            raise ValueError("pattern: expected a string")
+        try:
+            compile_pattern(value)
+        except PatternError as error:
+            raise ValueError(f"pattern: not a valid regular expression ({error})") from None
+        return value
+
+
+@register_metric
 class ResponseRegex(Metric):
     """1.0 when the regular expression `pattern` matches the response, else 0.0.
 
@@ -142,27 +165,11 @@ class ResponseRegex(Metric):
     name: ClassVar[str] = "response_regex"
     scope: ClassVar[Literal["turn", "case"]] = "turn"
     description: ClassVar[str] = "response matches a regular expression (search or fullmatch)"
+    Options = ResponseRegexOptions
 
-    _OPTIONS: ClassVar[tuple[str, ...]] = ("pattern", "fullmatch")
-
-    def check_options(self, spec: MetricSpec) -> list[str]:
-        options = spec.options
-        problems = _unknown(options, self._OPTIONS) + _check_bool(options, "fullmatch")
-        pattern = options.get("pattern")
-        if pattern is None:
-            problems.append("pattern: required, found nothing")
-        elif not isinstance(pattern, str):
-            problems.append(f"pattern: expected a string, found {pattern!r}")
-        else:
-            try:
-                compile_pattern(pattern)
-            except PatternError as error:
-                problems.append(f"pattern: not a valid regular expression ({error}): {pattern!r}")
-        return problems
-
-    def score_turn(self, ctx: TurnContext) -> Score | None:
-        pattern = str(ctx.spec.options["pattern"])
-        fullmatch = ctx.spec.options.get("fullmatch") is True
+    def score_turn(self, ctx: TurnContext[ResponseRegexOptions]) -> Score | None:
+        pattern = ctx.options.pattern
+        fullmatch = ctx.options.fullmatch
         response = ctx.actual.response or ""
         # Time-bounded: a catastrophic pattern raises PatternTimeout, a metric error for this case only.
         match = bounded_fullmatch(pattern, response) if fullmatch else bounded_search(pattern, response)
@@ -181,6 +188,12 @@ class ResponseRegex(Metric):
         )
 
 
+class ResponseRouge1Options(StrictOptions):
+    tokenizer: Annotated[TokenizerName, one_of("unicode", "default")] = "unicode"
+    variant: Annotated[Literal["f", "p", "r"], one_of("f", "p", "r")] = "f"
+
+
+@register_metric
 class ResponseRouge1(Metric):
     """ROUGE-1 of the response against `expected_response`: F-measure (default), precision or recall.
 
@@ -196,23 +209,13 @@ class ResponseRouge1(Metric):
     name: ClassVar[str] = "response_rouge1"
     scope: ClassVar[Literal["turn", "case"]] = "turn"
     description: ClassVar[str] = "ROUGE-1 (F, P or R) of the response against the expected response"
+    Options = ResponseRouge1Options
 
-    _OPTIONS: ClassVar[tuple[str, ...]] = ("tokenizer", "variant")
-
-    def check_options(self, spec: MetricSpec) -> list[str]:
-        options = spec.options
-        problems = _unknown(options, self._OPTIONS)
-        if options.get("tokenizer", "unicode") not in TOKENIZERS:
-            problems.append(f"tokenizer: expected 'unicode' or 'default', found {options['tokenizer']!r}")
-        if options.get("variant", "f") not in ("f", "p", "r"):
-            problems.append(f"variant: expected 'f', 'p' or 'r', found {options['variant']!r}")
-        return problems
-
-    def score_turn(self, ctx: TurnContext) -> Score | None:
+    def score_turn(self, ctx: TurnContext[ResponseRouge1Options]) -> Score | None:
         if ctx.expected.expected_response is None:
             return None
-        tokenizer: TokenizerName = "default" if ctx.spec.options.get("tokenizer") == "default" else "unicode"
-        variant = str(ctx.spec.options.get("variant", "f"))
+        tokenizer = ctx.options.tokenizer
+        variant = ctx.options.variant
         prediction = tokenize(ctx.actual.response or "", tokenizer)
         reference = tokenize(ctx.expected.expected_response, tokenizer)
         result = rouge1(prediction, reference)
@@ -257,6 +260,18 @@ def json_equal(left: Any, right: Any) -> bool:
     return type(left) is type(right) and bool(left == right)
 
 
+class OutputMatchOptions(StrictOptions):
+    key: str | None = None
+
+    @field_validator("key", mode="before")
+    @classmethod
+    def _key(cls, value: object) -> object:
+        if not isinstance(value, str) or not value:
+            raise ValueError("key: expected a non-empty string")
+        return value
+
+
+@register_metric
 class OutputMatch(Metric):
     """1.0 when the agent's other outputs equal the expected ones exactly, else 0.0.
 
@@ -269,23 +284,15 @@ class OutputMatch(Metric):
     name: ClassVar[str] = "output_match"
     scope: ClassVar[Literal["turn", "case"]] = "turn"
     description: ClassVar[str] = "other output keys (e.g. route) equal the expected ones"
+    Options = OutputMatchOptions
 
-    _OPTIONS: ClassVar[tuple[str, ...]] = ("key",)
-
-    def check_options(self, spec: MetricSpec) -> list[str]:
-        problems = _unknown(spec.options, self._OPTIONS)
-        key = spec.options.get("key")
-        if key is not None and (not isinstance(key, str) or not key):
-            problems.append(f"key: expected a non-empty string, found {key!r}")
-        return problems
-
-    def score_turn(self, ctx: TurnContext) -> Score | None:
+    def score_turn(self, ctx: TurnContext[OutputMatchOptions]) -> Score | None:
         expected_outputs = ctx.expected.expected_outputs
-        key = ctx.spec.options.get("key")
+        key = ctx.options.key
         if key is not None:
             if key not in expected_outputs:
                 return None
-            keys = [str(key)]
+            keys = [key]
         else:
             keys = sorted(expected_outputs)
             if not keys:

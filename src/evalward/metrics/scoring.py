@@ -13,16 +13,23 @@ Rules:
    least one metric passed; else `failed` with the explanation "no gating metric applied" (never a silent
    pass).
 `outputs` may be shorter than `case.turns` when the agent failed mid-case: what exists is scored.
+
+Each criterion's options are validated once (`registry.options_of` keeps them) and handed to every turn's
+context; options that do not validate make the criterion `error` (a run checks them before any agent starts,
+so only a caller scoring unchecked criteria sees this). An async metric (`Metric.awaits`) has its score awaited;
+a sync one's is used as it is returned.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import inspect
+from collections.abc import Awaitable, Coroutine, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from evalward.metrics.base import CaseContext, Metric, Score, TurnContext
-from evalward.metrics.registry import get_metric
+from evalward.metrics.options import OptionsError
+from evalward.metrics.registry import get_metric, options_of
 from evalward.metrics.scoring_context import CaseScores, ScoringContext
 from evalward.model import AgentOutput, CaseError, CaseStatus, EvalCase, MetricResult, MetricSpec, MetricStatus, Usage
 
@@ -158,7 +165,47 @@ def score_case(
     """Score one case × repetition with `specs` (see the module docstring for the rules).
 
     `turn_latencies_s[i]` is the wall-clock time of turn i, when timed (read by `invocation_duration_v1`).
+    An async metric is awaited in place; one that waits on something (a service, a timer) needs an event loop:
+    score such criteria with `Metric.evaluate` (RuntimeError here).
     """
+    scoring = _score_case(
+        case,
+        specs,
+        outputs,
+        initial_state=initial_state,
+        final_state=final_state,
+        latency_s=latency_s,
+        usage=usage,
+        turn_latencies_s=turn_latencies_s,
+    )
+    return _finish(scoring)
+
+
+ResultT = TypeVar("ResultT")
+
+
+def _finish(coroutine: Coroutine[Any, Any, ResultT]) -> ResultT:
+    """Run `coroutine` to its end without an event loop: it may await only what completes at once (an
+    async metric that computes and returns). The sync caller gets the same scoring code as `evaluate`."""
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+    coroutine.close()
+    raise RuntimeError("an async metric waited on something: score its criteria with Metric.evaluate")
+
+
+async def _score_case(
+    case: EvalCase,
+    specs: Sequence[MetricSpec],
+    outputs: Sequence[AgentOutput],
+    *,
+    initial_state: dict[str, Any] | None,
+    final_state: Any,
+    latency_s: float | None,
+    usage: Usage | None,
+    turn_latencies_s: Sequence[float | None],
+) -> ScoredCase:
     n_turns = min(len(outputs), len(case.turns))
     turn_results: list[list[MetricResult]] = [[] for _ in range(len(outputs))]
     case_results: list[MetricResult] = []
@@ -167,6 +214,11 @@ def score_case(
             metric = get_metric(spec.name)
         except KeyError as exc:
             case_results.append(_error_result(spec, None, exc, None))
+            continue
+        try:
+            options = options_of(spec)
+        except OptionsError as exc:
+            case_results.append(_error_result(spec, metric, exc, None))
             continue
         if metric.scope == "turn":
             per_turn: list[tuple[MetricResult, Score | None]] = []
@@ -178,10 +230,12 @@ def score_case(
                     actual=outputs[index],
                     spec=spec,
                     latency_s=turn_latencies_s[index] if index < len(turn_latencies_s) else None,
+                    options=options,
                 )
                 score: Score | None = None
                 try:
-                    score = metric.score_turn(ctx)
+                    scored = metric.score_turn(ctx)
+                    score = await scored if metric.awaits and inspect.isawaitable(scored) else _sync(scored)
                     result = _result(spec, metric, score)
                 except Exception as exc:  # a metric's failure is data, never a crash of the run
                     result = _error_result(spec, metric, exc, index)
@@ -197,12 +251,20 @@ def score_case(
                 final_state=final_state,
                 latency_s=latency_s,
                 usage=usage,
+                options=options,
             )
             try:
-                case_results.append(_result(spec, metric, metric.score_case(case_ctx)))
+                scored = metric.score_case(case_ctx)
+                score = await scored if metric.awaits and inspect.isawaitable(scored) else _sync(scored)
+                case_results.append(_result(spec, metric, score))
             except Exception as exc:  # a metric's failure is data, never a crash of the run
                 case_results.append(_error_result(spec, metric, exc, None))
     return _fold(case_results, turn_results)
+
+
+def _sync(scored: Score | Awaitable[Score | None] | None) -> Score | None:
+    """A sync metric's score (`Metric.awaits` is false, so it returned no awaitable)."""
+    return scored  # type: ignore[return-value]
 
 
 def _fold(case_results: list[MetricResult], turn_results: list[list[MetricResult]]) -> ScoredCase:
@@ -222,7 +284,7 @@ def _fold(case_results: list[MetricResult], turn_results: list[list[MetricResult
     return ScoredCase(case_results, turn_results, "failed", explanation=NO_GATING_METRIC)
 
 
-def score_outputs(specs: Sequence[MetricSpec], ctx: ScoringContext) -> CaseScores:
+async def score_outputs(specs: Sequence[MetricSpec], ctx: ScoringContext) -> CaseScores:
     """The `outputs` batch of a case (`Metric.evaluate`): `score_case` over `specs` (with ADK's efficiency
     metrics for the ADK formats). A case the agent failed before answering anything has no such results:
     "not applicable" rows would only hide its error."""
@@ -230,7 +292,7 @@ def score_outputs(specs: Sequence[MetricSpec], ctx: ScoringContext) -> CaseScore
 
     if ctx.adk_efficiency:
         specs = with_adk_efficiency(specs)
-    scored = score_case(
+    scored = await _score_case(
         ctx.case,
         specs,
         ctx.outputs,

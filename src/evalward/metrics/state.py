@@ -18,17 +18,15 @@ import copy
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from evalward.metrics.args import ArgDiff, ArgsRule, ListPolicy, check_matchers, diff_values, normalize_json, split_path
 from evalward.metrics.base import CaseContext, Metric, Score
-from evalward.metrics.trajectory_options import parse_options
-from evalward.model import MetricSpec
+from evalward.metrics.options import StrictOptions
+from evalward.metrics.registry import register_metric
 
 
-class StateOptions(BaseModel):
-    model_config = ConfigDict(defer_build=True, extra="forbid")
-
+class StateOptions(StrictOptions):
     ignore_paths: list[str] = Field(default_factory=list)
     list_policy: Literal["ordered", "unordered", "exact", "contains"] | None = None
 
@@ -76,16 +74,7 @@ class _StateMetric(Metric):
     scope: ClassVar[Literal["turn", "case"]] = "case"
     mode: ClassVar[Literal["exact", "contains"]] = "exact"
     default_list_policy: ClassVar[ListPolicy] = "exact"
-
-    def check_options(self, spec: MetricSpec) -> list[str]:
-        return parse_options(StateOptions, spec)[1]
-
-    def _options(self, spec: MetricSpec) -> StateOptions:
-        options, problems = parse_options(StateOptions, spec)
-        if problems:
-            raise ValueError("; ".join(problems))
-        assert isinstance(options, StateOptions)
-        return options
+    Options = StateOptions
 
     def _rule(self, options: StateOptions) -> ArgsRule:
         policy = options.list_policy or self.default_list_policy
@@ -105,21 +94,23 @@ class _StateMetric(Metric):
         return Score(0.0, f"{label}: {len(diffs)} difference(s) → 0: {_diff_summary(diffs)}", details)
 
 
+@register_metric
 class StateExact(_StateMetric):
     """1 iff final state == expected state (deep, JSON-typed) after removing `ignore_paths`, else 0."""
 
     name = "state_exact"
     description = "final state equals the expected state (ignore_paths, path-level diff); 1/0"
 
-    def score_case(self, ctx: CaseContext) -> Score | None:
+    def score_case(self, ctx: CaseContext[StateOptions]) -> Score | None:
         expected = ctx.case.expected_state
         if expected is None:
             return None
         if ctx.final_state is None:
             return Score(0.0, "state_exact: the agent reported no final state → 0", {"diffs": []})
-        return self._compare(ctx.final_state, expected, self._options(ctx.spec), "state_exact")
+        return self._compare(ctx.final_state, expected, ctx.options, "state_exact")
 
 
+@register_metric
 class StateContains(_StateMetric):
     """1 iff expected state ⊆ final state recursively (after `ignore_paths`), else 0."""
 
@@ -127,26 +118,27 @@ class StateContains(_StateMetric):
     description = "final state contains the expected state recursively; 1/0"
     mode = "contains"
 
-    def score_case(self, ctx: CaseContext) -> Score | None:
+    def score_case(self, ctx: CaseContext[StateOptions]) -> Score | None:
         expected = ctx.case.expected_state
         if expected is None:
             return None
         if ctx.final_state is None:
             return Score(0.0, "state_contains: the agent reported no final state → 0", {"diffs": []})
-        return self._compare(ctx.final_state, expected, self._options(ctx.spec), "state_contains")
+        return self._compare(ctx.final_state, expected, ctx.options, "state_contains")
 
 
+@register_metric
 class StateUnchanged(_StateMetric):
     """1 iff final state == initial session state (after `ignore_paths`), else 0. Applies to every case."""
 
     name = "state_unchanged"
     description = "final state equals the initial session state; 1/0"
 
-    def score_case(self, ctx: CaseContext) -> Score | None:
+    def score_case(self, ctx: CaseContext[StateOptions]) -> Score | None:
         if ctx.final_state is None:
             return Score(0.0, "state_unchanged: the agent reported no final state → 0", {"diffs": []})
         initial: Mapping[str, Any] = ctx.initial_state or {}
-        return self._compare(ctx.final_state, dict(initial), self._options(ctx.spec), "state_unchanged")
+        return self._compare(ctx.final_state, dict(initial), ctx.options, "state_unchanged")
 
 
 STATE_METRICS: tuple[type[Metric], ...] = (StateExact, StateContains, StateUnchanged)

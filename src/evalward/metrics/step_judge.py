@@ -27,8 +27,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
+from pydantic import field_validator
+
+from evalward.metrics.options import StrictOptions
 from evalward.metrics.registry import STEPWISE_METRICS
 from evalward.model import MetricSpec, ToolCall
 
@@ -69,30 +72,30 @@ def step_judge_spec(specs: Sequence[MetricSpec]) -> MetricSpec | None:
     return next((s for s in specs if judges_steps(s)), None)
 
 
-def check_step_options(spec: MetricSpec) -> list[str]:
-    """Problems with a step criterion's options: `match` is `exact` or `judge`; judge options only with `judge`."""
-    match = spec.options.get(MATCH_OPTION, "exact")
-    if match not in ("exact", "judge"):
-        return [f"{spec.name}: match must be 'exact' or 'judge', found {match!r}"]
-    if match == "exact":
-        return [
-            f"{spec.name}: option {key!r} needs match: judge; with exact matching the only option is 'match'"
-            for key in spec.options
-            if key != MATCH_OPTION
-        ]
-    from evalward.metrics.judge.spec import COMMON_JUDGE_OPTIONS, judge_spec
+class ExactStepOptions(StrictOptions):
+    """A step criterion compared exactly (the default): `match` is its only option."""
 
-    problems = [
-        f"{spec.name}: unknown option {key!r}; known: {', '.join(sorted((MATCH_OPTION, *COMMON_JUDGE_OPTIONS)))}"
-        for key in spec.options
-        if key != MATCH_OPTION and key not in COMMON_JUDGE_OPTIONS
-    ]
-    if not problems:
-        try:
-            judge_spec(spec)
-        except ValueError as exc:
-            problems.append(f"{spec.name}: {exc}")
-    return problems
+    unknown_option: ClassVar[str | None] = (
+        "option {key} needs match: judge; with exact matching the only option is 'match'"
+    )
+
+    match: Literal["exact"] = "exact"
+
+    @field_validator("match", mode="before")
+    @classmethod
+    def _match(cls, value: object) -> object:
+        if value not in ("exact", "judge") or not isinstance(value, str):
+            raise ValueError("match must be 'exact' or 'judge'")
+        return value
+
+
+def step_options_model(spec: MetricSpec) -> type[StrictOptions]:
+    """The options model of a step criterion: the judge's options with `match: judge`, else `match` alone."""
+    if judges_steps(spec):
+        from evalward.metrics.judge.spec import StepJudgeOptions
+
+        return StepJudgeOptions
+    return ExactStepOptions
 
 
 def calls_json(calls: Sequence[ToolCall]) -> str:

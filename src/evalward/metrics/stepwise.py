@@ -38,6 +38,7 @@ The case score of each metric is the mean over the turns that carry a reference 
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -359,8 +360,12 @@ def final_check_for(case: EvalCase, turn: int, specs: Sequence[MetricSpec], refe
             return ok, "answered" if ok else "empty answer"
         metric = get_metric(spec.name)
         invocation = expected.model_copy(update={"expected_response": reference_text})
-        ctx = TurnContext(case=case, turn=turn, expected=invocation, actual=AgentOutput(response=response), spec=spec)
+        ctx: TurnContext[Any] = TurnContext(
+            case=case, turn=turn, expected=invocation, actual=AgentOutput(response=response), spec=spec
+        )
         score = metric.score_turn(ctx)
+        if inspect.isawaitable(score):  # RESPONSE_METRICS are evalward's own, scored in place
+            raise TypeError(f"{spec.name} is async: it cannot check a teacher-forced final answer")
         if score is None:
             return bool(response), f"{spec.name} not applicable"
         assert spec.threshold is not None

@@ -17,9 +17,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+from pydantic import BaseModel
+
 from evalward.metrics.base import Metric
+from evalward.metrics.options import OptionProblem, unit_threshold
 from evalward.metrics.scoring_context import CaseScores, ScoringContext
-from evalward.metrics.step_judge import step_judge_spec
+from evalward.metrics.step_judge import step_judge_spec, step_options_model
 from evalward.model import CaseError, CaseResult, Message, MetricResult, MetricSpec
 
 
@@ -31,15 +34,18 @@ class StepMetric(Metric):
     scores_without_criteria: ClassVar[bool] = True
     description = "Teacher-forced step metrics: step accuracy, survival and free-running comparisons."
 
-    def check_options(self, spec: MetricSpec) -> list[str]:
-        from evalward.metrics import stepwise as sw
-        from evalward.metrics.step_judge import check_step_options
+    @classmethod
+    def options_model(cls, spec: MetricSpec) -> type[BaseModel]:
+        return step_options_model(spec)
 
-        problems = check_step_options(spec)
-        bounded = spec.name in sw.BOUNDED_METRICS
-        if bounded and spec.threshold is not None and not 0.0 <= spec.threshold <= 1.0:
-            problems.append(f"{spec.name}: threshold must be between 0 and 1, found {spec.threshold:g}")
-        return problems
+    @classmethod
+    def threshold_problem(cls, spec: MetricSpec) -> OptionProblem | None:
+        """A share of steps lies between 0 and 1, and so does its threshold; a step index has no bound."""
+        from evalward.metrics import stepwise as sw  # the step scorers load only when a step criterion is named
+
+        if spec.threshold is None or spec.name not in sw.BOUNDED_METRICS:
+            return None
+        return unit_threshold(spec.name, spec.threshold)
 
     async def evaluate(self, specs: Sequence[MetricSpec], ctx: ScoringContext) -> CaseScores:
         if ctx.teacher is None:

@@ -19,22 +19,24 @@ from __future__ import annotations
 import json
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from evalward.metrics.args import ArgsMode, ArgsRule, ListPolicy, check_matchers, compare_args, normalize_json
 from evalward.metrics.base import Metric, Score, TurnAggregate, TurnContext
+from evalward.metrics.options import OptionProblem, StrictOptions, maximum_threshold
+from evalward.metrics.registry import register_metric
 from evalward.metrics.trajectory_alignment import call_diffs
-from evalward.metrics.trajectory_options import ToolArgsOverride, TrajectoryOptions, parse_options
+from evalward.metrics.trajectory_options import ToolArgsOverride, TrajectoryOptions
 from evalward.model import MetricSpec, ToolCall
 from evalward.model.text import compact_json, ratio
 
 
-def counted_calls(ctx: TurnContext) -> list[ToolCall]:
+def counted_calls(ctx: TurnContext[Any]) -> list[ToolCall]:
     """Calls that count in budgets: everything except deferred calls."""
     return [c for c in ctx.actual.tool_calls if c.status != "deferred"]
 
 
-def executed_calls(ctx: TurnContext) -> list[ToolCall]:
+def executed_calls(ctx: TurnContext[Any]) -> list[ToolCall]:
     """Calls that took part: status `ok` only."""
     return [c for c in ctx.actual.tool_calls if c.status == "ok"]
 
@@ -47,11 +49,7 @@ def _in_bounds(count: int, lo: int | None, hi: int | None) -> bool:
     return (lo is None or count >= lo) and (hi is None or count <= hi)
 
 
-class _Options(BaseModel):
-    model_config = ConfigDict(defer_build=True, extra="forbid")
-
-
-class ToolCalledOptions(_Options):
+class ToolCalledOptions(StrictOptions):
     tool: str
     min: int = Field(default=1, ge=0)
     max: int | None = Field(default=None, ge=0)
@@ -60,7 +58,18 @@ class ToolCalledOptions(_Options):
     coerce: bool = False
     occurrence: Literal["any", "first", "last"] | int = "any"
 
+    @model_validator(mode="after")
+    def _bounds_and_matchers(self) -> ToolCalledOptions:
+        if self.max is not None and self.max < self.min:
+            raise ValueError(f"max={self.max} is below min={self.min}")
+        # Each problem names its place inside `args` and the value there (`$.q: matcher $regex needs …`).
+        problems = check_matchers(self.args or {}, "$")
+        if problems:
+            raise ValueError("; ".join(f"option args {problem}" for problem in problems))
+        return self
 
+
+@register_metric
 class ToolCalled(Metric):
     """`called(tool, min=1, max=∞, args, occurrence)`: 1 iff the check holds, else 0.
 
@@ -72,17 +81,10 @@ class ToolCalled(Metric):
 
     name = "tool_called"
     description = "a tool was called (min/max times, matching args, any/first/last occurrence); 1/0"
+    Options = ToolCalledOptions
 
-    def check_options(self, spec: MetricSpec) -> list[str]:
-        options, problems = parse_options(ToolCalledOptions, spec)
-        if options is not None:
-            if options.max is not None and options.max < options.min:
-                problems.append(f"{spec.name}: max={options.max} is below min={options.min}")
-            problems.extend(f"{spec.name}: option args {p}" for p in check_matchers(options.args or {}, "$"))
-        return problems
-
-    def score_turn(self, ctx: TurnContext) -> Score | None:
-        options: ToolCalledOptions = _parsed(ToolCalledOptions, ctx.spec)
+    def score_turn(self, ctx: TurnContext[ToolCalledOptions]) -> Score | None:
+        options = ctx.options
         rule = ArgsRule(mode=options.args_mode, coerce=options.coerce)
         calls = [c for c in executed_calls(ctx) if c.name == options.tool]
         matching = [c for c in calls if not compare_args(c.args, options.args, rule)]
@@ -114,7 +116,7 @@ class ToolCalled(Metric):
         return Score(1.0 if passed else 0.0, f"{explanation} → {int(passed)}", details)
 
 
-class ToolNotCalledOptions(_Options):
+class ToolNotCalledOptions(StrictOptions):
     tool: str | None = None
     tools: list[str] | None = None
 
@@ -128,17 +130,16 @@ class ToolNotCalledOptions(_Options):
         return ([self.tool] if self.tool else []) + list(self.tools or [])
 
 
+@register_metric
 class ToolNotCalled(Metric):
     """Denylist: 1 iff none of `tool` / `tools` was called (failed attempts count; deferred do not)."""
 
     name = "tool_not_called"
     description = "none of the forbidden tools was called; 1/0"
+    Options = ToolNotCalledOptions
 
-    def check_options(self, spec: MetricSpec) -> list[str]:
-        return parse_options(ToolNotCalledOptions, spec)[1]
-
-    def score_turn(self, ctx: TurnContext) -> Score | None:
-        options: ToolNotCalledOptions = _parsed(ToolNotCalledOptions, ctx.spec)
+    def score_turn(self, ctx: TurnContext[ToolNotCalledOptions]) -> Score | None:
+        options = ctx.options
         forbidden = options.names()
         offending = [c.signature() for c in counted_calls(ctx) if c.name in forbidden]
         passed = not offending
@@ -146,7 +147,7 @@ class ToolNotCalled(Metric):
         return Score(1.0 if passed else 0.0, explanation, {"forbidden": forbidden, "offending": offending})
 
 
-class ToolCallCountOptions(_Options):
+class ToolCallCountOptions(StrictOptions):
     tool: str
     min: int | None = Field(default=None, ge=0)
     max: int | None = Field(default=None, ge=0)
@@ -160,40 +161,38 @@ class ToolCallCountOptions(_Options):
         return self
 
 
+@register_metric
 class ToolCallCount(Metric):
     """1 iff count(tool) ∈ [min, max] (failed calls count, deferred do not)."""
 
     name = "tool_call_count"
     description = "number of calls to a tool lies in [min, max]; 1/0"
+    Options = ToolCallCountOptions
 
-    def check_options(self, spec: MetricSpec) -> list[str]:
-        return parse_options(ToolCallCountOptions, spec)[1]
-
-    def score_turn(self, ctx: TurnContext) -> Score | None:
-        options: ToolCallCountOptions = _parsed(ToolCallCountOptions, ctx.spec)
+    def score_turn(self, ctx: TurnContext[ToolCallCountOptions]) -> Score | None:
+        options = ctx.options
         count = sum(1 for c in counted_calls(ctx) if c.name == options.tool)
         passed = _in_bounds(count, options.min, options.max)
         explanation = f"{options.tool}: {count} call(s), allowed {_bounds(options.min, options.max)} → {int(passed)}"
         return Score(1.0 if passed else 0.0, explanation, {"tool": options.tool, "count": count})
 
 
-class ToolOrderOptions(_Options):
+class ToolOrderOptions(StrictOptions):
     before: str
     after: str
 
 
+@register_metric
 class ToolOrder(Metric):
     """`before(X, Y)`: 1 iff `after` is never called, or `before` is called and its first call precedes the
     first call of `after` (so every `after` call is preceded by a `before` call). Failed calls are ignored."""
 
     name = "tool_order"
     description = "first call of `before` precedes the first call of `after`; 1/0"
+    Options = ToolOrderOptions
 
-    def check_options(self, spec: MetricSpec) -> list[str]:
-        return parse_options(ToolOrderOptions, spec)[1]
-
-    def score_turn(self, ctx: TurnContext) -> Score | None:
-        options: ToolOrderOptions = _parsed(ToolOrderOptions, ctx.spec)
+    def score_turn(self, ctx: TurnContext[ToolOrderOptions]) -> Score | None:
+        options = ctx.options
         names = [c.name for c in executed_calls(ctx)]
         first_before = names.index(options.before) if options.before in names else None
         first_after = names.index(options.after) if options.after in names else None
@@ -209,27 +208,26 @@ class ToolOrder(Metric):
         return Score(1.0 if passed else 0.0, explanation, details)
 
 
-class MaxToolCallsOptions(_Options):
+class MaxToolCallsOptions(StrictOptions):
     max: int = Field(ge=0)
 
 
+@register_metric
 class MaxToolCalls(Metric):
     """Budget: 1 iff the turn made at most `max` tool calls (failed calls count, deferred do not)."""
 
     name = "max_tool_calls"
     description = "at most `max` tool calls in the turn; 1/0"
+    Options = MaxToolCallsOptions
 
-    def check_options(self, spec: MetricSpec) -> list[str]:
-        return parse_options(MaxToolCallsOptions, spec)[1]
-
-    def score_turn(self, ctx: TurnContext) -> Score | None:
-        options: MaxToolCallsOptions = _parsed(MaxToolCallsOptions, ctx.spec)
+    def score_turn(self, ctx: TurnContext[MaxToolCallsOptions]) -> Score | None:
+        options = ctx.options
         count = len(counted_calls(ctx))
         passed = count <= options.max
         return Score(1.0 if passed else 0.0, f"{count} call(s) ≤ max {options.max}? → {int(passed)}", {"count": count})
 
 
-class AllowedToolsOptions(_Options):
+class AllowedToolsOptions(StrictOptions):
     tools: list[str] | None = Field(
         default=None, description="The allowlist of tool names; default: the turn's expected tool calls."
     )
@@ -241,6 +239,7 @@ class AllowedToolsOptions(_Options):
     match_agent: bool = True
 
 
+@register_metric
 class AllowedTools(Metric):
     """Allowlist: 1 iff every call of the turn is allowed, multiplicity ignored (a permitted call may repeat).
 
@@ -252,12 +251,10 @@ class AllowedTools(Metric):
 
     name = "allowed_tools"
     description = "every call is on the allowlist (`tools`, else the expected calls), repeats allowed; 1/0"
+    Options = AllowedToolsOptions
 
-    def check_options(self, spec: MetricSpec) -> list[str]:
-        return parse_options(AllowedToolsOptions, spec)[1]
-
-    def score_turn(self, ctx: TurnContext) -> Score | None:
-        options: AllowedToolsOptions = _parsed(AllowedToolsOptions, ctx.spec)
+    def score_turn(self, ctx: TurnContext[AllowedToolsOptions]) -> Score | None:
+        options = ctx.options
         calls = counted_calls(ctx)
         if options.tools is not None:
             allowed_names = list(options.tools)
@@ -299,16 +296,13 @@ class _Efficiency(Metric):
 
     higher_is_better: ClassVar[bool] = False
     turn_aggregate: ClassVar[TurnAggregate] = "sum"
-    options_model: ClassVar[type[_Options]] = _Options
 
-    def check_options(self, spec: MetricSpec) -> list[str]:
-        problems = parse_options(self.options_model, spec)[1]
-        if spec.threshold is not None and spec.threshold < 0:
-            problems.append(f"{spec.name}: threshold is a maximum and must be ≥ 0, found {spec.threshold:g}")
-        return problems
+    @classmethod
+    def threshold_problem(cls, spec: MetricSpec) -> OptionProblem | None:
+        return None if spec.threshold is None else maximum_threshold(spec.name, spec.threshold)
 
 
-class StepRatioOptions(_Options):
+class StepRatioOptions(StrictOptions):
     over: Literal["tool_calls", "steps"] | None = Field(
         default=None,
         description="`tool_calls` or `steps`; default: tool_calls when the turn has expected_tool_calls, "
@@ -316,6 +310,7 @@ class StepRatioOptions(_Options):
     )
 
 
+@register_metric
 class StepRatio(_Efficiency):
     """step_ratio = n/m: actual tool calls (failed ones count, deferred do not) over expected calls, or actual
     over expected steps (langchain-benchmarks). 1.0 = as many as the reference; the threshold is a maximum.
@@ -325,15 +320,14 @@ class StepRatio(_Efficiency):
     name = "step_ratio"
     description = "n/m: actual calls (or steps) per expected one (threshold = maximum)"
     turn_aggregate = "mean"
-    options_model = StepRatioOptions
+    Options = StepRatioOptions
     not_applicable = (
         "not applicable: the turn expects no calls or steps (or none are expected but some were made: "
         "n/0 has no finite value; use max_tool_calls)"
     )
 
-    def score_turn(self, ctx: TurnContext) -> Score | None:
-        options: StepRatioOptions = _parsed(StepRatioOptions, ctx.spec)
-        over = options.over
+    def score_turn(self, ctx: TurnContext[StepRatioOptions]) -> Score | None:
+        over = ctx.options.over
         if over is None:
             if ctx.expected.expected_tool_calls is not None:
                 over = "tool_calls"
@@ -375,13 +369,14 @@ def canonical_args(args: dict[str, Any]) -> str:
     return json.dumps(canon(normalize_json(args)), sort_keys=True, separators=(",", ":"), default=str)
 
 
-class RedundantCallsOptions(_Options):
+class RedundantCallsOptions(StrictOptions):
     count_retries: bool = Field(
         default=False,
         description="Also count a repeat of a call that failed (by default a retry after an error is not redundant).",
     )
 
 
+@register_metric
 class RedundantCalls(_Efficiency):
     """redundant_calls = #{i : ∃ j < i with name_j = name_i and canonical(args_j) = canonical(args_i)} over the
     turn's calls (deferred excluded). Canonical args: JSON strings parsed, key order ignored, `1 == 1.0`,
@@ -390,10 +385,10 @@ class RedundantCalls(_Efficiency):
 
     name = "redundant_calls"
     description = "calls repeating an earlier call's name and args in the turn (case = sum; threshold = maximum)"
-    options_model = RedundantCallsOptions
+    Options = RedundantCallsOptions
 
-    def score_turn(self, ctx: TurnContext) -> Score | None:
-        options: RedundantCallsOptions = _parsed(RedundantCallsOptions, ctx.spec)
+    def score_turn(self, ctx: TurnContext[RedundantCallsOptions]) -> Score | None:
+        options = ctx.options
         seen: dict[tuple[str, str], int] = {}
         redundant: list[dict[str, Any]] = []
         unrecorded = 0
@@ -417,6 +412,7 @@ class RedundantCalls(_Efficiency):
         return Score(float(count), explanation, details)
 
 
+@register_metric
 class ErrorCalls(_Efficiency):
     """error_calls = #{calls with status `error`} in the turn (the agent reports `"status": "error"`, with the
     error as `result`). Per turn; case = sum over turns; the threshold is a maximum."""
@@ -424,7 +420,7 @@ class ErrorCalls(_Efficiency):
     name = "error_calls"
     description = "tool calls that failed, status error (case = sum over turns; threshold = maximum)"
 
-    def score_turn(self, ctx: TurnContext) -> Score | None:
+    def score_turn(self, ctx: TurnContext[Any]) -> Score | None:
         failed = [(i, c) for i, c in enumerate(ctx.actual.tool_calls) if c.status == "error"]
         explanation = f"{len(failed)} of {len(ctx.actual.tool_calls)} call(s) failed"
         if failed:
@@ -441,13 +437,6 @@ class ErrorCalls(_Efficiency):
             ],
         }
         return Score(float(len(failed)), explanation, details)
-
-
-def _parsed(model: type[_Options], spec: MetricSpec) -> Any:
-    options, problems = parse_options(model, spec)
-    if problems:
-        raise ValueError("; ".join(problems))
-    return options
 
 
 TOOL_METRICS: tuple[type[Metric], ...] = (

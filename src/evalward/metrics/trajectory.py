@@ -31,9 +31,9 @@ from typing import ClassVar, Literal
 
 from evalward.metrics.base import Metric, Score, TurnContext
 from evalward.metrics.matching import Pair, first_divergence, lcs_pairs, maximum_matching, subsequence_pairs
+from evalward.metrics.registry import register_metric
 from evalward.metrics.trajectory_alignment import Alignment, align
-from evalward.metrics.trajectory_options import Over, TrajectoryOptions, parse_options
-from evalward.model import MetricSpec
+from evalward.metrics.trajectory_options import ExactTrajectoryOptions, Over, TrajectoryOptions
 from evalward.model.text import ratio
 
 
@@ -55,28 +55,14 @@ def _boolean(passed: bool) -> float:
 
 
 class TrajectoryMetric(Metric):
-    """Shared option parsing and alignment for the trajectory family."""
+    """Shared alignment for the trajectory family."""
 
     scope: ClassVar[Literal["turn", "case"]] = "turn"
     prefer: ClassVar[Over] = "tool_calls"
-    allows_parallel_unordered: ClassVar[bool] = False
-    options_model: ClassVar[type[TrajectoryOptions]] = TrajectoryOptions
+    Options: ClassVar[type[TrajectoryOptions]] = TrajectoryOptions
 
-    def check_options(self, spec: MetricSpec) -> list[str]:
-        options, problems = parse_options(self.options_model, spec)
-        if options is not None and options.parallel_unordered and not self.allows_parallel_unordered:
-            problems.append(f"{spec.name}: option parallel_unordered applies to trajectory_exact only")
-        return problems
-
-    def options(self, spec: MetricSpec) -> TrajectoryOptions:
-        options, problems = parse_options(self.options_model, spec)
-        if problems:
-            raise ValueError("; ".join(problems))
-        assert isinstance(options, TrajectoryOptions)
-        return options
-
-    def score_turn(self, ctx: TurnContext) -> Score | None:
-        options = self.options(ctx.spec)
+    def score_turn(self, ctx: TurnContext[TrajectoryOptions]) -> Score | None:
+        options = ctx.options
         alignment = align(ctx, options, prefer=self.prefer)
         if alignment is None:
             return None
@@ -86,13 +72,14 @@ class TrajectoryMetric(Metric):
         raise NotImplementedError
 
 
+@register_metric
 class TrajectoryExact(TrajectoryMetric):
     """1 iff n = m and M(a_i, e_i) for every i; with `parallel_unordered`, calls sharing a `step` are
     compared as a multiset (each step group matched by maximum matching). Both empty → 1."""
 
     name = "trajectory_exact"
     description = "same calls in the same order (n = m, M(a_i, e_i) for all i); 1/0"
-    allows_parallel_unordered = True
+    Options = ExactTrajectoryOptions
 
     def score_alignment(self, al: Alignment, options: TrajectoryOptions) -> Score:
         if options.parallel_unordered and al.over == "tool_calls":
@@ -157,6 +144,7 @@ def _label(labels: list[str], index: int | None) -> str:
     return labels[index]
 
 
+@register_metric
 class TrajectoryInOrder(TrajectoryMetric):
     """1 iff the expected items form a subsequence of the actual ones under M (extras allowed anywhere).
     Left-to-right scan (optimal for the subsequence test). Empty expected → 1."""
@@ -171,6 +159,7 @@ class TrajectoryInOrder(TrajectoryMetric):
         return Score(_boolean(passed), explanation, al.diagnostics(pairs))
 
 
+@register_metric
 class TrajectoryAnyOrder(TrajectoryMetric):
     """Superset: 1 iff k* = m (every expected item matched to a distinct actual item; extras allowed).
     Empty expected → 1."""
@@ -185,6 +174,7 @@ class TrajectoryAnyOrder(TrajectoryMetric):
         return Score(_boolean(passed), explanation, al.diagnostics(pairs))
 
 
+@register_metric
 class TrajectorySuperset(TrajectoryAnyOrder):
     """Alias of `trajectory_any_order`: 1 iff k* = m."""
 
@@ -192,6 +182,7 @@ class TrajectorySuperset(TrajectoryAnyOrder):
     description = "alias of trajectory_any_order (k* = m); 1/0"
 
 
+@register_metric
 class TrajectorySubset(TrajectoryMetric):
     """1 iff k* = n (every actual item matched to a distinct expected item; missing allowed).
     Empty actual → 1."""
@@ -206,6 +197,7 @@ class TrajectorySubset(TrajectoryMetric):
         return Score(_boolean(passed), explanation, al.diagnostics(pairs))
 
 
+@register_metric
 class TrajectorySameMultiset(TrajectoryMetric):
     """1 iff k* = n = m (same multiset of items, any order). Both empty → 1."""
 
@@ -219,6 +211,7 @@ class TrajectorySameMultiset(TrajectoryMetric):
         return Score(_boolean(passed), explanation, al.diagnostics(pairs))
 
 
+@register_metric
 class TrajectoryPrecision(TrajectoryMetric):
     """P = k*/n (k* = maximum matching under M). Both empty → both_empty_score (1.0); one empty → 0."""
 
@@ -232,6 +225,7 @@ class TrajectoryPrecision(TrajectoryMetric):
         return Score(p, f"k*={len(pairs)}, {arithmetic}", al.diagnostics(pairs))
 
 
+@register_metric
 class TrajectoryRecall(TrajectoryMetric):
     """R = k*/m (k* = maximum matching under M). Both empty → both_empty_score (1.0); one empty → 0."""
 
@@ -254,6 +248,7 @@ def empty_rule(n: int, m: int, value: float) -> str | None:
     return None
 
 
+@register_metric
 class TrajectoryF1(TrajectoryMetric):
     """F1 = 2PR/(P+R) with P = k*/n, R = k*/m over a maximum matching. Both empty → both_empty_score (1.0);
     one empty → 0."""
@@ -269,6 +264,7 @@ class TrajectoryF1(TrajectoryMetric):
         return Score(f1, f"k*={len(pairs)}, {arithmetic}", details)
 
 
+@register_metric
 class TrajectoryOrderedF1(TrajectoryMetric):
     """P, R, F1 with k* replaced by LCS_M(A, E), the longest common subsequence under M. Empty rules as F1."""
 
@@ -283,6 +279,7 @@ class TrajectoryOrderedF1(TrajectoryMetric):
         return Score(f1, f"LCS={len(pairs)}, {arithmetic}", details)
 
 
+@register_metric
 class TrajectorySubsequence(TrajectoryMetric):
     """Music-store partial credit (LangSmith tutorial `trajectory_subsequence`), reproduced exactly:
     0 when n < m; else walk the actual steps left to right, advancing through the reference on each match;

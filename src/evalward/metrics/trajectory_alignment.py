@@ -199,7 +199,7 @@ def call_credit(actual: ToolCall, expected: ToolCall, options: TrajectoryOptions
     return args_credit(actual.args, expected.args, rule_for(expected.name, options), mode)
 
 
-def align(ctx: TurnContext, options: TrajectoryOptions, *, prefer: Over = "tool_calls") -> Alignment | None:
+def align(ctx: TurnContext[Any], options: TrajectoryOptions, *, prefer: Over = "tool_calls") -> Alignment | None:
     """Build both sides and the predicate matrix, or None when the turn has no matching expectation."""
     over = options.over
     if over is None:

@@ -4,34 +4,31 @@
 make up the argument predicate ArgsMatch (args.py), overridable per tool (`tool_args`); `match_agent`,
 `exclude_error_calls` and `count_deferred` say which calls take part and how (`trajectory_alignment`);
 `both_empty_score` is the score of P, R and F1 when both sides are empty (`trajectory`). The weighted
-metrics add `credit` (`trajectory_weighted.WeightedTrajectoryOptions`).
+metrics add `credit` (`trajectory_weighted.WeightedTrajectoryOptions`); `parallel_unordered` is
+`trajectory_exact`'s only (`ExactTrajectoryOptions`).
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, field_validator
 
 from evalward.metrics.args import ArgsMode, ArgsRule, ListPolicy
-from evalward.model import MetricSpec
+from evalward.metrics.options import StrictOptions
 
 Over = Literal["tool_calls", "steps"]
 
 
-class ToolArgsOverride(BaseModel):
+class ToolArgsOverride(StrictOptions):
     """Per-tool argument rule, replacing the metric-wide `args_mode` / `keys` for that tool."""
-
-    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     args_mode: ArgsMode | None = None
     keys: list[str] | None = None
 
 
-class TrajectoryOptions(BaseModel):
+class TrajectoryOptions(StrictOptions):
     """Options shared by every trajectory metric."""
-
-    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     over: Over | None = Field(
         default=None,
@@ -49,17 +46,21 @@ class TrajectoryOptions(BaseModel):
     count_deferred: bool = False
     both_empty_score: float = Field(default=1.0, ge=0.0, le=1.0)
 
+    @field_validator("parallel_unordered")
+    @classmethod
+    def _exact_only(cls, value: bool) -> bool:
+        if value:
+            raise ValueError("option parallel_unordered applies to trajectory_exact only")
+        return value
 
-def parse_options(model: type[BaseModel], spec: MetricSpec) -> tuple[Any, list[str]]:
-    """Validate `spec.options` against `model`: (parsed options or None, problems)."""
-    try:
-        return model.model_validate(spec.options), []
-    except ValidationError as exc:
-        problems = []
-        for error in exc.errors():
-            where = ".".join(str(p) for p in error["loc"]) or "options"
-            problems.append(f"{spec.name}: option {where}: {error['msg']}")
-        return None, problems
+
+class ExactTrajectoryOptions(TrajectoryOptions):
+    """`trajectory_exact`'s options: with `parallel_unordered`, calls sharing a step compare as a multiset."""
+
+    @field_validator("parallel_unordered")
+    @classmethod
+    def _exact_only(cls, value: bool) -> bool:
+        return value
 
 
 def rule_for(tool: str, options: TrajectoryOptions) -> ArgsRule:

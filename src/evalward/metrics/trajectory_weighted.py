@@ -28,6 +28,7 @@ from pydantic import Field
 from evalward.metrics.args import CreditMode
 from evalward.metrics.base import Score
 from evalward.metrics.matching import max_weight_matching, weighted_lcs_pairs
+from evalward.metrics.registry import register_metric
 from evalward.metrics.trajectory import TrajectoryMetric, empty_rule, prf
 from evalward.metrics.trajectory_alignment import Alignment
 from evalward.metrics.trajectory_options import TrajectoryOptions
@@ -59,7 +60,7 @@ def weighted_prf(k: float, n: int, m: int, both_empty: float) -> tuple[float, fl
 class WeightedTrajectoryMetric(TrajectoryMetric):
     """Shared pairing for the `weighted_*` metrics: maximum-weight matching, or weighted LCS when ordered."""
 
-    options_model = WeightedTrajectoryOptions
+    Options = WeightedTrajectoryOptions
     ordered: ClassVar[bool] = False
     part: ClassVar[Literal["precision", "recall", "f1"]] = "f1"
 
@@ -101,6 +102,7 @@ class WeightedTrajectoryMetric(TrajectoryMetric):
         return Score(value, f"{symbol}={total}, {shown}", details)
 
 
+@register_metric
 class TrajectoryWeightedPrecision(WeightedTrajectoryMetric):
     """P_w = k*_w/n, k*_w = Σ credit(a, e) over a maximum-weight bipartite matching (Hungarian algorithm);
     credit in [0, 1] (module docstring). Both empty → both_empty_score (1.0); one empty → 0."""
@@ -110,6 +112,7 @@ class TrajectoryWeightedPrecision(WeightedTrajectoryMetric):
     part = "precision"
 
 
+@register_metric
 class TrajectoryWeightedRecall(WeightedTrajectoryMetric):
     """R_w = k*_w/m, k*_w = Σ credit(a, e) over a maximum-weight bipartite matching (Hungarian algorithm).
     Both empty → both_empty_score (1.0); one empty → 0."""
@@ -119,6 +122,7 @@ class TrajectoryWeightedRecall(WeightedTrajectoryMetric):
     part = "recall"
 
 
+@register_metric
 class TrajectoryWeightedF1(WeightedTrajectoryMetric):
     """F1 = 2·P_w·R_w/(P_w+R_w) with P_w = k*_w/n, R_w = k*_w/m, k*_w = Σ credit over a maximum-weight
     bipartite matching (Hungarian algorithm). Both empty → both_empty_score (1.0); one empty → 0."""
@@ -127,6 +131,7 @@ class TrajectoryWeightedF1(WeightedTrajectoryMetric):
     description = "F1 of P = Σcredit/n and R = Σcredit/m over a maximum-weight matching"
 
 
+@register_metric
 class TrajectoryWeightedOrderedF1(WeightedTrajectoryMetric):
     """P, R, F1 with k*_w = Σ credit over a maximum-weight common subsequence (weighted LCS:
     best[i][j] = max(best[i+1][j], best[i][j+1], w_ij + best[i+1][j+1])). Empty rules as F1."""

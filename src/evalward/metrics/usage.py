@@ -27,14 +27,12 @@ recorded is n/a (None, `not_applicable`), never 0:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from evalward.metrics.base import CaseContext, Metric, Score, TurnContext
+from evalward.metrics.options import OptionProblem, maximum_threshold
+from evalward.metrics.registry import register_metric
 from evalward.model import MetricSpec, Usage
-
-
-def _no_options(spec: MetricSpec) -> list[str]:
-    return [f"{spec.name}: unknown option {key!r} (this metric takes none)" for key in spec.options]
 
 
 def _tokens(usage: Usage | None) -> int | None:
@@ -47,32 +45,32 @@ class _UsageMetric(Metric):
     scope: ClassVar[Literal["turn", "case"]] = "case"
     higher_is_better: ClassVar[bool] = False
 
-    def check_options(self, spec: MetricSpec) -> list[str]:
-        problems = _no_options(spec)
-        if spec.threshold is not None and spec.threshold < 0:
-            problems.append(f"{spec.name}: threshold is a maximum and must be ≥ 0, found {spec.threshold:g}")
-        return problems
+    @classmethod
+    def threshold_problem(cls, spec: MetricSpec) -> OptionProblem | None:
+        return None if spec.threshold is None else maximum_threshold(spec.name, spec.threshold)
 
 
+@register_metric
 class LatencyS(_UsageMetric):
     """Wall-clock seconds of the case; pass iff ≤ threshold."""
 
     name = "latency_s"
     description = "wall-clock seconds of the case (threshold = maximum)"
 
-    def score_case(self, ctx: CaseContext) -> Score | None:
+    def score_case(self, ctx: CaseContext[Any]) -> Score | None:
         if ctx.latency_s is None:
             return None
         return Score(ctx.latency_s, f"latency {ctx.latency_s:.3f}s", {"latency_s": ctx.latency_s})
 
 
+@register_metric
 class TotalTokens(_UsageMetric):
     """input_tokens + output_tokens over the case; pass iff ≤ threshold."""
 
     name = "total_tokens"
     description = "input + output tokens of the case (threshold = maximum)"
 
-    def score_case(self, ctx: CaseContext) -> Score | None:
+    def score_case(self, ctx: CaseContext[Any]) -> Score | None:
         total = _tokens(ctx.usage)
         if total is None or ctx.usage is None:
             return None
@@ -84,13 +82,14 @@ class TotalTokens(_UsageMetric):
         )
 
 
+@register_metric
 class CostUsd(_UsageMetric):
     """Reported cost of the case in USD; pass iff ≤ threshold."""
 
     name = "cost_usd"
     description = "reported cost of the case in USD (threshold = maximum)"
 
-    def score_case(self, ctx: CaseContext) -> Score | None:
+    def score_case(self, ctx: CaseContext[Any]) -> Score | None:
         if ctx.usage is None or ctx.usage.cost_usd is None:
             return None
         return Score(ctx.usage.cost_usd, f"cost ${ctx.usage.cost_usd:.6f}", {"cost_usd": ctx.usage.cost_usd})
@@ -105,20 +104,29 @@ ADK_EFFICIENCY_METRICS: tuple[str, ...] = (
 """ADK's informational efficiency metrics, in the order ADK appends them."""
 
 
-def efficiency_threshold_problem(name: str, threshold: float) -> str:
+def efficiency_threshold_problem(name: str, threshold: float) -> OptionProblem:
     """ADK's rule for a threshold on an efficiency metric, as evalward words it."""
-    return (
+    return OptionProblem(
+        name,
+        "threshold",
         f"{name} does not support a threshold (found {threshold:g}): it reports a value and never passes or "
         "fails, as in ADK 2.13. Name it without a threshold, or gate on latency_s, total_tokens, cost_usd or "
-        "max_tool_calls"
+        "max_tool_calls",
+        expected="no threshold",
+        found=threshold,
+        worded=True,
     )
+
+
+_EFFICIENCY_SPECS: tuple[MetricSpec, ...] = tuple(MetricSpec(name=name) for name in ADK_EFFICIENCY_METRICS)
+"""One criterion per efficiency metric for every case (specs are frozen): their options are checked once."""
 
 
 def with_adk_efficiency(specs: Sequence[MetricSpec]) -> list[MetricSpec]:
     """`specs` followed by the efficiency metrics they do not name, informational (ADK's
     `append_default_efficiency_metrics`)."""
     named = {spec.name for spec in specs}
-    return [*specs, *(MetricSpec(name=name) for name in ADK_EFFICIENCY_METRICS if name not in named)]
+    return [*specs, *(spec for spec in _EFFICIENCY_SPECS if spec.name not in named)]
 
 
 class _Efficiency(Metric):
@@ -126,13 +134,12 @@ class _Efficiency(Metric):
 
     higher_is_better: ClassVar[bool] = False
 
-    def check_options(self, spec: MetricSpec) -> list[str]:
-        problems = _no_options(spec)
-        if spec.threshold is not None:
-            problems.append(efficiency_threshold_problem(spec.name, spec.threshold))
-        return problems
+    @classmethod
+    def threshold_problem(cls, spec: MetricSpec) -> OptionProblem | None:
+        return None if spec.threshold is None else efficiency_threshold_problem(spec.name, spec.threshold)
 
 
+@register_metric
 class ToolCallCountV1(_Efficiency):
     """Tool calls in the turn (every call, whatever its status, as ADK counts every function_call part);
     case = mean over turns."""
@@ -140,11 +147,12 @@ class ToolCallCountV1(_Efficiency):
     name = "tool_call_count_v1"
     description = "ADK efficiency: tool calls per turn (informational, reported for ADK sets)"
 
-    def score_turn(self, ctx: TurnContext) -> Score | None:
+    def score_turn(self, ctx: TurnContext[Any]) -> Score | None:
         count = len(ctx.actual.tool_calls)
         return Score(float(count), f"{count} tool call(s)", {"count": count})
 
 
+@register_metric
 class InferenceCallCountV1(_Efficiency):
     """Model requests in the turn as the agent reported them (`usage.model_requests`); n/a otherwise.
     Case = mean over turns with a value."""
@@ -153,7 +161,7 @@ class InferenceCallCountV1(_Efficiency):
     description = "ADK efficiency: model requests per turn (informational, n/a unless the agent reports them)"
     not_applicable = "n/a: the agent reported no model requests (usage.model_requests); never counted as 0"
 
-    def score_turn(self, ctx: TurnContext) -> Score | None:
+    def score_turn(self, ctx: TurnContext[Any]) -> Score | None:
         usage = ctx.actual.usage
         if usage is None or usage.model_requests is None:
             return None
@@ -161,6 +169,7 @@ class InferenceCallCountV1(_Efficiency):
         return Score(float(count), f"{count} model request(s)", {"model_requests": count})
 
 
+@register_metric
 class TokenUsageV1(_Efficiency):
     """total = input_tokens + output_tokens of the turn (a missing side counts 0; both missing → n/a).
     Case = Σ totals ÷ number of turns, a turn without counts counting 0 once any turn has one (ADK)."""
@@ -170,7 +179,7 @@ class TokenUsageV1(_Efficiency):
     turn_aggregate = "mean_all"
     not_applicable = "n/a: the agent reported no token counts (usage.input_tokens / output_tokens)"
 
-    def score_turn(self, ctx: TurnContext) -> Score | None:
+    def score_turn(self, ctx: TurnContext[Any]) -> Score | None:
         usage = ctx.actual.usage
         total = _tokens(usage)
         if total is None or usage is None:
@@ -183,6 +192,7 @@ class TokenUsageV1(_Efficiency):
         )
 
 
+@register_metric
 class InvocationDurationV1(_Efficiency):
     """Wall-clock seconds of the turn as the runner timed it (n/a when untimed). Case = mean over timed turns."""
 
@@ -190,7 +200,7 @@ class InvocationDurationV1(_Efficiency):
     description = "ADK efficiency: seconds per turn (informational)"
     not_applicable = "n/a: the turn was not timed (e.g. replayed outputs without timings)"
 
-    def score_turn(self, ctx: TurnContext) -> Score | None:
+    def score_turn(self, ctx: TurnContext[Any]) -> Score | None:
         if ctx.latency_s is None:
             return None
         return Score(ctx.latency_s, f"{ctx.latency_s:.3f}s", {"total_seconds": ctx.latency_s})

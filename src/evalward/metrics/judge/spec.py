@@ -14,14 +14,21 @@ Judged metric names and what they compute (docs/metrics.md §5, docs/formats.md 
 | `per_turn_user_simulator_quality_v1` | user_simulation | `is_valid`: did the simulated user's message follow the plan (scenario cases only) | 5 | majority |
 | `llm_judge` | scale | the user's `rubric`, `scale` = `bool` \\| `[lo, hi]` \\| `[choices…]` | 1 | mean |
 | step metrics with `match: judge` | step | per teacher-forced step: calls sufficiently similar → `is_similar`; final answer → `is_correct` (`metrics.step_judge`) | 1 | majority |
+
+A judged criterion's options are its kind's model (`JUDGE_OPTIONS`: the options every judged criterion takes,
+`JudgeOptions`, and the kind's own), validated by the registry like every metric's (`registry.criterion_problems`);
+`judge_spec` reads the validated options into a `JudgeSpec`, with the metric's defaults.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from pydantic import Field, ValidationInfo, field_validator, model_validator
+
+from evalward.metrics.options import StrictOptions
 from evalward.model import STOP_SIGNAL, MetricSpec
 
 JudgeKind = Literal["correctness", "rubric", "scale", "hallucinations", "safety", "user_simulation", "step"]
@@ -68,29 +75,6 @@ DESCRIPTIONS: dict[str, str] = {
     "per_turn_user_simulator_quality_v1": "LLM judge (ADK): share of the simulated user's turns that follow the "
     "scenario's plan and end on time",
     "llm_judge": "LLM judge with your rubric; scale bool, [lo, hi] or choices, normalised to [0, 1]",
-}
-
-_COMMON_OPTIONS = (
-    "judge_model_options",
-    "judge_model",
-    "num_samples",
-    "aggregate",
-    "temperature",
-    "base_url",
-    "api_key_env",
-    "include_intermediate_responses_in_final",
-    "judge",
-)
-COMMON_JUDGE_OPTIONS: tuple[str, ...] = _COMMON_OPTIONS
-"""Options every judged criterion takes (judged teacher-forced steps too, `metrics.step_judge`)."""
-_KIND_OPTIONS: dict[JudgeKind, tuple[str, ...]] = {
-    "correctness": (),
-    "rubric": ("rubrics",),
-    "hallucinations": ("evaluate_intermediate_nl_responses",),
-    "safety": (),
-    "scale": ("rubric", "scale", "include_input", "include_reference"),
-    "user_simulation": ("stop_signal",),
-    "step": ("match",),
 }
 
 
@@ -144,6 +128,167 @@ class JudgeSpec:
         return {} if self.temperature is None else {"temperature": self.temperature}
 
 
+# --- a judged criterion's options -------------------------------------------------------------------------------
+
+
+def _non_empty_text(value: object, name: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{name} must be a non-empty string")
+    return value
+
+
+def _samples(value: object, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1")
+    return value
+
+
+def _flag(value: object, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be true or false")
+    return value
+
+
+class JudgeOptions(StrictOptions):
+    """The options every judged criterion takes (judged teacher-forced steps too, `metrics.step_judge`). ADK's
+    spelling `judge_model_options: {judge_model, num_samples, judge_model_config: {temperature}}` is read where
+    the option itself is not given."""
+
+    judge_model_options: dict[str, Any] | None = None
+    judge_model: str | None = None
+    num_samples: int | None = None
+    aggregate: Aggregate | None = None
+    temperature: float | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
+    include_intermediate_responses_in_final: Any = None
+    """ADK's option, accepted and not read (evalward judges the final response)."""
+    judge: Any = None
+    """The judge a run resolved, recorded with the criteria of a stored run (`_pipeline.options`)."""
+
+    @field_validator("judge_model_options", mode="before")
+    @classmethod
+    def _model_options(cls, value: object) -> object:
+        if value is not None and not isinstance(value, Mapping):
+            raise ValueError("judge_model_options must be an object")
+        return value
+
+    @field_validator("judge_model", "base_url", "api_key_env", mode="before")
+    @classmethod
+    def _text(cls, value: object, info: ValidationInfo) -> object:
+        return _non_empty_text(value, str(info.field_name))
+
+    @field_validator("num_samples", mode="before")
+    @classmethod
+    def _num_samples(cls, value: object) -> object:
+        return _samples(value, "num_samples")
+
+    @field_validator("aggregate", mode="before")
+    @classmethod
+    def _aggregate(cls, value: object) -> object:
+        if value not in ("majority", "mean") or not isinstance(value, str):
+            raise ValueError("aggregate must be 'majority' or 'mean'")
+        return value
+
+    @field_validator("temperature", mode="before")
+    @classmethod
+    def _temperature(cls, value: object) -> object:
+        if not is_number(value):
+            raise ValueError("temperature must be a number")
+        return value
+
+    @model_validator(mode="after")
+    def _adk_spelling(self) -> JudgeOptions:
+        """ADK's `judge_model_options` values count where the option itself is not given: they are checked as
+        strictly (the value found is in the message: it is not at the option's own place)."""
+        nested = self.judge_model_options or {}
+        if self.judge_model is None and nested.get("judge_model") is not None:
+            value = nested["judge_model"]
+            if not isinstance(value, str) or not value.strip():
+                raise ValueError(f"judge_model_options.judge_model must be a non-empty string, found {value!r}")
+        if self.num_samples is None and "num_samples" in nested:
+            value = nested["num_samples"]
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"judge_model_options.num_samples must be an integer >= 1, found {value!r}")
+        config = nested.get("judge_model_config")
+        temperature = config.get("temperature") if isinstance(config, Mapping) else None
+        if self.temperature is None and temperature is not None and not is_number(temperature):
+            raise ValueError(
+                f"judge_model_options.judge_model_config.temperature must be a number, found {temperature!r}"
+            )
+        return self
+
+
+class RubricJudgeOptions(JudgeOptions):
+    rubrics: tuple[Rubric, ...] = Field(default=(), validate_default=True)
+
+    @field_validator("rubrics", mode="before")
+    @classmethod
+    def _rubrics(cls, value: object) -> tuple[Rubric, ...]:
+        return parse_rubrics(None if value == () else value)
+
+
+class HallucinationsJudgeOptions(JudgeOptions):
+    evaluate_intermediate_nl_responses: bool = False
+
+    @field_validator("evaluate_intermediate_nl_responses", mode="before")
+    @classmethod
+    def _intermediate(cls, value: object) -> object:
+        return _flag(value, "evaluate_intermediate_nl_responses")
+
+
+class ScaleJudgeOptions(JudgeOptions):
+    """`llm_judge`: the user's `rubric`, read on `scale`."""
+
+    rubric: str = Field(default="", validate_default=True)
+    scale: Scale = Field(default_factory=lambda: Scale("bool"))
+    include_input: bool = True
+    include_reference: bool = False
+
+    @field_validator("rubric", mode="before")
+    @classmethod
+    def _rubric(cls, value: object) -> object:
+        if not isinstance(value, str) or not value.strip():
+            raise ValueError("llm_judge needs a 'rubric': the criteria the judge applies, as text")
+        return value
+
+    @field_validator("scale", mode="before")
+    @classmethod
+    def _scale(cls, value: object) -> Scale:
+        return value if isinstance(value, Scale) else parse_scale(value)
+
+    @field_validator("include_input", "include_reference", mode="before")
+    @classmethod
+    def _flags(cls, value: object, info: ValidationInfo) -> object:
+        return _flag(value, str(info.field_name))
+
+
+class UserSimulationJudgeOptions(JudgeOptions):
+    stop_signal: str = STOP_SIGNAL
+
+    @field_validator("stop_signal", mode="before")
+    @classmethod
+    def _stop_signal(cls, value: object) -> object:
+        return _non_empty_text(value, "stop_signal")
+
+
+class StepJudgeOptions(JudgeOptions):
+    """A step criterion with `match: judge` (`metrics.step_judge`): the judge options, and `match`."""
+
+    match: Literal["judge"]
+
+
+JUDGE_OPTIONS: dict[JudgeKind, type[JudgeOptions]] = {
+    "correctness": JudgeOptions,
+    "rubric": RubricJudgeOptions,
+    "hallucinations": HallucinationsJudgeOptions,
+    "safety": JudgeOptions,
+    "scale": ScaleJudgeOptions,
+    "user_simulation": UserSimulationJudgeOptions,
+    "step": StepJudgeOptions,
+}
+"""The options model of each kind of judgement."""
+
 # --- reading a MetricSpec -------------------------------------------------------------------------------------
 
 
@@ -155,97 +300,68 @@ def is_conversation_metric(name: str) -> bool:
     return name in CONVERSATION_METRICS
 
 
+def no_judge_message(name: str) -> str:
+    """Why a judge metric is refused: evalward judges only `JUDGED_METRICS`."""
+    return (
+        f"{name}: evalward has no judge for this metric (it needs Vertex AI); "
+        f"judged metrics: {', '.join(sorted(JUDGED_METRICS))}"
+    )
+
+
 def check_judge_options(spec: MetricSpec) -> list[str]:
-    """Problems with a judged metric's options and threshold, as messages; empty when valid."""
-    kind = JUDGED_METRICS.get(spec.name)
-    if kind is None:
-        return [
-            f"{spec.name}: evalward has no judge for this metric (it needs Vertex AI); "
-            f"judged metrics: {', '.join(sorted(JUDGED_METRICS))}"
-        ]
-    problems = [
-        f"{spec.name}: unknown option {key!r}; known: {', '.join(sorted((*_COMMON_OPTIONS, *_KIND_OPTIONS[kind])))}"
-        for key in spec.options
-        if key not in _COMMON_OPTIONS and key not in _KIND_OPTIONS[kind]
-    ]
-    if problems:
-        return problems
-    try:
-        judge_spec(spec)
-    except ValueError as exc:
-        problems.append(f"{spec.name}: {exc}")
-    if spec.threshold is not None and not 0.0 <= spec.threshold <= 1.0:
-        problems.append(f"{spec.name}: threshold must be between 0 and 1, found {spec.threshold:g}")
-    return problems
+    """Problems with a judged metric's options and threshold, as messages; empty when valid (the registry's
+    check of the criterion, `registry.check_specs`)."""
+    from evalward.metrics.registry import check_specs
+
+    return check_specs([spec])
 
 
 def judge_spec(spec: MetricSpec) -> JudgeSpec:
-    """The JudgeSpec for a judged MetricSpec (or a step criterion with `match: judge`, kind `step`);
-    ValueError names the first bad option."""
+    """The JudgeSpec for a judged MetricSpec (or a step criterion with `match: judge`, kind `step`), from its
+    validated options (`registry.options_of`); ValueError naming the problems when they do not validate."""
+    from evalward.metrics.registry import options_of
     from evalward.metrics.step_judge import judges_steps
 
     kind = JUDGED_METRICS.get(spec.name) or ("step" if judges_steps(spec) else None)
     if kind is None:
         raise ValueError(f"{spec.name} is not a judged metric")
-    options = spec.options
-    model_options = options.get("judge_model_options") or {}
-    if not isinstance(model_options, Mapping):
-        raise ValueError(f"judge_model_options must be an object, found {model_options!r}")
-    model_config = model_options.get("judge_model_config") or {}
-    model = options.get("judge_model", model_options.get("judge_model"))
-    if model is not None and (not isinstance(model, str) or not model.strip()):
-        raise ValueError(f"judge_model must be a non-empty string, found {model!r}")
+    options = options_of(spec)
+    assert isinstance(options, JudgeOptions)
+    nested = options.judge_model_options or {}
+    config = nested.get("judge_model_config")
+    model = options.judge_model if options.judge_model is not None else nested.get("judge_model")
     # ADK's hallucinations evaluator segments and labels once, whatever num_samples says.
     default_samples = ADK_DEFAULT_SAMPLES if spec.name in ADK_JUDGED and kind != "hallucinations" else 1
-    samples = options.get("num_samples", model_options.get("num_samples", default_samples))
-    if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
-        raise ValueError(f"num_samples must be an integer >= 1, found {samples!r}")
+    samples = options.num_samples if options.num_samples is not None else nested.get("num_samples", default_samples)
     default_aggregate: Aggregate = "mean" if kind == "hallucinations" or kind == "scale" else "majority"
-    aggregate = options.get("aggregate", default_aggregate)
-    if aggregate not in ("majority", "mean"):
-        raise ValueError(f"aggregate must be 'majority' or 'mean', found {aggregate!r}")
-    temperature = options.get(
-        "temperature", model_config.get("temperature") if isinstance(model_config, Mapping) else None
-    )
-    if temperature is not None and (isinstance(temperature, bool) or not isinstance(temperature, int | float)):
-        raise ValueError(f"temperature must be a number, found {temperature!r}")
-    for key in ("base_url", "api_key_env"):
-        value = options.get(key)
-        if value is not None and (not isinstance(value, str) or not value):
-            raise ValueError(f"{key} must be a non-empty string, found {value!r}")
-    rubrics: tuple[Rubric, ...] = ()
-    rubric_text: str | None = None
-    scale = Scale("bool")
-    if kind == "rubric":
-        rubrics = parse_rubrics(options.get("rubrics"))
-    if kind == "scale":
-        rubric_text = options.get("rubric")
-        if not isinstance(rubric_text, str) or not rubric_text.strip():
-            raise ValueError("llm_judge needs a 'rubric': the criteria the judge applies, as text")
-        scale = parse_scale(options.get("scale", "bool"))
-    stop_signal = options.get("stop_signal", STOP_SIGNAL)
-    if not isinstance(stop_signal, str) or not stop_signal.strip():
-        raise ValueError(f"stop_signal must be a non-empty string, found {stop_signal!r}")
-    for key in ("include_input", "include_reference", "evaluate_intermediate_nl_responses"):
-        if key in options and not isinstance(options[key], bool):
-            raise ValueError(f"{key} must be true or false, found {options[key]!r}")
-    return JudgeSpec(
+    temperature = options.temperature
+    if temperature is None and isinstance(config, Mapping):
+        temperature = config.get("temperature")
+    judged = JudgeSpec(
         metric=spec.name,
         kind=kind,
         model=model.strip() if isinstance(model, str) else None,
         num_samples=samples,
-        aggregate=aggregate,
-        rubrics=rubrics,
-        rubric=rubric_text,
-        scale=scale,
-        include_input=bool(options.get("include_input", True)),
-        include_reference=bool(options.get("include_reference", False)),
+        aggregate=options.aggregate or default_aggregate,
         temperature=float(temperature) if temperature is not None else None,
-        base_url=options.get("base_url"),
-        api_key_env=options.get("api_key_env"),
-        evaluate_intermediate=bool(options.get("evaluate_intermediate_nl_responses", False)),
-        stop_signal=stop_signal,
+        base_url=options.base_url,
+        api_key_env=options.api_key_env,
     )
+    if isinstance(options, RubricJudgeOptions):
+        return replace(judged, rubrics=options.rubrics)
+    if isinstance(options, ScaleJudgeOptions):
+        return replace(
+            judged,
+            rubric=options.rubric,
+            scale=options.scale,
+            include_input=options.include_input,
+            include_reference=options.include_reference,
+        )
+    if isinstance(options, HallucinationsJudgeOptions):
+        return replace(judged, evaluate_intermediate=options.evaluate_intermediate_nl_responses)
+    if isinstance(options, UserSimulationJudgeOptions):
+        return replace(judged, stop_signal=options.stop_signal)
+    return judged
 
 
 def parse_rubrics(value: Any) -> tuple[Rubric, ...]:
@@ -268,24 +384,25 @@ def parse_rubrics(value: Any) -> tuple[Rubric, ...]:
         raise ValueError(f"rubrics[{index}] must be a text or an object with rubric_content.text_property")
     ids = [r.rubric_id for r in rubrics]
     if len(set(ids)) != len(ids):
-        raise ValueError(f"rubric ids must be unique, found {ids}")
+        raise ValueError(f"rubric ids must be unique ({', '.join(ids)})")
     return tuple(rubrics)
 
 
 def parse_scale(value: Any) -> Scale:
-    """`"bool"`, `[lo, hi]` (numbers, lo < hi) or `[label, label, …]` (strings, worst first)."""
+    """`"bool"`, `[lo, hi]` (numbers, lo < hi) or `[label, label, …]` (strings, worst first); ValueError saying
+    what is wrong, without the value (the caller shows it)."""
     if value == "bool" or value is True:
         return Scale("bool")
     if isinstance(value, list) and len(value) == 2 and all(is_number(v) for v in value):
         low, high = float(value[0]), float(value[1])
         if not low < high:
-            raise ValueError(f"scale [lo, hi] needs lo < hi, found {value}")
+            raise ValueError("scale [lo, hi] needs lo < hi")
         return Scale("range", low=low, high=high)
     if isinstance(value, list) and value and all(isinstance(v, str) and v for v in value):
         if len(set(value)) != len(value):
-            raise ValueError(f"scale choices must be distinct, found {value}")
+            raise ValueError("scale choices must be distinct")
         return Scale("choices", choices=tuple(value))
-    raise ValueError(f"scale must be 'bool', [lo, hi] or a list of choice labels (worst first), found {value!r}")
+    raise ValueError("scale must be 'bool', [lo, hi] or a list of choice labels (worst first)")
 
 
 def is_number(value: Any) -> bool:
