@@ -131,3 +131,61 @@ def test_no_module_is_over_600_lines_unless_its_first_lines_say_why() -> None:
         if text.count("\n") > MAX_MODULE_LINES and LONG_MODULE_REASON not in text[:600].lower():
             long_ones.append(f"{path.relative_to(ROOT)}: {text.count(chr(10))} lines")
     assert long_ones == []
+
+
+MAX_LOCAL_IMPORTS = 100
+LOCAL_IMPORT_REASONS = ("# start-up:", "# cycle:")
+
+
+def local_imports_of_ours(path: Path) -> list[tuple[int, bool]]:
+    """(line, whether it says why) of every import of an evalward module inside a function of `path`; a reason
+    is a `# start-up: …` or `# cycle: …` comment on the import's lines or the line just above it."""
+    text = path.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    found: dict[int, bool] = {}
+    for node in ast.walk(ast.parse(text, filename=str(path))):
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for inner in ast.walk(node):
+            modules = (
+                [inner.module or ""]
+                if isinstance(inner, ast.ImportFrom)
+                else [alias.name for alias in inner.names]
+                if isinstance(inner, ast.Import)
+                else []
+            )
+            if not any(module == "evalward" or module.startswith("evalward.") for module in modules):
+                continue
+            around = lines[max(inner.lineno - 2, 0) : inner.end_lineno or inner.lineno]
+            found[inner.lineno] = any(reason in line for line in around for reason in LOCAL_IMPORT_REASONS)
+    return sorted(found.items())
+
+
+def test_imports_of_our_modules_sit_at_the_top_unless_they_say_why() -> None:
+    """docs/architecture.md ("Heavy imports wait"): a module imports evalward's own modules at its top; one
+    inside a function says why (`# start-up:` measured, or `# cycle:`), and there are at most 100 of them."""
+    silent: list[str] = []
+    total = 0
+    for path in modules():
+        for line, reasoned in local_imports_of_ours(path):
+            total += 1
+            if not reasoned:
+                silent.append(f"{path.relative_to(ROOT)}:{line}")
+    assert silent == [], "say why (# start-up: … / # cycle: …) or move these to the top"
+    assert total <= MAX_LOCAL_IMPORTS
+
+
+def test_the_local_import_check_sees_nested_functions_and_reasons(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text(
+        "import os\n"
+        "def outer():\n"
+        "    from evalward import report  # start-up: only for reports\n"
+        "    def inner():\n"
+        "        # cycle: evalward.store imports this module\n"
+        "        from evalward.store import Store\n"
+        "        import evalward.gate\n"
+        "        import json\n",
+        encoding="utf-8",
+    )
+    assert local_imports_of_ours(sample) == [(3, True), (6, True), (7, False)]

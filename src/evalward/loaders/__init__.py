@@ -26,7 +26,9 @@ from evalward.loaders.test_config import (
 def native_json_schema() -> dict[str, Any]:
     """The JSON Schema of the native eval format (`evalward schema`); `loaders.native`, which builds the native
     format's pydantic models as it is imported, loads only when a native file or its schema is needed."""
-    from evalward.loaders.native import native_json_schema as schema
+    from evalward.loaders.native import (
+        native_json_schema as schema,  # start-up: the native format's models build as they are imported
+    )
 
     return schema()
 

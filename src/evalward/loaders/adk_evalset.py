@@ -359,7 +359,7 @@ def _map_scenario(
     problems: Problems, scenario: _ConversationScenario, raw: Any, at: PathKey, case_id: str | None
 ) -> ConversationScenario | None:
     """The scenario with its persona resolved (a prebuilt id → that persona); a problem for an unknown id."""
-    from evalward.loaders.adk_personas import PREBUILT_PERSONAS
+    from evalward.loaders.adk_personas import PREBUILT_PERSONAS  # start-up: only scenario cases name a persona
 
     persona: UserPersona | None = None
     given = scenario.user_persona

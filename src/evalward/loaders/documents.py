@@ -218,6 +218,6 @@ def _parse_jsonl(text: str, shown: str) -> Document:
 
 def _parse_yaml(text: str, shown: str) -> Document:
     # PyYAML (18 modules) is imported only when a YAML file is read.
-    from evalward.loaders.yaml_document import parse_yaml
+    from evalward.loaders.yaml_document import parse_yaml  # start-up: YAML, only for YAML files
 
     return parse_yaml(text, shown)

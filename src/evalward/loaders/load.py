@@ -107,7 +107,9 @@ def load_paths(
     `custom_evaluator_types` are the paths of the evaluator classes pydantic-evals Dataset files name (module
     docstring), UsageError when one is not such a path."""
     if custom_evaluator_types:
-        from evalward.loaders.pydantic_evals_dataset import custom_evaluator_names
+        from evalward.loaders.pydantic_evals_dataset import (
+            custom_evaluator_names,  # start-up: pydantic-evals' loader, only for its files
+        )
 
         custom_evaluator_names(custom_evaluator_types)  # a malformed path is refused before any file is read
     discovered = discover(paths)
@@ -288,11 +290,13 @@ def _load_whole(
         collected.add("not a recognised eval file format", expected=KNOWN_SHAPES, found=describe_shape(document.data))
         return collected, None, None
     if fmt == "native":
-        from evalward.loaders.native import load_native
+        from evalward.loaders.native import load_native  # start-up: a format's loader loads with its first file
 
         return collected, fmt, load_native(collected, default_id, known_metrics)
     if fmt == "pydantic_evals":
-        from evalward.loaders.pydantic_evals_dataset import load_pydantic_evals
+        from evalward.loaders.pydantic_evals_dataset import (
+            load_pydantic_evals,  # start-up: a format's loader loads with its first file
+        )
 
         return collected, fmt, load_pydantic_evals(collected, default_id, custom_evaluator_types)
     return collected, fmt, _loader(fmt)(collected, default_id)
@@ -328,7 +332,7 @@ def read_initial_session(
     except DocumentError as exc:
         problems.extend(exc.problems)
         return None
-    from evalward.loaders.adk_legacy import parse_initial_session
+    from evalward.loaders.adk_legacy import parse_initial_session  # start-up: only with an initial_session_file
 
     collected = Problems(document)
     session = parse_initial_session(collected)

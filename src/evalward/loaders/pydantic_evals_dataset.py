@@ -326,7 +326,7 @@ def named_specs(evaluators: Sequence[_Evaluator]) -> list[MetricSpec]:
 
 
 def _turn(problems: Problems, inputs: Any, expected: Any, at: PathKey, case_id: str, odd: list[str]) -> Invocation:
-    from evalward.loaders.native import turn_query  # the native format's rule for a query from inputs
+    from evalward.loaders.native import turn_query  # start-up: the native format's models build on import
 
     query: str
     given: dict[str, Any] = {}

@@ -76,7 +76,7 @@ def load_streamed(
 def _load_adk(
     source: SourceText, walk: JsonWalk, default_id: str, cache_size: int, whole_set: int
 ) -> Streamed | WalkedDocument:
-    from evalward.loaders import adk_evalset  # the ADK file models: loaded when an ADK file is read
+    from evalward.loaders import adk_evalset  # start-up: the ADK file models, when an ADK file is read
 
     builder = IndexBuilder(
         source,
@@ -120,7 +120,7 @@ def _load_list(
     if fmt != "langsmith" and fmt != "multi_agent":
         raise WholeFile  # unrecognised, or a list format read whole
     # Imported here: an ADK eval set's run needs neither module nor the pydantic models they build.
-    from evalward.loaders import langsmith, multi_agent_cases
+    from evalward.loaders import langsmith, multi_agent_cases  # start-up: only for these formats' files
 
     mapper = langsmith.map_example if fmt == "langsmith" else multi_agent_cases.map_agent_case
     builder = IndexBuilder(source, kind=kind, prefix=(), mapper=mapper, cache_size=cache_size, whole_set=whole_set)

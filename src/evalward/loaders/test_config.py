@@ -52,8 +52,8 @@ from pydantic.alias_generators import to_camel, to_snake
 
 from evalward.errors import EvalFileError
 from evalward.loaders.criterion_checks import record_spec_problems
-from evalward.loaders.documents import DocumentError, read_document
-from evalward.loaders.positions import PathKey
+from evalward.loaders.documents import Document, DocumentError, read_document
+from evalward.loaders.positions import PathKey, PositionIndex
 from evalward.loaders.problems import Problems, describe_value
 from evalward.metrics.custom import CUSTOM_OPTION, evaluator_spec, split_path
 from evalward.metrics.registry import is_plugin_metric
@@ -550,8 +550,6 @@ def load_test_config(path: str | Path, *, known_metrics: Collection[str] = ()) -
 
 def read_test_config(path: str | Path, *, known_metrics: Collection[str] = ()) -> tuple[Criteria, Problems]:
     """Read one `test_config.json`, returning its criteria with the problems and warnings found."""
-    from evalward.loaders.documents import Document
-    from evalward.loaders.positions import PositionIndex
 
     shown = str(path)
     try:

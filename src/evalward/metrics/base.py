@@ -93,7 +93,7 @@ class CaseContext(Generic[OptionsT]):
 
 
 def _validated(spec: MetricSpec) -> Any:
-    from evalward.metrics.registry import options_of  # the registry imports this module
+    from evalward.metrics.registry import options_of  # cycle: the registry imports this module
 
     return options_of(spec)
 
@@ -164,6 +164,6 @@ class Metric:
         """Score `specs` on the case. For the `outputs` batch: each criterion by its own metric's `score_turn`
         or `score_case`, folded as `metrics.scoring` says (its error, if any, names the first errored turn);
         ADK's informational efficiency metrics are added for the ADK formats (`ctx.adk_efficiency`)."""
-        from evalward.metrics.scoring import score_outputs  # the scoring rules import this module
+        from evalward.metrics.scoring import score_outputs  # cycle: the scoring rules import this module
 
         return await score_outputs(specs, ctx)

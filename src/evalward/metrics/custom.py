@@ -52,7 +52,7 @@ from evalward.metrics.scoring_context import CaseScores, ScoringContext
 from evalward.model import AgentOutput, CaseError, EvalCase, MetricResult, MetricSpec, MetricStatus
 
 if TYPE_CHECKING:
-    from evalward.metrics.evaluators import Played
+    from evalward.metrics.evaluators import Played  # start-up: user evaluators' machinery, only for user code
 
 CUSTOM_OPTION = "custom_metric"
 """The option key holding a custom metric's `custom_metrics` entry."""
@@ -168,7 +168,10 @@ def _adk() -> Any:
 def check_custom_spec(spec: MetricSpec) -> list[str]:
     """Problems with a custom criterion: its path must import to a callable (an evaluator class must be
     instantiable without arguments), and google-adk must be present for an ADK-style metric."""
-    from evalward.metrics.evaluators import idiom, instantiate
+    from evalward.metrics.evaluators import (  # start-up: user evaluators' machinery, only for user code
+        idiom,
+        instantiate,
+    )
 
     try:
         target = resolve(spec)
@@ -414,7 +417,7 @@ async def score_evaluator(
     """Run one user evaluator in whichever idiom it is written (`metrics.evaluators`): case-level results
     and per-turn ones; failures become an `error` result (never a crash). `played` says where the case ran (its
     eval set, format, repetition and times) when the caller knows."""
-    from evalward.metrics import evaluators
+    from evalward.metrics import evaluators  # start-up: user evaluators' machinery, only for user code
 
     try:
         target = resolve(spec)
@@ -496,7 +499,7 @@ class UserCodeMetric(Metric):
     async def evaluate(self, specs: Sequence[MetricSpec], ctx: ScoringContext) -> CaseScores:
         if not ctx.outputs:
             return CaseScores()
-        from evalward.metrics.evaluators import Played
+        from evalward.metrics.evaluators import Played  # start-up: user evaluators' machinery, only for user code
 
         case_level: list[MetricResult] = []
         per_turn: dict[int, list[MetricResult]] = {}

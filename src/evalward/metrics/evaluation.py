@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from evalward.metrics.registry import batch_metric, batch_of
 from evalward.metrics.scoring_context import CaseScores, ScoringContext
 from evalward.model import CaseError, CaseResult, CaseStatus, InvocationResult, MetricResult, MetricSpec
 
@@ -36,7 +37,6 @@ def replace_or_append(existing: Sequence[MetricResult], new: Iterable[MetricResu
 
 def batched(specs: Sequence[MetricSpec]) -> dict[str, list[MetricSpec]]:
     """`specs` by the batch of their metric, each in criterion order."""
-    from evalward.metrics.registry import batch_of
 
     batches: dict[str, list[MetricSpec]] = {batch: [] for batch in BATCHES}
     for spec in specs:
@@ -46,7 +46,6 @@ def batched(specs: Sequence[MetricSpec]) -> dict[str, list[MetricSpec]]:
 
 async def score_case_run(ctx: ScoringContext) -> CaseResult:
     """The case's `CaseResult` (module docstring)."""
-    from evalward.metrics.registry import batch_metric
 
     case_level: list[MetricResult] = []
     per_turn: dict[int, list[MetricResult]] = {}

@@ -301,7 +301,7 @@ def langsmith_arguments(played: Played, wanted: Sequence[str], *, agentevals: bo
 
 def pydantic_context(played: Played) -> Any:
     """The `EvaluatorContext` of the last answered turn (module docstring)."""
-    from evalward.metrics.span_tree import recorded_metrics
+    from evalward.metrics.span_tree import recorded_metrics  # start-up: span trees, only for evaluators that read them
 
     output, turn, case = played.output, played.turn, played.case
     if turn.expected_outputs:
@@ -341,7 +341,9 @@ def _span_tree(played: Played) -> Any:
     """pydantic-evals' span tree of the played case, or the recording error its `span_tree` raises."""
     from pydantic_evals.otel._errors import SpanTreeRecordingError
 
-    from evalward.metrics.span_tree import recorded_span_tree
+    from evalward.metrics.span_tree import (
+        recorded_span_tree,  # start-up: span trees, only for evaluators that read them
+    )
 
     try:
         return recorded_span_tree(played.case, played.outputs, played.latencies)

@@ -30,7 +30,11 @@ class JudgedMetric(Metric):
     @classmethod
     def options_model(cls, spec: MetricSpec) -> type[BaseModel]:
         """The options model of the criterion's kind of judgement (`judge.spec.JUDGE_OPTIONS`)."""
-        from evalward.metrics.judge.spec import JUDGE_OPTIONS, JUDGED_METRICS, no_judge_message
+        from evalward.metrics.judge.spec import (  # start-up: the judge's options, only when a criterion is judged
+            JUDGE_OPTIONS,
+            JUDGED_METRICS,
+            no_judge_message,
+        )
 
         kind = JUDGED_METRICS.get(spec.name)
         if kind is None:

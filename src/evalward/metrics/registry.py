@@ -214,7 +214,7 @@ def requires_judge(name: str) -> bool:
 def needs_judge(spec: MetricSpec) -> bool:
     """True for a criterion scored with a judge: a judge metric, or a step metric with `match: judge` — never a
     user's metric that shares a built-in's name (`custom_metrics` shadow the built-ins)."""
-    from evalward.metrics.step_judge import judges_steps
+    from evalward.metrics.step_judge import judges_steps  # cycle: metrics.step_judge imports this module
 
     return not is_custom(spec) and (requires_judge(spec.name) or judges_steps(spec))
 
@@ -226,7 +226,9 @@ def is_stepwise(name: str) -> bool:
 
 def is_custom(spec: MetricSpec) -> bool:
     """True for an ADK custom metric (a criterion declared under `custom_metrics`)."""
-    from evalward.metrics.custom import is_custom as _is_custom
+    from evalward.metrics.custom import (
+        is_custom as _is_custom,  # start-up: user code's machinery, only for custom criteria
+    )
 
     return _is_custom(spec)
 
@@ -327,7 +329,9 @@ def criterion_problems(spec: MetricSpec) -> list[OptionProblem]:
     if threshold is not None:
         problems.append(threshold)
     if batch == "user_code" and options is not None:
-        from evalward.metrics.custom import check_custom_spec
+        from evalward.metrics.custom import (
+            check_custom_spec,  # start-up: user code's machinery, only for custom criteria
+        )
 
         problems.extend(OptionProblem(spec.name, "metric", message) for message in check_custom_spec(spec))
     if options is not None and not problems:
@@ -373,7 +377,7 @@ def built_in_index() -> dict[str, str]:
 
 def _write_index() -> Path:
     """Rewrite `builtin_names.py` from `built_in_index()`; the path written."""
-    import evalward.metrics.builtin_names as index
+    import evalward.metrics.builtin_names as index  # start-up: only the index's generator
 
     path = Path(index.__file__)
     text = path.read_text(encoding="utf-8")

@@ -31,6 +31,7 @@ from evalward.metrics.base import CaseContext, Metric, Score, TurnContext
 from evalward.metrics.options import OptionsError
 from evalward.metrics.registry import get_metric, options_of
 from evalward.metrics.scoring_context import CaseScores, ScoringContext
+from evalward.metrics.usage import with_adk_efficiency
 from evalward.model import AgentOutput, CaseError, CaseStatus, EvalCase, MetricResult, MetricSpec, MetricStatus, Usage
 
 NO_GATING_METRIC = "no gating metric applied"
@@ -288,7 +289,6 @@ async def score_outputs(specs: Sequence[MetricSpec], ctx: ScoringContext) -> Cas
     """The `outputs` batch of a case (`Metric.evaluate`): `score_case` over `specs` (with ADK's efficiency
     metrics for the ADK formats). A case the agent failed before answering anything has no such results:
     "not applicable" rows would only hide its error."""
-    from evalward.metrics.usage import with_adk_efficiency
 
     if ctx.adk_efficiency:
         specs = with_adk_efficiency(specs)

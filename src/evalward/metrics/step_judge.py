@@ -36,7 +36,7 @@ from evalward.metrics.registry import STEPWISE_METRICS
 from evalward.model import MetricSpec, ToolCall
 
 if TYPE_CHECKING:  # the judge machinery is imported only when a step is judged
-    from evalward.metrics.judge.prompts import JudgePrompt
+    from evalward.metrics.judge.prompts import JudgePrompt  # cycle: metrics.judge.prompts imports this module
 
 STEP_CALLS_SYSTEM = """You check one step of an AI agent against a reference trajectory.
 At this point the reference agent made the EXPECTED tool calls; the agent under test made the PROPOSED calls instead.
@@ -92,7 +92,7 @@ class ExactStepOptions(StrictOptions):
 def step_options_model(spec: MetricSpec) -> type[StrictOptions]:
     """The options model of a step criterion: the judge's options with `match: judge`, else `match` alone."""
     if judges_steps(spec):
-        from evalward.metrics.judge.spec import StepJudgeOptions
+        from evalward.metrics.judge.spec import StepJudgeOptions  # cycle: metrics.judge.spec imports this module
 
         return StepJudgeOptions
     return ExactStepOptions
@@ -109,7 +109,7 @@ def calls_json(calls: Sequence[ToolCall]) -> str:
 
 def calls_prompt(request: str, expected: Sequence[ToolCall], proposed: Sequence[ToolCall]) -> JudgePrompt:
     """The request asking whether `proposed` is sufficiently similar to `expected`."""
-    from evalward.metrics.judge.prompts import JudgePrompt
+    from evalward.metrics.judge.prompts import JudgePrompt  # cycle: metrics.judge.prompts imports this module
 
     user = f"REQUEST:\n{request}\n\nEXPECTED CALLS:\n{calls_json(expected)}\n\nPROPOSED CALLS:\n{calls_json(proposed)}"
     messages = ({"role": "system", "content": STEP_CALLS_SYSTEM}, {"role": "user", "content": user})
@@ -118,7 +118,7 @@ def calls_prompt(request: str, expected: Sequence[ToolCall], proposed: Sequence[
 
 def answer_prompt(request: str, reference: str, answer: str) -> JudgePrompt:
     """The request asking whether `answer` is factually correct according to `reference`."""
-    from evalward.metrics.judge.prompts import JudgePrompt
+    from evalward.metrics.judge.prompts import JudgePrompt  # cycle: metrics.judge.prompts imports this module
 
     user = f"REQUEST:\n{request}\n\nREFERENCE ANSWER:\n{reference}\n\nANSWER:\n{answer}"
     messages = ({"role": "system", "content": STEP_ANSWER_SYSTEM}, {"role": "user", "content": user})

@@ -46,7 +46,8 @@ from typing import Any, Literal
 from evalward.metrics.args import ArgsRule, args_match
 from evalward.metrics.base import Score, TurnContext
 from evalward.metrics.matching import compat_matrix, maximum_matching
-from evalward.metrics.registry import STEP_METRIC_NAMES, STEPWISE_ALIASES
+from evalward.metrics.registry import STEP_METRIC_NAMES, STEPWISE_ALIASES, get_metric
+from evalward.metrics.scoring import metric_status
 from evalward.model import AgentOutput, EvalCase, Invocation, Message, MetricResult, MetricSpec, ToolCall
 from evalward.model.text import format_call
 
@@ -348,7 +349,6 @@ def final_check_for(case: EvalCase, turn: int, specs: Sequence[MetricSpec], refe
     """The final-step rule: the case's first response metric with a threshold (RESPONSE_METRICS), scored
     against the reference final answer (else the turn's expected response); without one, any non-empty
     response passes."""
-    from evalward.metrics.registry import get_metric
 
     expected = case.turns[turn]
     reference_text = reference.final_response if reference.final_response is not None else expected.expected_response
@@ -436,8 +436,6 @@ def error_results(specs: Mapping[str, MetricSpec], message: str) -> list[MetricR
 def _result(
     name: str, value: float, threshold: float | None, explanation: str, details: dict[str, Any]
 ) -> MetricResult:
-    from evalward.metrics.scoring import metric_status
-
     return MetricResult(
         name=name,
         score=value,

@@ -21,6 +21,7 @@ from pydantic import BaseModel
 
 from evalward.metrics.base import Metric
 from evalward.metrics.options import OptionProblem, unit_threshold
+from evalward.metrics.registry import is_stepwise
 from evalward.metrics.scoring_context import CaseScores, ScoringContext
 from evalward.metrics.step_judge import step_judge_spec, step_options_model
 from evalward.model import CaseError, CaseResult, Message, MetricResult, MetricSpec
@@ -41,7 +42,7 @@ class StepMetric(Metric):
     @classmethod
     def threshold_problem(cls, spec: MetricSpec) -> OptionProblem | None:
         """A share of steps lies between 0 and 1, and so does its threshold; a step index has no bound."""
-        from evalward.metrics import stepwise as sw  # the step scorers load only when a step criterion is named
+        from evalward.metrics import stepwise as sw  # start-up: the step scorers, only for step criteria
 
         if spec.threshold is None or spec.name not in sw.BOUNDED_METRICS:
             return None
@@ -56,7 +57,7 @@ class StepMetric(Metric):
         if not named and (ctx.stepwise == "off" or (ctx.stepwise == "auto" and not has_reference)):
             return CaseScores()  # most cases: no step criterion and no reference trajectory to score
         # Loaded here, not with this module: every case passes through this batch, few have steps to score.
-        from evalward.metrics import stepwise as sw
+        from evalward.metrics import stepwise as sw  # start-up: the step scorers, only for step criteria
 
         if ctx.stepwise == "off":  # step criteria named, teacher forcing off: each reports it was not computed
             return _scores(sw.metric_results({}, named))
@@ -108,15 +109,13 @@ def _scores(results: tuple[list[MetricResult], dict[int, list[MetricResult]]]) -
 
 
 def _error(named: dict[str, MetricSpec], message: str) -> CaseScores:
-    from evalward.metrics import stepwise as sw
+    from evalward.metrics import stepwise as sw  # start-up: the step scorers, only for step criteria
 
     return CaseScores(sw.error_results(named, message), {}, CaseError(kind="judge_error", message=message))
 
 
 def _recorded(recorded: CaseResult) -> CaseScores:
     """The step results `recorded` has (they need the agent to recompute)."""
-    from evalward.metrics.registry import is_stepwise
-
     case_level = [m for m in recorded.metric_results if is_stepwise(m.name)]
     per_turn = {
         turn.turn: [m for m in turn.metric_results if is_stepwise(m.name)]

@@ -235,7 +235,7 @@ def reply_schema(spec: JudgeSpec) -> tuple[str, dict[str, Any]]:
     """(name, JSON schema) of the reply this judge asks for (structured output; strict-mode compatible)."""
     reasoning = {"type": "string"}
     if spec.kind == "step":  # the calls question; the final answer's has its own (`metrics.step_judge`)
-        from evalward.metrics.step_judge import CALLS_SCHEMA
+        from evalward.metrics.step_judge import CALLS_SCHEMA  # cycle: metrics.step_judge imports this module
 
         return CALLS_SCHEMA
     if spec.kind == "correctness":
@@ -421,7 +421,11 @@ def starting_prompt_score(scenario: ConversationScenario, first_message: str) ->
 def prompt_identity(spec: JudgeSpec) -> str:
     """sha256 over everything that shapes the judge's questions (templates, kind, rubrics, scale, samples,
     aggregation, parameters) but not the per-case text: two runs with equal identities asked alike."""
-    from evalward.metrics.step_judge import ANSWER_SCHEMA, STEP_ANSWER_SYSTEM, STEP_CALLS_SYSTEM
+    from evalward.metrics.step_judge import (  # cycle: metrics.step_judge imports this module
+        ANSWER_SCHEMA,
+        STEP_ANSWER_SYSTEM,
+        STEP_CALLS_SYSTEM,
+    )
 
     name, schema = reply_schema(spec)
     templates: dict[JudgeKind, Any] = {

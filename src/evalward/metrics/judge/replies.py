@@ -103,7 +103,7 @@ def parse_reply(spec: JudgeSpec, text: str) -> JudgeVerdict:
     if spec.kind == "rubric":
         return _parse_rubrics(spec, obj)
     if spec.kind == "hallucinations":
-        from evalward.metrics.judge.hallucinations import parse_grounding  # it reads replies with this module
+        from evalward.metrics.judge.hallucinations import parse_grounding  # cycle: it imports this module
 
         return parse_grounding(text)
     return _parse_scale(spec.scale, obj, reasoning)

@@ -29,6 +29,8 @@ from typing import Any, Literal
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from evalward.metrics.options import StrictOptions
+from evalward.metrics.registry import check_specs, options_of
+from evalward.metrics.step_judge import judges_steps
 from evalward.model import STOP_SIGNAL, MetricSpec
 
 JudgeKind = Literal["correctness", "rubric", "scale", "hallucinations", "safety", "user_simulation", "step"]
@@ -311,7 +313,6 @@ def no_judge_message(name: str) -> str:
 def check_judge_options(spec: MetricSpec) -> list[str]:
     """Problems with a judged metric's options and threshold, as messages; empty when valid (the registry's
     check of the criterion, `registry.check_specs`)."""
-    from evalward.metrics.registry import check_specs
 
     return check_specs([spec])
 
@@ -319,8 +320,6 @@ def check_judge_options(spec: MetricSpec) -> list[str]:
 def judge_spec(spec: MetricSpec) -> JudgeSpec:
     """The JudgeSpec for a judged MetricSpec (or a step criterion with `match: judge`, kind `step`), from its
     validated options (`registry.options_of`); ValueError naming the problems when they do not validate."""
-    from evalward.metrics.registry import options_of
-    from evalward.metrics.step_judge import judges_steps
 
     kind = JUDGED_METRICS.get(spec.name) or ("step" if judges_steps(spec) else None)
     if kind is None:
