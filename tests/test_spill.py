@@ -24,6 +24,28 @@ def recorded(cases: list[CaseResult], max_in_memory: int) -> RecordLog[CaseResul
     return log
 
 
+def test_a_kept_record_spills_as_the_encoding_it_was_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run pipeline hands each result with its (redacted) JSON: when the log spills, the records it kept are
+    written from that JSON, not encoded a second time."""
+    import evalward.spill as spill
+
+    cases = list(load_run_json(RUN.read_text(encoding="utf-8")).cases)[:3]
+    given = [spill.encode_record(case) for case in cases]
+    log: RecordLog[CaseResult] = RecordLog(CaseResult, max_in_memory=2)
+    encodings: list[str] = []
+    original = spill.encode_record
+    monkeypatch.setattr(spill, "encode_record", lambda record: encodings.append(record.case_id) or original(record))
+    for case, data in zip(cases, given, strict=True):
+        log.append(case, case.key, case.status, encoded=data)
+    assert log.spilled and encodings == []
+    assert list(log) == cases
+    # a record appended without its JSON is still encoded when the log spills
+    bare: RecordLog[CaseResult] = RecordLog(CaseResult, max_in_memory=1)
+    bare.append(cases[0], cases[0].key, cases[0].status)
+    bare.append(cases[1], cases[1].key, cases[1].status, encoded=given[1])
+    assert encodings == [cases[0].case_id] and list(bare) == cases[:2]
+
+
 @pytest.mark.parametrize("max_in_memory", [0, 3, 1000])
 def test_records_come_back_equal_whether_kept_or_spilled(max_in_memory: int) -> None:
     cases = list(load_run_json(RUN.read_text(encoding="utf-8")).cases)

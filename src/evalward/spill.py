@@ -213,6 +213,8 @@ class RecordLog(RecordSequence[M], Generic[M]):
         self.model = model
         self.max_in_memory = max_records_in_memory() if max_in_memory is None else max_in_memory
         self._objects: list[M] = []
+        self._encoded: list[bytes | None] = []
+        """`encoded` as given with each in-memory record: the log spills it as it is, not encoded again."""
         self._keys: KeyStore = TupleKeys() if keys is None else keys
         self._statuses = _Statuses()
         self._file: _SpillFile | None = None
@@ -229,12 +231,13 @@ class RecordLog(RecordSequence[M], Generic[M]):
         self._statuses.append(status)
         if self._file is None and len(self._objects) < self.max_in_memory:
             self._objects.append(record)
+            self._encoded.append(encoded)
             return
         if self._file is None:
             self._file = _SpillFile()
-            for earlier in self._objects:
-                self._write(encode_record(earlier))
-            self._objects = []
+            for earlier, data in zip(self._objects, self._encoded, strict=True):
+                self._write(encode_record(earlier) if data is None else data)
+            self._objects, self._encoded = [], []
         self._write(encode_record(record) if encoded is None else encoded)
 
     def _write(self, data: bytes) -> None:
