@@ -209,6 +209,47 @@ def test_a_runs_end_sends_its_eval_sets_only_when_its_beginning_did_not(tmp_path
         assert store.load_run("r3").eval_sets == run.eval_sets
 
 
+def test_the_end_splices_the_eval_sets_its_beginning_read_as_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The writer keeps the eval sets a run began with as JSON text and splices them into the run's end: the
+    row is what decoding and encoding the stored row gave (the fallback for a run another process began), and
+    the end does not read the row back when this process stored its beginning."""
+    from evalward.store import writer_child, writes
+    from evalward.store.engine import write_transaction
+    from evalward.store.opening import open_engine
+    from evalward.store.rows import run_columns
+
+    eval_sets = [{"eval_set_id": "s", "title": 'say "hi" \\ é', "nested": {"eval_sets": [1, {"k": None}]}}]
+    ended = {"run_id": "r4", "eval_sets": [], "warnings": ["evalward-eval-sets-0"], "status": "complete"}
+    spliced = writer_child._with_eval_sets(json.dumps(ended), writer_child._compact(eval_sets))
+    assert json.loads(spliced) == {**ended, "eval_sets": eval_sets}
+
+    run = _run("r4")
+    finished = run.model_copy(update={"status": "complete", "passed": True, "warnings": ['say "hi" é']})
+    engine = open_engine(f"sqlite:///{tmp_path}/h.db")
+    try:
+        with write_transaction(engine) as conn:
+            writes.begin_run(conn, "r4", run_columns(run, "running"), [])
+        ending = run_columns(finished, "complete", eval_sets=False)
+        writer_child._finish(engine, "r4", dict(ending), [], keep_eval_sets=True)  # reads the row back
+        with write_transaction(engine) as conn:
+            read_back = writes.stored_run_json(conn, "r4")
+
+        def no_reading(*args: object) -> None:
+            raise AssertionError("the end read the row back")
+
+        begun = writer_child._compact([info.model_dump(mode="json") for info in run.eval_sets])
+        monkeypatch.setattr(writes, "stored_run_json", no_reading)
+        writer_child._finish(engine, "r4", dict(ending), [], keep_eval_sets=True, begun=begun)
+        monkeypatch.undo()
+        with write_transaction(engine) as conn:
+            assert writes.stored_run_json(conn, "r4") == read_back
+        assert json.loads(str(read_back))["eval_sets"] == json.loads(begun)
+    finally:
+        engine.dispose()
+
+
 def test_a_finished_run_missing_results_is_an_error_not_a_complete_run(tmp_path: Path) -> None:
     """The child counts what it stored against the run's keys: a result lost on the way fails the run."""
     url = f"sqlite:///{tmp_path}/h.db"
