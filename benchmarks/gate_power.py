@@ -39,7 +39,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from evalward.gate import GatePolicy, decide
-from evalward.gate.second_look import run_second_look
+from evalward.gate.second_look_rules import run_second_look
 from evalward.gate.sequential import plan_looks, plan_top_up
 from evalward.model import (
     AgentTarget,

@@ -189,3 +189,12 @@ def test_the_local_import_check_sees_nested_functions_and_reasons(tmp_path: Path
         encoding="utf-8",
     )
     assert local_imports_of_ours(sample) == [(3, True), (6, True), (7, False)]
+
+
+def test_no_two_modules_share_a_name() -> None:
+    """A module's name says its role without its package: no reader has to ask which `options.py` is meant."""
+    seen: dict[str, list[str]] = {}
+    for path in modules():
+        if path.name not in ("__init__.py", "__main__.py"):
+            seen.setdefault(path.name, []).append(str(path.relative_to(PACKAGE)))
+    assert {name: paths for name, paths in seen.items() if len(paths) > 1} == {}

@@ -11,7 +11,7 @@ import pytest
 from gate_builders import result, run
 
 from evalward.gate import GatePolicy, decide
-from evalward.gate.second_look import run_second_look
+from evalward.gate.second_look_rules import run_second_look
 from evalward.gate.sequential import (
     TopUpPlan,
     combine_p,

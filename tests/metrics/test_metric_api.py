@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 from evalward import CaseContext, Metric, MetricSpec, Score, TurnContext
 from evalward.metrics import registry
-from evalward.metrics.options import OptionsError
+from evalward.metrics.metric_options import OptionsError
 from evalward.metrics.scoring import OutputMetrics, score_case
 from evalward.metrics.scoring_context import ScoringContext
 from evalward.model import AgentOutput, EvalCase, Invocation

@@ -1,6 +1,6 @@
 """The top-up: run the agent again for the second look, where the agent is at hand (docs/gate.md §6).
 
-What to run and how to decide are pure (`gate.sequential.plan_top_up`, `gate.second_look.run_second_look`); this
+What to run and how to decide are pure (`gate.sequential.plan_top_up`, `gate.second_look_rules.run_second_look`); this
 module runs the agents. The suspects' confirmations and the even repetitions run through the same pipeline as the run itself, the
 current side with the run's agent and instrument, the base side at the merge-base in a worktree with its own agent,
 interleaved under one concurrency limit (`_pipeline.run_pair`). The added repetitions are numbered after the run's
@@ -20,7 +20,7 @@ from evalward._gating.base_side import select_cases, start_base_side
 from evalward._pipeline import PreparedRun, run_pair
 from evalward.gate import decide
 from evalward.gate.gate_context import single_look
-from evalward.gate.second_look import run_second_look
+from evalward.gate.second_look_rules import run_second_look
 from evalward.gate.sequential import TopUpPlan, blocking_besides_strict, plan_top_up, undecided_metrics
 from evalward.model import CaseResult
 from evalward.model.cases import CaseKey
@@ -107,7 +107,7 @@ def top_up(
 
 
 class _Runner:
-    """Runs one part of the top-up (`gate.second_look.RunMore`): the chosen cases, numbered from a repetition, on the
+    """Runs one part of the top-up (`gate.second_look_rules.RunMore`): the chosen cases, numbered from a repetition, on the
     current side and, when asked, on the base side at the merge-base in a worktree."""
 
     def __init__(

@@ -19,7 +19,7 @@ from pydantic.alias_generators import to_snake
 from evalward.loaders.positions import PathKey
 from evalward.loaders.problems import Problems, describe_value
 from evalward.metrics.custom import CUSTOM_OPTION
-from evalward.metrics.options import ABSENT, OptionProblem
+from evalward.metrics.metric_options import ABSENT, OptionProblem
 from evalward.metrics.registry import criterion_problems
 from evalward.model import MetricSpec
 

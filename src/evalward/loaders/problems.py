@@ -20,7 +20,7 @@ from pydantic.alias_generators import to_camel, to_snake
 from evalward.errors import FileProblem
 from evalward.loaders.documents import Document
 from evalward.loaders.positions import PathKey, format_json_path
-from evalward.metrics.options import allowed_keys
+from evalward.metrics.metric_options import allowed_keys
 from evalward.model import SourceLocation
 
 ModelT = TypeVar("ModelT", bound=BaseModel)

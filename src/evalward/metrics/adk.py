@@ -12,7 +12,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import field_validator
 
 from evalward.metrics.base import Metric, Score, TurnContext
-from evalward.metrics.options import Flag, StrictOptions
+from evalward.metrics.metric_options import Flag, StrictOptions
 from evalward.metrics.registry import register_metric
 from evalward.metrics.rouge import rouge1, unicode_tokens
 from evalward.model import ToolCall

@@ -16,7 +16,7 @@ criteria of one `batch` are scored in one call because they share work, and the 
 - `user_code` (`metrics.custom`): ADK custom metrics and user evaluators, possibly async;
 - `judge` (`metrics.judged`): LLM-judged metrics, through the run's judge.
 
-A metric's options are its `Options` model (`metrics.options`): validated once per criterion, before any agent
+A metric's options are its `Options` model (`metrics.metric_options`): validated once per criterion, before any agent
 runs, and handed to the metric as `ctx.options`, an instance of that model.
 """
 
@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
 from pydantic import BaseModel
 
-from evalward.metrics.options import NoOptions, OptionProblem, unit_threshold
+from evalward.metrics.metric_options import NoOptions, OptionProblem, unit_threshold
 from evalward.model import AgentOutput, EvalCase, Invocation, MetricSpec, Usage
 
 if TYPE_CHECKING:
@@ -126,7 +126,7 @@ class Metric:
     not_applicable: ClassVar[str] = "not applicable: the case carries no expectation this metric needs"
     """The explanation recorded when the metric returns None."""
     Options: ClassVar[type[BaseModel]] = NoOptions
-    """The metric's options, a pydantic model refusing unknown keys (`metrics.options`); `NoOptions`: none."""
+    """The metric's options, a pydantic model refusing unknown keys (`metrics.metric_options`); `NoOptions`: none."""
     batch: ClassVar[str] = "outputs"
     """Criteria whose metrics share a batch are scored by one `evaluate` call (module docstring)."""
     scores_without_criteria: ClassVar[bool] = False

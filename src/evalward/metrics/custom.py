@@ -47,7 +47,7 @@ from pydantic import BaseModel, ConfigDict
 
 from evalward.metrics.base import Metric
 from evalward.metrics.evaluation import metric_error, replace_or_append
-from evalward.metrics.options import OptionProblem
+from evalward.metrics.metric_options import OptionProblem
 from evalward.metrics.scoring_context import CaseScores, ScoringContext
 from evalward.model import AgentOutput, CaseError, EvalCase, MetricResult, MetricSpec, MetricStatus
 

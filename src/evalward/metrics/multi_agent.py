@@ -23,7 +23,7 @@ from pydantic import Field
 
 from evalward.metrics.base import Metric, Score, TurnContext
 from evalward.metrics.matching import compat_matrix
-from evalward.metrics.options import StrictOptions
+from evalward.metrics.metric_options import StrictOptions
 from evalward.metrics.registry import register_metric
 from evalward.metrics.trajectory import (
     TrajectoryAnyOrder,

@@ -10,7 +10,7 @@
   packages register under the `evalward.metrics` entry-point group (`PLUGIN_GROUP`), read only when a criterion
   names a metric that is not built in;
 - `criterion_problems(spec)`: the one check of a criterion — its metric exists, its options validate as the
-  metric's `Options` (`metrics.options.validate_options`), its threshold is in the metric's range — returning
+  metric's `Options` (`metrics.metric_options.validate_options`), its threshold is in the metric's range — returning
   structured `OptionProblem`s; `options_of(spec)` is the criterion's validated options, validated once and kept;
   `check_specs(specs)` words the problems of many specs;
 - `JUDGE_METRICS` / `requires_judge(name)`: LLM-judge metrics (ADK's and evalward's `answer_correctness`,
@@ -42,7 +42,7 @@ from pydantic import BaseModel
 
 from evalward.metrics.base import Metric
 from evalward.metrics.builtin_names import BUILT_IN_METRICS
-from evalward.metrics.options import OptionProblem, OptionsError, validate_options
+from evalward.metrics.metric_options import OptionProblem, OptionsError, validate_options
 from evalward.model import MetricSpec
 
 JUDGE_METRICS: frozenset[str] = frozenset(

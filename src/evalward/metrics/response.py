@@ -13,7 +13,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import field_validator, model_validator
 
 from evalward.metrics.base import Metric, Score, TurnContext
-from evalward.metrics.options import Flag, StrictOptions, one_of
+from evalward.metrics.metric_options import Flag, StrictOptions, one_of
 from evalward.metrics.patterns import PatternError, bounded_fullmatch, bounded_search, compile_pattern
 from evalward.metrics.registry import register_metric
 from evalward.metrics.rouge import TokenizerName, rouge1, tokenize

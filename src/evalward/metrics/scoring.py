@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
 from evalward.metrics.base import CaseContext, Metric, Score, TurnContext
-from evalward.metrics.options import OptionsError
+from evalward.metrics.metric_options import OptionsError
 from evalward.metrics.registry import get_metric, options_of
 from evalward.metrics.scoring_context import CaseScores, ScoringContext
 from evalward.metrics.usage import with_adk_efficiency

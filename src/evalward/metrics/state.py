@@ -22,7 +22,7 @@ from pydantic import Field
 
 from evalward.metrics.args import ArgDiff, ArgsRule, ListPolicy, check_matchers, diff_values, normalize_json, split_path
 from evalward.metrics.base import CaseContext, Metric, Score
-from evalward.metrics.options import StrictOptions
+from evalward.metrics.metric_options import StrictOptions
 from evalward.metrics.registry import register_metric
 
 

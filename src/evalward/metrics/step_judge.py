@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import field_validator
 
-from evalward.metrics.options import StrictOptions
+from evalward.metrics.metric_options import StrictOptions
 from evalward.metrics.registry import STEPWISE_METRICS
 from evalward.model import MetricSpec, ToolCall
 

@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel
 
 from evalward.metrics.base import Metric
-from evalward.metrics.options import OptionProblem, unit_threshold
+from evalward.metrics.metric_options import OptionProblem, unit_threshold
 from evalward.metrics.registry import is_stepwise
 from evalward.metrics.scoring_context import CaseScores, ScoringContext
 from evalward.metrics.step_judge import step_judge_spec, step_options_model

@@ -23,7 +23,7 @@ from pydantic import Field, model_validator
 
 from evalward.metrics.args import ArgsMode, ArgsRule, ListPolicy, check_matchers, compare_args, normalize_json
 from evalward.metrics.base import Metric, Score, TurnAggregate, TurnContext
-from evalward.metrics.options import OptionProblem, StrictOptions, maximum_threshold
+from evalward.metrics.metric_options import OptionProblem, StrictOptions, maximum_threshold
 from evalward.metrics.registry import register_metric
 from evalward.metrics.trajectory_alignment import call_diffs
 from evalward.metrics.trajectory_options import ToolArgsOverride, TrajectoryOptions

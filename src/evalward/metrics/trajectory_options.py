@@ -15,7 +15,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from evalward.metrics.args import ArgsMode, ArgsRule, ListPolicy
-from evalward.metrics.options import StrictOptions
+from evalward.metrics.metric_options import StrictOptions
 
 Over = Literal["tool_calls", "steps"]
 

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar, Literal
 
 from evalward.metrics.base import CaseContext, Metric, Score, TurnContext
-from evalward.metrics.options import OptionProblem, maximum_threshold
+from evalward.metrics.metric_options import OptionProblem, maximum_threshold
 from evalward.metrics.registry import register_metric
 from evalward.model import MetricSpec, Usage
 

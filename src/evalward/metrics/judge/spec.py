@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from evalward.metrics.options import StrictOptions
+from evalward.metrics.metric_options import StrictOptions
 from evalward.metrics.registry import check_specs, options_of
 from evalward.metrics.step_judge import judges_steps
 from evalward.model import STOP_SIGNAL, MetricSpec
