@@ -316,7 +316,7 @@ def test_a_new_field_is_a_flag_a_variable_a_settings_key_and_an_input_of_both_ac
     [step] = [s for s in composite["runs"]["steps"] if s.get("id") == "evalward"]
     assert step["env"]["INPUT_THROWAWAY-KNOB"] == "${{ inputs.throwaway-knob }}"
     page = generated("docs/action.md", (ROOT / "docs/action.md").read_text(), FAMILIES_WITH_THROWAWAY)
-    assert "| `throwaway-knob` | `EVALWARD_THROWAWAY_KNOB` | `3` | A knob no release has |" in page
+    assert "| `throwaway-knob` | `EVALWARD_THROWAWAY_KNOB` | `throwaway_knob` | `3` | A knob no release has |" in page
 
 
 def test_the_checked_in_action_files_and_docs_table_are_generated(

@@ -29,7 +29,7 @@ _SECTION_TITLES = {"what runs": "what runs (the options of `evalward run`)"}
 
 ROOT_FILES = ("action.yml", "run/action.yml")
 DOCS_PAGE = "docs/action.md"
-_TABLE_HEADER = "| input | variable | default | meaning |\n| --- | --- | --- | --- |\n"
+_TABLE_HEADER = "| input | variable | `evalward.toml` | default | meaning |\n| --- | --- | --- | --- | --- |\n"
 
 
 def _default_text(item: OptionField) -> str | None:
@@ -103,7 +103,7 @@ def composite_env_block(families: Families = ACTION_FAMILIES) -> str:
 
 
 def docs_rows(families: Families = ACTION_FAMILIES) -> str:
-    """The rows of the docs' inputs table, one per input."""
+    """The rows of the docs' inputs table, one per input: its variable, its settings key, default and meaning."""
     rows = []
     for item in action_options(families):
         default = item.option.default_text
@@ -113,9 +113,10 @@ def docs_rows(families: Families = ACTION_FAMILIES) -> str:
         meaning = (item.option.input_help or item.option.help).rstrip().removesuffix(".")
         # Markdown: a `|` would end the cell and `<slug>` would be taken for an HTML tag.
         meaning = meaning.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
-        rows.append(f"| `{item.input_name}` | `{item.option.env}` | {default} | {meaning} |")
+        key = f"`{item.toml_key}`" if item.toml_key else ""
+        rows.append(f"| `{item.input_name}` | `{item.option.env}` | {key} | {default} | {meaning} |")
     rows.append(
-        f"| `{GITHUB_TOKEN_INPUT}` | (`INPUT_GITHUB-TOKEN`, else `GITHUB_TOKEN`) | `{_GITHUB_TOKEN_DEFAULT}` | "
+        f"| `{GITHUB_TOKEN_INPUT}` | (`INPUT_GITHUB-TOKEN`, else `GITHUB_TOKEN`) | | `{_GITHUB_TOKEN_DEFAULT}` | "
         "comments, statuses, check runs |"
     )
     return "\n".join(rows) + "\n"
