@@ -76,3 +76,20 @@ def test_a_pyproject_without_the_section_is_never_parsed(tmp_path: Path) -> None
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True, cwd=tmp_path
     )
     assert completed.stdout.split() == ["None", "False"], completed.stderr[-2000:]
+
+
+@pytest.mark.parametrize("command", [["runs"], ["history"], ["compare", "a", "b"]])
+def test_every_command_takes_the_settings_files_values_as_its_defaults(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: list[str]
+) -> None:
+    """`db = …` in evalward.toml is the history of every command with `--db`, not only of run and ci."""
+    from click.testing import CliRunner
+
+    from evalward._cli.main import cli
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("EVALWARD_DB", raising=False)
+    (tmp_path / "evalward.toml").write_text('db = "sqlite:///team.db"\n', encoding="utf-8")
+    CliRunner().invoke(cli, command)
+    assert (tmp_path / "team.db").is_file()
+    assert not (tmp_path / ".evalward" / "history.db").exists()

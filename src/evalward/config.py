@@ -73,27 +73,6 @@ class RunSettings(_FileOnlySettings):
     given: dict[str, Any] = Field(default_factory=dict)
     """Option field name → value, for every option the file sets: the defaults of the commands' options."""
 
-    # What the daemon and the base side read of a repository's settings.
-    @property
-    def paths(self) -> tuple[str, ...]:
-        return tuple(str(path) for path in self.run.paths)
-
-    @property
-    def agent(self) -> str | None:
-        return self.run.agent
-
-    @property
-    def db(self) -> str | None:
-        return self.recording.db_url
-
-    @property
-    def base_branch(self) -> str | None:
-        return self.recording.base_branch
-
-    @property
-    def custom_evaluator_types(self) -> list[str]:
-        return list(self.run.custom_evaluator_types)
-
 
 class LoadedConfig(BaseModel):
     settings: RunSettings

@@ -452,7 +452,7 @@ def test_the_settings_file_declares_custom_evaluator_types(tmp_path: Path) -> No
 
     good = tmp_path / "evalward.toml"
     good.write_text(f'custom_evaluator_types = ["{TASKS}:HasNeedle", "{TASKS}.Grade"]\n')
-    assert load_config(good).settings.custom_evaluator_types == [f"{TASKS}:HasNeedle", f"{TASKS}.Grade"]
+    assert list(load_config(good).settings.run.custom_evaluator_types) == [f"{TASKS}:HasNeedle", f"{TASKS}.Grade"]
     bad = tmp_path / "bad.toml"
     bad.write_text('repeat = 2\ncustom_evaluator_types = ["HasNeedle"]\n')
     with pytest.raises(EvalFileError) as caught:

@@ -17,7 +17,6 @@ import json
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
 
 from evalward._ci.inputs import ACTION_FAMILIES, Families, action_options
 from evalward._options.option import SECTIONS, OptionField, value_kind
@@ -156,7 +155,7 @@ def _read(path: Path) -> str:
 
 def main(argv: Sequence[str] | None = None, root: Path | None = None) -> int:
     """`--write`: regenerate the files in place; `--check` (default): exit 1 listing the stale ones."""
-    args: list[Any] = list(sys.argv[1:] if argv is None else argv)
+    args = list(sys.argv[1:] if argv is None else argv)
     folder = root or Path.cwd()
     if "--write" in args:
         for path in (*ROOT_FILES, DOCS_PAGE):

@@ -14,14 +14,14 @@ from evalward._ci.ci_values import CiValues
 from evalward._cli.click_options import (
     options_from,
     report_file_options,
-    run_value_options,
 )
 from evalward._options.families import RecordingValues
+from evalward._options.run_values import RunValues
 from evalward.store.gitinfo import repository_root, safe_directory_env
 
 
 @click.command("ci", epilog="The working directory is EVALWARD_WORKING_DIRECTORY (input `working-directory`).")
-@run_value_options(agent_required=False)
+@options_from(RunValues)
 @report_file_options
 @options_from(RecordingValues)
 @options_from(CiValues)

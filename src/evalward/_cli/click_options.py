@@ -16,34 +16,24 @@ from pydantic import BaseModel
 from evalward._cli.click_builder import F, apply_in_order, click_parameter
 from evalward._options.families import RecordingValues, ReportFileValues
 from evalward._options.option import option_fields
-from evalward._options.run_values import RunValues
 
 
-def options_from(*models: type[BaseModel], only: Sequence[str] | None = None) -> Callable[[F], F]:
-    """Every option of `models` (or the named ones, in that order) as click parameters, in declaration order."""
+def options_from(
+    *models: type[BaseModel], only: Sequence[str] | None = None, required: Sequence[str] = ()
+) -> Callable[[F], F]:
+    """Every option of `models` with a flag (or the named ones, in that order) as click parameters, in declaration order;
+    those named in `required` must be given (`evalward run --agent`; `evalward ci` checks its agent itself, to
+    name the Action input)."""
     fields = list(option_fields(*models))
     if only is not None:
         by_name = {found.name: found for found in fields}
         fields = [by_name[name] for name in only]
 
     def decorate(func: F) -> F:
-        return apply_in_order(func, [click_parameter(found) for found in fields if found.option.flag is not None])
-
-    return decorate
-
-
-def run_value_options(*, agent_required: bool) -> Callable[[F], F]:
-    """PATHS, --agent and every other option of `RunValues`: what runs and how it is scored. `evalward ci`
-    checks the agent itself, to name the Action input."""
-
-    def decorate(func: F) -> F:
-        return apply_in_order(
-            func,
-            [
-                click_parameter(found, required=agent_required and found.name == "agent")
-                for found in option_fields(RunValues)
-            ],
-        )
+        parameters = [
+            click_parameter(found, required=found.name in required) for found in fields if found.option.flag is not None
+        ]
+        return apply_in_order(func, parameters)
 
     return decorate
 

@@ -54,7 +54,7 @@ def convert_command(
         "json" if (syntax or ("json" if out and out.endswith(".json") else "yaml")) == "json" else "yaml"
     )
     settings = click.get_current_context().find_root().obj
-    custom_types = settings.settings.custom_evaluator_types if isinstance(settings, LoadedConfig) else []
+    custom_types = list(settings.settings.run.custom_evaluator_types) if isinstance(settings, LoadedConfig) else []
     to: TargetFormat = "adk" if target == "adk" else "native" if target == "native" else "pydantic_evals"
     conversions = convert_file(source, to, syntax=chosen, config_path=test_config, custom_evaluator_types=custom_types)
     lost = 0

@@ -108,14 +108,13 @@ def gate_command(
         config_path=loaded.path if loaded is not None else None,
         overrides={"strict": True if strict else None, "on_missing_baseline": on_missing_baseline, "top_up": top_up},
     )
-    store = open_history(db_url or (settings.db if settings else None))
+    store = open_history(db_url)
     current = load_current_run(store, run_ref)
     instrument = load_instrument(current)
     if instrument.problem is not None:
         click.echo(
             f"note: the baseline is used as recorded, not re-scored or run on demand: {instrument.problem}", err=True
         )
-    base_branch = base_branch or (settings.base_branch if settings else None)
     found = None
     if base_branch is None and baseline.strip() == "auto":
         found = find_base_branch(current.context, Path.cwd())

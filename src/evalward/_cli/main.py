@@ -152,12 +152,10 @@ def cli(ctx: click.Context, config_file: str | None, debug: bool, max_file_size:
 
     loaded = load_config(config_file)
     configure_secret_names(loaded.settings.secret_names)  # secret variables the settings name, masked too
+    # Every command takes the file's values as its options' defaults, by the options' Python names: a command
+    # without an option simply has no use for that value (`db`, a group, keeps its own `--db`).
     defaults = command_defaults(loaded.settings)
-    ctx.default_map = {
-        "run": defaults,
-        "ci": defaults,
-        "validate": {k: v for k, v in defaults.items() if k in {"paths", "test_config"}},
-    }
+    ctx.default_map = {name: defaults for name in COMMANDS if name != "db"}
     ctx.obj = loaded
 
 

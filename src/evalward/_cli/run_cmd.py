@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import click
 
-from evalward._cli.click_options import options_from, report_file_options, run_value_options
+from evalward._cli.click_options import options_from, report_file_options
 from evalward._cli.common import echo_warnings, mark_resources_closed, stderr_is_terminal
 from evalward._options.families import LocalRunValues, RecordingValues
 from evalward._options.run_options import run_options_from
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 
 @click.command("run")
-@run_value_options(agent_required=True)
+@options_from(RunValues, required=("agent",))
 @report_file_options
 @options_from(RecordingValues)
 @options_from(LocalRunValues)

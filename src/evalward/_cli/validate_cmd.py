@@ -42,7 +42,7 @@ def validate_command(paths: tuple[str, ...], test_config: str | None) -> None:
     # No judge model is a matter for the run: here judged criteria without one are left unresolved.
     judge = JudgeConfig(require_model=False)
     root = click.get_current_context().find_root().obj
-    custom_types = root.settings.custom_evaluator_types if isinstance(root, LoadedConfig) else []
+    custom_types = list(root.settings.run.custom_evaluator_types) if isinstance(root, LoadedConfig) else []
     prepared = prepare(
         RunOptions(
             paths=list(paths), agent="-", config_path=test_config, judge=judge, custom_evaluator_types=custom_types

@@ -116,7 +116,7 @@ def base_agent_target(checkout: BaseCheckout, head_target: str) -> str:
         settings = load_config(found).settings
     except EvalFileError:
         return head_target  # the base's settings do not parse: its agent is still most likely this one
-    return settings.agent or head_target
+    return settings.run.agent or head_target
 
 
 def _in_process(target: str) -> bool:

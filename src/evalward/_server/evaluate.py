@@ -284,7 +284,7 @@ class Handlers(CheckRuns):
                 config = load_config(found) if found else None
             except EvalwardError as exc:
                 return self._report_problem(p, token, "evalward configuration is invalid", str(exc), check_id=check_id)
-            if config is None or not config.settings.paths or not config.settings.agent:
+            if config is None or not config.settings.run.paths or not config.settings.run.agent:
                 return self._report_problem(
                     p,
                     token,
@@ -295,11 +295,11 @@ class Handlers(CheckRuns):
                     check_id=check_id,
                 )
             run_id = f"job{ctx.job.id}-{ctx.job.attempt}-{sha[:12]}"
-            args = [*config.settings.paths, "--agent", config.settings.agent, "--run-id", run_id, "--repo", repo,
+            args = [*config.settings.run.paths, "--agent", config.settings.run.agent, "--run-id", run_id, "--repo", repo,
                     "--commit", sha]  # fmt: skip
             if p.get("head_ref"):
                 args += ["--branch", str(p["head_ref"])]
-            base_branch = p.get("base_ref") or config.settings.base_branch
+            base_branch = p.get("base_ref") or config.settings.recording.base_branch
             if base_branch:
                 args += ["--base-branch", str(base_branch)]
             if p.get("base_sha"):
@@ -339,7 +339,7 @@ class Handlers(CheckRuns):
         `evalward run` runs its agent there on the PR's eval files (absolute paths, the PR's criteria), and the
         run is stored at the merge-base for the gate to find. Sequential here (each run is a sandboxed process of
         its own); any failure leaves the gate without that baseline, which it reports."""
-        base_branch = p.get("base_ref") or settings.base_branch
+        base_branch = p.get("base_ref") or settings.recording.base_branch
         plan = plan_baseline(
             self.store,
             run,
@@ -354,8 +354,8 @@ class Handlers(CheckRuns):
             return
         try:
             with bs.base_checkout(repo_dir, plan.merge_base) as base:
-                target = bs.base_agent_target(base, str(settings.agent))
-                args = [str(repo_dir / path) for path in settings.paths]
+                target = bs.base_agent_target(base, str(settings.run.agent))
+                args = [str(repo_dir / path) for path in settings.run.paths]
                 args += ["--agent", target, "--run-id", f"{run.run_id}-base", "--commit", plan.merge_base]
                 if run.context.repository:
                     args += ["--repo", run.context.repository]
