@@ -158,3 +158,34 @@ def test_single_turn_case_keeps_the_turn_explanation_and_details() -> None:
     # k* = 1, P = 1/1, R = 1/2 → F1 = 2·1·0.5/1.5 = 0.667
     assert result.explanation == "k*=1, P=1/1=1.000, R=1/2=0.500, F1=0.667; 0.667 >= 0.5"
     assert result.details["missing"] == [{"index": 1, "item": "c()"}]
+
+
+def test_cases_sharing_criteria_share_their_work_out_but_never_a_stale_one() -> None:
+    from evalward.metrics.scoring import criteria_of
+    from evalward.metrics.spec_lists import SpecListCache
+
+    specs = [MetricSpec(name="trajectory_recall", threshold=0.7), MetricSpec(name="no_such_metric")]
+    first, again = criteria_of(specs), criteria_of(list(specs))  # a new list of the same specs: worked out once
+    assert first is again
+    assert [c.problem is None for c in first] == [True, False]
+    # Equal specs that are other objects get their own entry, so no identity is ever read for another spec.
+    assert criteria_of([s.model_copy() for s in specs]) is not first
+
+    made: list[int] = []
+    cache: SpecListCache[int] = SpecListCache(lambda s: made.append(len(s)) or len(made), size=2)
+    lists = [[MetricSpec(name=f"m{i}")] for i in range(3)]
+    assert [cache(x) for x in lists] == [1, 2, 3]
+    assert cache(lists[2]) == 3 and cache(lists[0]) == 4  # the oldest went when the third came
+    assert made == [1, 1, 1, 1]
+
+
+def test_a_not_applicable_result_is_made_once_and_equals_a_fresh_one() -> None:
+    spec = MetricSpec(name="trajectory_recall", threshold=0.7)
+    no_expectation = EvalCase(case_id="c2", turns=[Invocation(query="q")])
+    one = score_case(no_expectation, [spec], [AgentOutput()])
+    two = score_case(no_expectation, [spec], [AgentOutput()])
+    [result] = one.metric_results
+    assert result.status == "not_applicable" and result.score is None
+    assert result is two.metric_results[0]  # shared: results are never changed in place
+    assert one.turn_results[0][0] is result  # one turn: the case's result is the turn's
+    assert result.explanation == registry.get_metric("trajectory_recall").not_applicable

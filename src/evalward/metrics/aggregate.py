@@ -159,13 +159,15 @@ def _scores(results: Sequence[MetricResult]) -> list[float]:
     return [r.score for r in results if r.score is not None and r.status in _SCORED]
 
 
-def _case_passed(runs: Sequence[CaseResult], pass_rule: PassRule) -> bool:
+def _case_passed(
+    runs: Sequence[CaseResult], pass_rule: PassRule, by_name: dict[str, list[MetricResult]] | None = None
+) -> bool:
     if not runs or any(r.status == "error" for r in runs):
         return False
     if pass_rule == "per_run":
         return all(r.status == "passed" for r in runs)
     gating = False
-    for results in _metric_results(runs).values():
+    for results in (by_name if by_name is not None else _metric_results(runs)).values():
         threshold = next((r.threshold for r in results if r.threshold is not None), None)
         scores = _scores(results)
         if threshold is None or not scores:
@@ -176,13 +178,22 @@ def _case_passed(runs: Sequence[CaseResult], pass_rule: PassRule) -> bool:
     return gating or all(r.status == "passed" for r in runs)
 
 
-def summarize_case(runs: Sequence[CaseResult], *, repetitions: int, pass_rule: PassRule) -> CaseSummary:
-    """One case over its repetitions (see the module docstring)."""
+def summarize_case(
+    runs: Sequence[CaseResult],
+    *,
+    repetitions: int,
+    pass_rule: PassRule,
+    by_name: dict[str, list[MetricResult]] | None = None,
+) -> CaseSummary:
+    """One case over its repetitions (see the module docstring). `by_name`: the runs' results by metric
+    (`_metric_results`), when the caller has them."""
     n = len(runs)
     passes = sum(1 for r in runs if r.status == "passed")
     k = max(1, min(repetitions, n))
+    if by_name is None:
+        by_name = _metric_results(runs)
     means: dict[str, float | None] = {}
-    for name, results in _metric_results(runs).items():
+    for name, results in by_name.items():
         scores = _scores(results)
         means[name] = sum(scores) / len(scores) if scores else None
     return CaseSummary(
@@ -195,7 +206,7 @@ def summarize_case(runs: Sequence[CaseResult], *, repetitions: int, pass_rule: P
         pass_at_k=pass_at_k(n, passes, k),
         pass_hat_k=pass_hat_k(n, passes, k),
         metric_means=means,
-        passed=_case_passed(runs, pass_rule),
+        passed=_case_passed(runs, pass_rule, by_name),
     )
 
 
@@ -261,9 +272,15 @@ def metric_part(results: Sequence[MetricResult]) -> MetricPart:
     )
 
 
-def case_metric_parts(runs: Sequence[CaseResult]) -> dict[str, MetricPart]:
-    """Every metric's `MetricPart` for one case's repetitions."""
-    return {name: metric_part(results) for name, results in _metric_results(runs).items()}
+def case_metric_parts(
+    runs: Sequence[CaseResult], by_name: dict[str, list[MetricResult]] | None = None
+) -> dict[str, MetricPart]:
+    """Every metric's `MetricPart` for one case's repetitions (`by_name`: their results by metric, when the
+    caller has them)."""
+    return {
+        name: metric_part(results)
+        for name, results in (by_name if by_name is not None else _metric_results(runs)).items()
+    }
 
 
 def combine_metric(parts: Iterable[MetricPart], *, pass_rule: PassRule) -> MetricSummary | None:
@@ -380,10 +397,15 @@ class _Counts:
 
     def __init__(self) -> None:
         self.values = array("B")
+        self._limit: float = 2**8
+        """The first value the current item size cannot hold."""
 
     def append(self, value: int) -> None:
-        while (step := self._NEXT.get(self.values.typecode)) is not None and value >= step[1]:
-            self.values = array(step[0], self.values)
+        if value >= self._limit:  # rare: checked before anything else, as a case's counts are appended
+            while (step := self._NEXT.get(self.values.typecode)) is not None and value >= step[1]:
+                self.values = array(step[0], self.values)
+            step = self._NEXT.get(self.values.typecode)
+            self._limit = step[1] if step is not None else float("inf")
         self.values.append(value)
 
     def __getitem__(self, index: int) -> int:
@@ -510,13 +532,14 @@ class RunFold:
     def add(self, runs: Sequence[CaseResult], key: Any = None) -> CaseSummary:
         """Fold one case's results (all its repetitions, sorted by key); return its summary. `key` orders the
         case among the others (class docstring); by default its (eval set id, case id)."""
-        summary = summarize_case(runs, repetitions=self.repetitions, pass_rule=self.pass_rule)
+        by_name = _metric_results(runs)  # grouped once, for the summary and the parts
+        summary = summarize_case(runs, repetitions=self.repetitions, pass_rule=self.pass_rule, by_name=by_name)
         key = (runs[0].eval_set_id, runs[0].case_id) if key is None else key
         slot = len(self._case_keys)
         if isinstance(self._case_keys, array) and not isinstance(key, int):
             self._case_keys = list(self._case_keys)
         self._case_keys.append(key)
-        for position, (name, part) in enumerate(case_metric_parts(runs).items()):
+        for position, (name, part) in enumerate(case_metric_parts(runs, by_name).items()):
             column = self._columns.get(name)
             if column is None:
                 column = self._columns[name] = _MetricColumn()

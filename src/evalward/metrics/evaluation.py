@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 
 from evalward.metrics.registry import batch_metric, batch_of
 from evalward.metrics.scoring_context import CaseScores, ScoringContext
+from evalward.metrics.spec_lists import SpecListCache
 from evalward.model import CaseError, CaseResult, CaseStatus, InvocationResult, MetricResult, MetricSpec
 
 BATCHES: tuple[str, ...] = ("outputs", "teacher_forcing", "user_code", "judge")
@@ -37,11 +38,14 @@ def replace_or_append(existing: Sequence[MetricResult], new: Iterable[MetricResu
 
 def batched(specs: Sequence[MetricSpec]) -> dict[str, list[MetricSpec]]:
     """`specs` by the batch of their metric, each in criterion order."""
-
     batches: dict[str, list[MetricSpec]] = {batch: [] for batch in BATCHES}
     for spec in specs:
         batches[batch_of(spec)].append(spec)
     return batches
+
+
+_batches_of: SpecListCache[list[tuple[str, list[MetricSpec]]]] = SpecListCache(lambda specs: [*batched(specs).items()])
+"""`batched`, worked out once per list of specs (`metrics.spec_lists`); read, never changed."""
 
 
 async def score_case_run(ctx: ScoringContext) -> CaseResult:
@@ -50,7 +54,7 @@ async def score_case_run(ctx: ScoringContext) -> CaseResult:
     case_level: list[MetricResult] = []
     per_turn: dict[int, list[MetricResult]] = {}
     error = ctx.agent_error
-    for batch, specs in batched(ctx.specs).items():
+    for batch, specs in _batches_of(ctx.specs):
         metric = batch_metric(batch)
         if not specs and not metric.scores_without_criteria:
             continue

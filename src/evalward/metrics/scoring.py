@@ -31,6 +31,7 @@ from evalward.metrics.base import CaseContext, Metric, Score, TurnContext
 from evalward.metrics.metric_options import OptionsError
 from evalward.metrics.registry import get_metric, options_of
 from evalward.metrics.scoring_context import CaseScores, ScoringContext
+from evalward.metrics.spec_lists import SpecListCache
 from evalward.metrics.usage import with_adk_efficiency
 from evalward.model import AgentOutput, CaseError, CaseStatus, EvalCase, MetricResult, MetricSpec, MetricStatus, Usage
 
@@ -105,7 +106,10 @@ def _error_result(spec: MetricSpec, metric: Metric | None, exc: BaseException, t
 
 
 def _mean_over_turns(
-    spec: MetricSpec, metric: Metric, per_turn: list[tuple[MetricResult, Score | None]]
+    spec: MetricSpec,
+    metric: Metric,
+    per_turn: list[tuple[MetricResult, Score | None]],
+    not_applicable: MetricResult | None = None,
 ) -> MetricResult:
     """Case-level result of a turn metric: error if any turn errored, else the mean of applicable turns."""
     errored = [(t, r) for t, (r, _) in enumerate(per_turn) if r.status == "error"]
@@ -125,7 +129,7 @@ def _mean_over_turns(
         return per_turn[0][0]
     scored = [(t, score) for t, (_, score) in enumerate(per_turn) if score is not None]
     if not scored:
-        return _result(spec, metric, None)
+        return not_applicable if not_applicable is not None else _result(spec, metric, None)
     values = [score.value for _, score in scored]
     terms = " + ".join(f"{v:.3f}" for v in values)
     if metric.turn_aggregate == "sum":
@@ -210,17 +214,14 @@ async def _score_case(
     n_turns = min(len(outputs), len(case.turns))
     turn_results: list[list[MetricResult]] = [[] for _ in range(len(outputs))]
     case_results: list[MetricResult] = []
-    for spec in specs:
-        try:
-            metric = get_metric(spec.name)
-        except KeyError as exc:
-            case_results.append(_error_result(spec, None, exc, None))
+    for criterion in criteria_of(specs):
+        spec, metric_class = criterion.spec, criterion.metric_class
+        if metric_class is None or criterion.problem is not None:
+            assert criterion.problem is not None
+            metric = metric_class() if metric_class is not None else None
+            case_results.append(_error_result(spec, metric, criterion.problem, None))
             continue
-        try:
-            options = options_of(spec)
-        except OptionsError as exc:
-            case_results.append(_error_result(spec, metric, exc, None))
-            continue
+        metric, options = metric_class(), criterion.options
         if metric.scope == "turn":
             per_turn: list[tuple[MetricResult, Score | None]] = []
             for index in range(n_turns):
@@ -237,12 +238,12 @@ async def _score_case(
                 try:
                     scored = metric.score_turn(ctx)
                     score = await scored if metric.awaits and inspect.isawaitable(scored) else _sync(scored)
-                    result = _result(spec, metric, score)
+                    result = criterion.not_applicable if score is None else _result(spec, metric, score)
                 except Exception as exc:  # a metric's failure is data, never a crash of the run
                     result = _error_result(spec, metric, exc, index)
                 turn_results[index].append(result)
                 per_turn.append((result, score))
-            case_results.append(_mean_over_turns(spec, metric, per_turn))
+            case_results.append(_mean_over_turns(spec, metric, per_turn, criterion.not_applicable))
         else:
             case_ctx = CaseContext(
                 case=case,
@@ -257,10 +258,41 @@ async def _score_case(
             try:
                 scored = metric.score_case(case_ctx)
                 score = await scored if metric.awaits and inspect.isawaitable(scored) else _sync(scored)
-                case_results.append(_result(spec, metric, score))
+                case_results.append(criterion.not_applicable if score is None else _result(spec, metric, score))
             except Exception as exc:  # a metric's failure is data, never a crash of the run
                 case_results.append(_error_result(spec, metric, exc, None))
     return _fold(case_results, turn_results)
+
+
+@dataclass(frozen=True, slots=True)
+class Criterion:
+    """A criterion as the scoring loop uses it, worked out once for all the cases that share it (`criteria_of`):
+    its metric's class and validated options, or the problem every case reports for it instead of a score."""
+
+    spec: MetricSpec
+    metric_class: type[Metric] | None
+    options: Any
+    problem: Exception | None
+    not_applicable: MetricResult
+    """The result when the metric returns None: the same for every case, so made once (results are never changed
+    in place, and making it again for every case and turn was a tenth of an ADK case's scoring)."""
+
+
+def _criterion(spec: MetricSpec) -> Criterion:
+    metric_class: type[Metric] | None = None
+    problem: Exception | None = None
+    options: Any = None
+    try:
+        metric_class = type(get_metric(spec.name))
+        options = options_of(spec)
+    except (KeyError, OptionsError) as exc:
+        problem = exc
+    not_applicable = _result(spec, metric_class() if metric_class is not None else None, None)
+    return Criterion(spec, metric_class, options, problem, not_applicable)
+
+
+criteria_of: SpecListCache[tuple[Criterion, ...]] = SpecListCache(lambda specs: tuple(map(_criterion, specs)))
+"""The `Criterion`s of a list of specs, worked out once per list (`metrics.spec_lists`)."""
 
 
 def _sync(scored: Score | Awaitable[Score | None] | None) -> Score | None:
