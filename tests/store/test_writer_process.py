@@ -20,6 +20,7 @@ import pytest
 from evalward.errors import InfrastructureError, UsageError
 from evalward.model import CaseResult, EvalSetInfo, MetricResult, RunResult
 from evalward.store import open_store
+from evalward.store.row_shapes import case_order_json
 from evalward.store.writer_process import HistoryProcess, pack_parts, unpack_parts
 
 AGENT = """
@@ -77,8 +78,11 @@ def test_a_run_stores_through_the_writer_what_the_store_reads_back(tmp_path: Pat
     with sqlite3.connect(db) as conn:
         (scores,) = conn.execute("SELECT count(*) FROM metric_scores WHERE run_id = ?", (printed.run_id,)).fetchone()
         started = conn.execute("SELECT started_at FROM case_results LIMIT 1").fetchone()[0]
+        (order,) = conn.execute("SELECT case_order FROM runs WHERE run_id = ?", (printed.run_id,)).fetchone()
     assert scores == 500 * len(printed.cases[0].metric_results)
     assert started is not None
+    # The order the run sent is stored as it came: the very text the in-process store writes.
+    assert order == case_order_json(c.key for c in printed.cases).text
 
 
 def test_the_run_process_never_imports_sqlalchemy(tmp_path: Path) -> None:
@@ -377,3 +381,46 @@ def test_a_results_columns_read_from_its_json_equal_those_read_from_the_model() 
     assert case_columns(json.loads(case.model_dump_json())) == from_model
     assert from_model[0]["error_kind"] == "timeout" and from_model[0]["cost_usd"] == 0.002
     assert from_model[0]["started_at"] == datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+
+
+def test_the_writer_checkpoints_its_log_as_results_come_and_never_in_a_commit(tmp_path: Path) -> None:
+    """SQLite's own checkpoint (every ~4 MB of log) could fall in a run's last commit, which the run waits for;
+    the writer turns it off and checkpoints each megabyte of stored results as they are committed."""
+    from sqlalchemy import text
+
+    from evalward.store import writer_child
+    from evalward.store.engine import write_transaction
+    from evalward.store.opening import open_engine
+
+    path = tmp_path / "h.db"
+    engine = open_engine(f"sqlite:///{path}")
+    try:
+        checkpoints = writer_child.WalCheckpoints(engine)
+        with write_transaction(engine) as conn:
+            conn.execute(text("CREATE TABLE scratch (payload BLOB)"))
+        before = path.stat().st_size
+        chunk = os.urandom(1 << 20)
+        for _ in range(6):  # 6 MB of log: SQLite alone would have checkpointed at ~4 MB
+            with write_transaction(engine) as conn:
+                conn.execute(text("INSERT INTO scratch VALUES (:p)"), {"p": chunk})
+        assert path.stat().st_size == before  # all of it still in the log
+        checkpoints.wrote(writer_child.CHECKPOINT_BYTES - 1)
+        assert path.stat().st_size == before  # not a megabyte yet
+        checkpoints.wrote(1)
+        assert path.stat().st_size >= 6 << 20  # copied into the file
+    finally:
+        engine.dispose()
+
+
+def test_an_agent_that_cannot_start_leaves_a_failed_run_begun_then_ended(tmp_path: Path) -> None:
+    """The writer stores a run's beginning in its own time; a run ended before any case (its agent did not start)
+    is still stored whole: begun with its plan, then failed."""
+    eval_file = write_project(tmp_path, 3)
+    db = tmp_path / "h.db"
+    args = ["run", str(eval_file), "--agent", f"{tmp_path / 'agent.py'}:nope", "--db", f"sqlite:///{db}", "-q"]
+    completed = run_cli(args, cwd=tmp_path)
+    assert completed.returncode == 3, completed.stderr
+    assert "the agent could not start" in completed.stderr
+    with open_store(f"sqlite:///{db}") as store:
+        [row] = store.list_runs()
+        assert (row.status, row.planned, row.recorded) == ("failed", 3, 0)

@@ -40,6 +40,7 @@ from evalward.runners import make_agent
 from evalward.runners.agent_contract import AgentStartError
 from evalward.runners.executor import ExecutorOptions, RateLimiter, execute, plan_work
 from evalward.spill import RankedKeys, RecordLog, encode_record
+from evalward.store.writer_process import HistoryProcess
 
 if TYPE_CHECKING:
     from evalward._pipeline.options import PreparedRun
@@ -95,10 +96,14 @@ async def _write_results(
     queue: asyncio.Queue[_Written | None],
     writer: ThreadPoolExecutor,
     ending: asyncio.Event,
+    begin: Callable[[], None] | None = None,
 ) -> None:
     """Drain `queue` into the store in batches until a None arrives (see run_prepared); `ending` is set when the
-    run has finished its cases, so the last batch goes at once instead of at the end of its window."""
+    run has finished its cases, so the last batch goes at once instead of at the end of its window. `begin`, the
+    run's first row, is written first."""
     loop = asyncio.get_running_loop()
+    if begin is not None:
+        await loop.run_in_executor(writer, begin)
     finished = False
     while not finished:
         first = await queue.get()
@@ -208,8 +213,17 @@ async def run_prepared(
         note = "conversation_scenario cases need a user simulator model (--user-model); without one they end in error"
         if note not in run.warnings:
             run.warnings.append(note)
+    begin: Callable[[], None] | None = None
     if resume_run_id is None and store is not None:
-        store.begin_run(run, items.keys())
+        if isinstance(store, HistoryProcess):
+            # Not waited for in any case (a refusal fails the next write): made in the writer's thread, the run's
+            # first row (its eval sets, ~15 ms for 2,000 cases) is written while the first agents answer. The run
+            # as it is now: its warnings may grow while it goes.
+            begin = functools.partial(
+                store.begin_run, run.model_copy(update={"warnings": list(run.warnings)}), list(items.keys())
+            )
+        else:
+            store.begin_run(run, items.keys())
 
     # Results and case summaries go to logs that move to a temporary file once they are many, and the run's
     # metric summaries are folded in case by case: memory stays flat however many cases run (evalward.spill).
@@ -246,7 +260,16 @@ async def run_prepared(
     writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evalward-store")
     to_write: asyncio.Queue[_Written | None] = asyncio.Queue(maxsize=WRITE_QUEUE_MAX)
     ending = asyncio.Event()
-    write_task = asyncio.create_task(_write_results(store, run.run_id, to_write, writer, ending)) if store else None
+    write_task = (
+        asyncio.create_task(_write_results(store, run.run_id, to_write, writer, ending, begin)) if store else None
+    )
+
+    async def stop_writing() -> None:
+        """Have the writer store what it was handed and end (raising its error if it failed)."""
+        if write_task is not None:
+            ending.set()
+            await _hand_to_writer(to_write, None, write_task)
+            await write_task
 
     empty_answers = EmptyAnswers()
 
@@ -267,6 +290,7 @@ async def run_prepared(
         if judging is not None:
             await judging.aclose()
         if store is not None:
+            await stop_writing()  # its beginning first
             store.finish_run(finalize(run, results, status="failed"))
         raise InfrastructureError(f"the agent could not start: {exc}") from exc
 
@@ -305,10 +329,7 @@ async def run_prepared(
         if simulator is not None:
             prepared.simulator = simulator
             await simulator.aclose()
-        if write_task is not None:
-            ending.set()
-            await _hand_to_writer(to_write, None, write_task)  # raises the writer's error if it failed
-            await write_task
+        await stop_writing()
         writer.shutdown(wait=True)
         empty_warning = empty_answers.warning()
         if empty_warning is not None:

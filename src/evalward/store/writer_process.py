@@ -54,8 +54,8 @@ OPEN = b"O"  # payload: the database URL ("" for the default)
 FIND = b"F"  # payload: JSON {"commit", "fingerprint", "shard"}; answered with ANSWER
 BEGIN = b"B"  # parts: run id, its runs-row columns (JSON), its planned keys (JSON), its run JSON
 CASES = b"C"  # parts: run id, then each case's redacted JSON
-FINISH = b"Z"  # parts: run id, its runs-row columns, its case keys in order, its run JSON[, KEEP_EVAL_SETS]; answered
-# with DONE
+FINISH = b"Z"  # parts: run id, its runs-row columns, its case keys in order (JSON lists: stored as the row's case
+# order), its run JSON[, KEEP_EVAL_SETS]; answered with DONE
 KEEP_EVAL_SETS = b"keep-eval-sets"
 """FINISH's last part when its run JSON leaves out the eval sets: the runs row keeps those BEGIN stored."""
 # From the child.

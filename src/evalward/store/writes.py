@@ -52,10 +52,18 @@ def insert_run(
         )
 
 
-def finish_run(conn: Connection, run_id: str, columns: dict[str, Any], keys: Sequence[ItemKey]) -> None:
+def finish_run(
+    conn: Connection,
+    run_id: str,
+    columns: dict[str, Any],
+    keys: Sequence[ItemKey],
+    *,
+    case_order: JSONText | None = None,
+) -> None:
     """The runs row at a run's end: its final columns and its case order (`keys`, the run's results in order); a
-    run never begun is inserted, its keys its manifest. The case rows are the caller's business."""
-    order = case_order_json(keys)
+    run never begun is inserted, its keys its manifest. The case rows are the caller's business. `case_order`:
+    the keys as JSON lists, when the caller has that text (made again, it was a third of a run's last write)."""
+    order = case_order if case_order is not None else case_order_json(keys)
     if run_exists(conn, run_id):
         update_run(conn, run_id, columns, order)
     else:
