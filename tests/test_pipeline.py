@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -229,3 +230,88 @@ def test_an_unreadable_reference_trajectory_is_reported_at_its_turn(tmp_path: Pa
     assert (problem.path, problem.line, problem.case_id) == (str(tmp_path / "set.eval.yaml"), 10, "bad_reference")
     assert problem.json_path == "$.cases[1].turns[1]"
     assert "reference_messages[1]: nothing may follow the final assistant answer" in problem.message
+
+
+class StaggeredAgent(AlternatingAgent):
+    """Answers case i after (i + 1) × `step` seconds, and notes when each call began."""
+
+    def __init__(self, step: float) -> None:
+        super().__init__()
+        self.step = step
+        self.began: list[float] = []
+
+    async def run_turn(self, request: AgentRequest) -> AgentOutput:
+        self.began.append(asyncio.get_running_loop().time())
+        await asyncio.sleep(self.step * (int(request.case_id.split("-")[1]) + 1))
+        return await super().run_turn(request)
+
+
+def _orders(tmp_path: Path, count: int) -> Path:
+    cases = [
+        {
+            "eval_id": f"case-{i}",
+            "conversation": [
+                {
+                    "user_content": {"parts": [{"text": f"where is order {i}?"}]},
+                    "final_response": {"parts": [{"text": f"order {i} shipped"}]},
+                }
+            ],
+        }
+        for i in range(count)
+    ]
+    path = tmp_path / "orders.evalset.json"
+    path.write_text(json.dumps({"eval_set_id": "orders", "eval_cases": cases}), encoding="utf-8")
+    return path
+
+
+def test_the_last_wave_of_a_run_is_stored_as_it_finishes_not_after_its_window(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once every case left is running, each result goes to the history as soon as the writer is free: the run's
+    end then waits for the last one alone, not for a window's worth."""
+    from evalward._pipeline import run as pipeline_run
+    from evalward.store import open_store
+
+    monkeypatch.setattr(pipeline_run, "WRITE_WINDOW_S", 30.0)  # a window the run would visibly wait for
+    prepared = prepare(RunOptions(paths=[str(_orders(tmp_path, 5))], agent="-", concurrency=5, timeout_s=30))
+    store = open_store(f"sqlite:///{tmp_path / 'history.db'}")
+    written: list[list[str]] = []
+    record = store.record_cases
+
+    def recording(run_id: str, cases: Any, *args: Any, **kwargs: Any) -> int:
+        written.append([case.case_id for case in cases])
+        return record(run_id, cases, *args, **kwargs)
+
+    store.record_cases = recording  # type: ignore[method-assign]
+    try:
+        began = time.monotonic()
+        run_blocking(prepared, agent=StaggeredAgent(0.05), store=store)
+        assert time.monotonic() - began < 10.0  # not the 30 s window
+        assert len(written) >= 4 and sorted(c for batch in written for c in batch) == [f"case-{i}" for i in range(5)]
+        assert store.missing_items(store.list_runs()[0].run_id) == []
+    finally:
+        store.close()
+
+
+def test_the_first_history_row_waits_for_the_agents_first_calls(tmp_path: Path) -> None:
+    """Making a run's first row holds the GIL for its whole length (its eval sets): every first call goes out
+    before it is made."""
+    from evalward.store.writer_process import HistoryProcess
+
+    prepared = prepare(RunOptions(paths=[str(_orders(tmp_path, 6))], agent="-", concurrency=3, timeout_s=30))
+    history = HistoryProcess().open(f"sqlite:///{tmp_path / 'history.db'}")
+    agent = StaggeredAgent(0.01)
+    begun: list[int] = []
+    begin = history.begin_run
+
+    def noting(*args: Any, **kwargs: Any) -> None:
+        begun.append(len(agent.began))
+        begin(*args, **kwargs)
+
+    history.begin_run = noting  # type: ignore[method-assign]
+    try:
+        run = run_blocking(prepared, agent=agent, store=history)
+    finally:
+        history.close()
+    assert begun == [3]  # after the first wave's three calls, before any later one
+    assert run.status == "complete" and len(run.cases) == 6

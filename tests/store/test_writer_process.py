@@ -408,6 +408,13 @@ def test_the_writer_checkpoints_its_log_as_results_come_and_never_in_a_commit(tm
         assert path.stat().st_size == before  # not a megabyte yet
         checkpoints.wrote(1)
         assert path.stat().st_size >= 6 << 20  # copied into the file
+        with write_transaction(engine) as conn:
+            conn.execute(text("INSERT INTO scratch VALUES (:p)"), {"p": chunk})
+        grown = path.stat().st_size
+        checkpoints.wrote(writer_child.IDLE_CHECKPOINT_BYTES - 1, idle=True)
+        assert path.stat().st_size == grown  # idle, but too little to be worth a sync
+        checkpoints.wrote(1, idle=True)
+        assert path.stat().st_size >= grown + (1 << 20)  # idle: what was stored is copied at once
     finally:
         engine.dispose()
 
@@ -424,3 +431,32 @@ def test_an_agent_that_cannot_start_leaves_a_failed_run_begun_then_ended(tmp_pat
     with open_store(f"sqlite:///{db}") as store:
         [row] = store.list_runs()
         assert (row.status, row.planned, row.recorded) == ("failed", 3, 0)
+
+
+def test_the_writer_reads_whole_frames_and_knows_when_another_is_waiting() -> None:
+    import threading
+
+    from evalward.store.writer_child import Requests
+    from evalward.store.writer_process import write_frame
+
+    read_end, write_end = os.pipe()
+    sending = os.fdopen(write_end, "wb")
+    requests = Requests(read_end)
+    assert not requests.waiting()
+    write_frame(sending, b"C", b"x" * 10)
+    write_frame(sending, b"Z", b"")
+    assert requests.frame() == (b"C", b"x" * 10)
+    assert requests.waiting()  # the next one is buffered or in the pipe
+    assert requests.frame() == (b"Z", b"")
+    assert not requests.waiting()
+    big = os.urandom(200_000)  # more than the pipe holds: read in several pieces
+    sender = threading.Thread(target=write_frame, args=(sending, b"C", big))
+    sender.start()
+    assert requests.frame() == (b"C", big)
+    sender.join()
+    assert not requests.waiting()
+    sending.write(b"C\x00\x00\x00\x09half")  # a frame cut short by a killed run
+    sending.close()
+    assert requests.waiting()  # the end of the input is at hand too
+    assert requests.frame() is None
+    os.close(read_end)

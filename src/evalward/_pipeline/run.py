@@ -62,6 +62,8 @@ WRITE_WINDOW_S = 0.02
 while the run waited: 20 ms keeps batches of tens of results at a fast agent's pace and that tail short
 (benchmarks/overhead.py, with history: 1.063 → 1.056)."""
 WRITE_POLL_S = 0.01
+BEGIN_AFTER_TURNS = 2
+"""Turns of the event loop a run's first history row waits for, so that the agents' first calls go out first."""
 WRITE_QUEUE_MAX = 4 * WRITE_BATCH_MAX
 """Most finished case results waiting for the history writer. Past it, finishing cases wait for the database:
 agents that outrun it (a replay, a model-free agent) would otherwise pile up every result in memory (2 GB
@@ -98,11 +100,17 @@ async def _write_results(
     ending: asyncio.Event,
     begin: Callable[[], None] | None = None,
 ) -> None:
-    """Drain `queue` into the store in batches until a None arrives (see run_prepared); `ending` is set when the
-    run has finished its cases, so the last batch goes at once instead of at the end of its window. `begin`, the
-    run's first row, is written first."""
+    """Drain `queue` into the store in batches until a None arrives (see run_prepared). `ending` is set once every
+    case left is running (its last wave): from then on each batch is what has finished when the previous one is
+    stored, without waiting for its window, so the run's last results are stored as they come rather than after
+    its last case, while it waits. `begin`, the run's first row, is written first."""
     loop = asyncio.get_running_loop()
     if begin is not None:
+        # After the agents' first calls have gone out: this task and the executor's workers start in one turn of
+        # the loop, this one first, and the row (one long serialisation, which holds the GIL throughout) made
+        # before them held back every first call by its length (~6 ms for 1,000 cases).
+        for _ in range(BEGIN_AFTER_TURNS):
+            await asyncio.sleep(0)
         await loop.run_in_executor(writer, begin)
     finished = False
     while not finished:
@@ -118,9 +126,9 @@ async def _write_results(
         while not finished and len(batch) < WRITE_BATCH_MAX:
             if queue.empty():
                 remaining = deadline - loop.time()
-                if remaining <= 0:
+                if remaining <= 0 or ending.is_set():
                     break
-                # Woken early by the run's end: its last results are written while it folds them.
+                # Woken early by the run's last wave.
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(ending.wait(), min(remaining, WRITE_POLL_S))
                 continue
@@ -273,7 +281,15 @@ async def run_prepared(
 
     empty_answers = EmptyAnswers()
 
+    delivered = 0
+    last_wave = len(items) - options.concurrency
+    """Delivered cases after which every case left is running (the run's last wave)."""
+
     async def on_case_done(case_run: CaseRun) -> None:
+        nonlocal delivered
+        delivered += 1
+        if delivered >= last_wave:
+            ending.set()
         item = case_run.item
         empty_answers.see(item, case_run.outputs)
         result = await score_finished_case(item, case_run, agent, judging, options)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import sys
 import uuid
 from collections.abc import Callable
@@ -33,11 +34,11 @@ from evalward.store.writer_process import (
     ERRORS,
     FIND,
     FINISH,
+    FRAME_HEADER,
     KEEP_EVAL_SETS,
     OPEN,
     READY,
     ItemKey,
-    read_frame,
     revived,
     unpack_parts,
     write_frame,
@@ -47,9 +48,44 @@ if TYPE_CHECKING:
     from sqlalchemy import Engine
 
 
-def serve(requests: IO[bytes], replies: IO[bytes]) -> int:
+class Requests:
+    """The frames the run sends (`writer_process.write_frame`), read from the pipe's descriptor through a buffer of
+    this class's own, so that the writer can tell whether another one is already waiting without blocking."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._buffer = bytearray()
+
+    def frame(self) -> tuple[bytes, bytes] | None:
+        """The next frame, or None at the end of the input (a frame cut short by a killed run included)."""
+        if not self._fill(FRAME_HEADER.size):
+            return None
+        kind, length = FRAME_HEADER.unpack_from(self._buffer)
+        if not self._fill(FRAME_HEADER.size + length):
+            return None
+        payload = bytes(self._buffer[FRAME_HEADER.size : FRAME_HEADER.size + length])
+        del self._buffer[: FRAME_HEADER.size + length]
+        return kind, payload
+
+    def waiting(self) -> bool:
+        """True when input is at hand: buffered, or readable at once (the end of the input counts)."""
+        return bool(self._buffer) or bool(select.select([self._fd], [], [], 0)[0])
+
+    def _fill(self, size: int) -> bool:
+        while len(self._buffer) < size:
+            chunk = os.read(self._fd, max(size - len(self._buffer), READ_CHUNK))
+            if not chunk:
+                return False
+            self._buffer += chunk
+        return True
+
+
+READ_CHUNK = 1 << 16
+
+
+def serve(requests: Requests, replies: IO[bytes]) -> int:
     """The child: open the database named by the first frame, then store each frame, in order."""
-    first = read_frame(requests)
+    first = requests.frame()
     if first is None or first[0] != OPEN:
         return 2
     try:
@@ -65,7 +101,7 @@ def serve(requests: IO[bytes], replies: IO[bytes]) -> int:
     begun_eval_sets: dict[str, str] = {}
     """A run's eval sets as its beginning stored them (JSON text), for its end to splice back in."""
     try:
-        while (frame := read_frame(requests)) is not None:
+        while (frame := requests.frame()) is not None:
             kind, payload = frame
             if kind == FIND:
                 request = json.loads(payload)
@@ -82,7 +118,7 @@ def serve(requests: IO[bytes], replies: IO[bytes]) -> int:
                 begun_eval_sets[run_id] = _compact(json.loads(run_json)["eval_sets"])
             elif kind == CASES:
                 _store_cases(engine, run_id, parts)
-                checkpoints.wrote(len(payload))
+                checkpoints.wrote(len(payload), idle=not requests.waiting())
             elif kind == FINISH:
                 columns, order, run_json = revived(json.loads(parts[0])), parts[1].decode("utf-8"), parts[2]
                 keep_sets = parts[3:] == [KEEP_EVAL_SETS]
@@ -112,6 +148,8 @@ def serve(requests: IO[bytes], replies: IO[bytes]) -> int:
 
 CHECKPOINT_BYTES = 1 << 20
 """Case JSON stored between two checkpoints of a SQLite history's write-ahead log (`WalCheckpoints`)."""
+IDLE_CHECKPOINT_BYTES = 1 << 16
+"""Case JSON stored since the last checkpoint that makes one worth its sync when the writer is idle."""
 
 
 class WalCheckpoints:
@@ -130,12 +168,13 @@ class WalCheckpoints:
             event.listen(engine, "connect", lambda connection, _record: _no_auto_checkpoint(connection))
             self._raw(_no_auto_checkpoint)
 
-    def wrote(self, size: int) -> None:
-        """`size` more bytes were committed: checkpoint once a megabyte has gathered."""
+    def wrote(self, size: int, *, idle: bool = False) -> None:
+        """`size` more bytes were committed: checkpoint once a megabyte has gathered, or when nothing else is waiting
+        to be stored (`idle`: a run in its last wave, or between slow cases), so that its end finds a short log."""
         if not self._on:
             return
         self._pending += size
-        if self._pending >= CHECKPOINT_BYTES:
+        if self._pending >= CHECKPOINT_BYTES or (idle and self._pending >= IDLE_CHECKPOINT_BYTES):
             self._pending = 0
             # PASSIVE: copies what no reader still needs, without waiting for readers (the run's own reader).
             self._raw(lambda connection: connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall())
@@ -229,6 +268,6 @@ if __name__ == "__main__":
     # The terminal's Ctrl-C and CI's cancel reach the whole process group; the run decides how it ends.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    code = serve(sys.stdin.buffer, sys.stdout.buffer)
+    code = serve(Requests(sys.stdin.fileno()), sys.stdout.buffer)
     sys.stdout.flush()
     os._exit(code)

@@ -67,7 +67,8 @@ ERROR = b"E"  # payload: JSON {"kind", "message"}; the child stores nothing afte
 OUTBOX_FRAMES = 4
 """Frames queued for the writer process at most (a batch is up to `_pipeline.run.WRITE_BATCH_MAX` results)."""
 
-_HEADER = struct.Struct(">cI")
+FRAME_HEADER = struct.Struct(">cI")
+"""A frame's kind (one byte) and its payload's length."""
 _LENGTH = struct.Struct(">I")
 ERRORS: dict[str, type[EvalwardError]] = {
     "UsageError": UsageError,
@@ -77,17 +78,17 @@ ERRORS: dict[str, type[EvalwardError]] = {
 
 
 def write_frame(stream: IO[bytes], kind: bytes, payload: bytes = b"") -> None:
-    stream.write(_HEADER.pack(kind, len(payload)))
+    stream.write(FRAME_HEADER.pack(kind, len(payload)))
     stream.write(payload)
     stream.flush()
 
 
 def read_frame(stream: IO[bytes]) -> tuple[bytes, bytes] | None:
     """The next frame, or None at the end of the stream (a frame cut short by a dead writer included)."""
-    header = stream.read(_HEADER.size)
-    if len(header) < _HEADER.size:
+    header = stream.read(FRAME_HEADER.size)
+    if len(header) < FRAME_HEADER.size:
         return None
-    kind, length = _HEADER.unpack(header)
+    kind, length = FRAME_HEADER.unpack(header)
     payload = stream.read(length)
     return None if len(payload) < length else (kind, payload)
 
