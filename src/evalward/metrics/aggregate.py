@@ -27,7 +27,7 @@ import functools
 import math
 from array import array
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, NamedTuple
 
@@ -438,9 +438,15 @@ class _Thresholds:
         self._codes.append(code)
 
     def __getitem__(self, index: int) -> float:
-        if isinstance(self._codes, array):
-            return self._codes[index]
-        return self._distinct[self._codes[index]]
+        return self.reader()(index)
+
+    def reader(self) -> Callable[[int], float]:
+        """`self[index]` as a function, with its storage looked up once (a run's end reads every slot)."""
+        codes = self._codes
+        if isinstance(codes, array):
+            return codes.__getitem__
+        distinct = self._distinct
+        return lambda index: distinct[codes[index]]
 
 
 class _MetricColumn:
@@ -485,26 +491,30 @@ class _MetricColumn:
 
     def parts(self, slots: Iterable[int]) -> Iterator[MetricPart]:
         """The parts of `slots`, in that order, skipping slots without one: `get` for each, with what every
-        slot needs looked up once (a run's end reads every case's part of every metric)."""
-        flags, means, labels, thresholds = self.flags, self.means, self.labels, self.thresholds
+        slot needs looked up once (a run's end reads every case's part of every metric, while it waits)."""
+        flags, means, labels = self.flags, self.means, self.labels
         scored, gated, passed = self.scored.values, self.gated.values, self.passed.values
-        make, count = MetricPart._make, len(flags)
+        threshold_at = self.thresholds.reader()
+        present, higher, errored, all_passed = self._PRESENT, self._HIGHER, self._ERRORED, self._ALL_PASSED
+        has_threshold, has_mean = self._HAS_THRESHOLD, self._HAS_MEAN
+        new, count = tuple.__new__, len(flags)
         for slot in slots:
             found = flags[slot] if slot < count else 0
-            if not found & self._PRESENT:
+            if not found & present:
                 continue
-            yield make(
+            yield new(
+                MetricPart,
                 (
-                    thresholds[slot] if found & self._HAS_THRESHOLD else None,
-                    bool(found & self._HIGHER),
-                    bool(found & self._ERRORED),
-                    means[slot] if found & self._HAS_MEAN else None,
-                    bool(found & self._ALL_PASSED),
+                    threshold_at(slot) if found & has_threshold else None,
+                    found & higher != 0,
+                    found & errored != 0,
+                    means[slot] if found & has_mean else None,
+                    found & all_passed != 0,
                     scored[slot],
                     gated[slot],
                     passed[slot],
-                    labels.get(slot, ()),
-                )
+                    labels.get(slot, ()) if labels else (),
+                ),
             )
 
     def get(self, slot: int) -> MetricPart | None:
