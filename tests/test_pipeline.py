@@ -174,21 +174,7 @@ def test_results_wait_for_a_slow_history_writer_and_a_dead_one_stops_the_run() -
 def test_a_history_database_failing_mid_run_stops_the_run_with_its_error(tmp_path: Path) -> None:
     from evalward.store import open_store
 
-    cases = [
-        {
-            "eval_id": f"case-{i}",
-            "conversation": [
-                {
-                    "user_content": {"parts": [{"text": f"where is order {i}?"}]},
-                    "final_response": {"parts": [{"text": f"order {i} shipped"}]},
-                }
-            ],
-        }
-        for i in range(40)
-    ]
-    path = tmp_path / "orders.evalset.json"
-    path.write_text(json.dumps({"eval_set_id": "orders", "eval_cases": cases}), encoding="utf-8")
-    prepared = prepare(RunOptions(paths=[str(path)], agent="-", concurrency=2, timeout_s=30))
+    prepared = prepare(RunOptions(paths=[str(_orders(tmp_path, 40))], agent="-", concurrency=2, timeout_s=30))
     store = open_store(f"sqlite:///{tmp_path / 'history.db'}")
 
     def failing_write(run_id: str, results: Any, *_: Any, **__: Any) -> None:
