@@ -282,8 +282,7 @@ async def run_prepared(
     empty_answers = EmptyAnswers()
 
     delivered = 0
-    last_wave = len(items) - options.concurrency
-    """Delivered cases after which every case left is running (the run's last wave)."""
+    last_wave = len(items) - options.concurrency  # delivered cases after which every case left is running
 
     async def on_case_done(case_run: CaseRun) -> None:
         nonlocal delivered

@@ -437,11 +437,8 @@ class _Thresholds:
             self._distinct.append(value)
         self._codes.append(code)
 
-    def __getitem__(self, index: int) -> float:
-        return self.reader()(index)
-
     def reader(self) -> Callable[[int], float]:
-        """`self[index]` as a function, with its storage looked up once (a run's end reads every slot)."""
+        """The threshold of a slot, as a function with its storage looked up once (a run's end reads every slot)."""
         codes = self._codes
         if isinstance(codes, array):
             return codes.__getitem__

@@ -37,6 +37,3 @@ class SpecListCache(Generic[T]):
             self._kept.pop(next(iter(self._kept)), None)
         self._kept[key] = (tuple(specs), made)
         return made
-
-    def clear(self) -> None:
-        self._kept.clear()
