@@ -341,10 +341,9 @@ def map_case(problems: Problems, raw: Any, at: PathKey) -> EvalCase | None:
             found="[]",
         )
         return None
-    turns = [
-        _map_invocation(invocation, problems.source((*at, conversation_key, position)))
-        for position, invocation in enumerate(parsed.conversation)
-    ]
+    # A turn's own position is found only where a problem can be reported at it after loading (its reference
+    # messages, which ADK turns do not have): walking into every case's text for it was ~15 µs a case.
+    turns = [_map_invocation(invocation) for invocation in parsed.conversation]
     return EvalCase(
         case_id=parsed.eval_id,
         description=description if isinstance(description, str) else None,
@@ -386,7 +385,7 @@ def _map_scenario(
     )
 
 
-def _map_invocation(invocation: _Invocation, source: Any) -> Invocation:
+def _map_invocation(invocation: _Invocation) -> Invocation:
     calls: list[ToolCall] = []
     intermediate: list[IntermediateResponse] | None = None
     data = invocation.intermediate_data
@@ -410,7 +409,6 @@ def _map_invocation(invocation: _Invocation, source: Any) -> Invocation:
         expected_response=content_text(invocation.final_response),
         expected_tool_calls=calls,
         expected_intermediate_responses=intermediate,
-        source=source,
     )
 
 

@@ -424,15 +424,23 @@ def _case(
     metrics = _metrics(problems, raw.get("metrics") or [], (*at, "metrics"), known, case_id=parsed.id)
     if metrics is None:
         return None
+    source = problems.source(at)
     if parsed.turns is not None:
+        # A turn's own position only where a problem can be reported at it after loading: its reference messages
+        # (`_pipeline.options`); walking into the case's text for every turn cost a large set's load ~15 µs a turn.
         turns = [
-            _turn(t.id, t.query, t.inputs, t.expect, t.reference_messages, problems.source((*at, "turns", i)))
+            _turn(
+                t.id,
+                t.query,
+                t.inputs,
+                t.expect,
+                t.reference_messages,
+                None if t.reference_messages is None else problems.source((*at, "turns", i)),
+            )
             for i, t in enumerate(parsed.turns)
         ]
     else:
-        turns = [
-            _turn(None, parsed.query, parsed.inputs, parsed.expect, parsed.reference_messages, problems.source(at))
-        ]
+        turns = [_turn(None, parsed.query, parsed.inputs, parsed.expect, parsed.reference_messages, source)]
     return EvalCase(
         case_id=parsed.id,
         description=parsed.description,
@@ -444,7 +452,7 @@ def _case(
         tags=parsed.tags,
         metadata=parsed.metadata,
         cluster=parsed.cluster,
-        source=problems.source(at),
+        source=source,
     )
 
 

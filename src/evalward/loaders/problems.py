@@ -52,6 +52,9 @@ class Problems:
     document: Document
     items: list[FileProblem] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    _last_source: tuple[Document, PathKey, SourceLocation] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     @property
     def path(self) -> str:
@@ -90,15 +93,21 @@ class Problems:
         self.warnings.append(f"{where}: {message}")
 
     def source(self, at: PathKey) -> SourceLocation:
-        """Where the value at `at` starts, for `EvalCase.source` / `Invocation.source`."""
+        """Where the value at `at` starts, for `EvalCase.source` / `Invocation.source`. The same (frozen) object
+        for the same path asked twice in a row: a one-turn case's turn is where its case is."""
+        last = self._last_source
+        if last is not None and last[0] is self.document and last[1] == at:
+            return last[2]
         position = self.document.index.value_at(at)
         # Built from values this loader computed (one per case and per turn): not validated again.
-        return SourceLocation.model_construct(
+        source = SourceLocation.model_construct(
             path=self.path,
             line=position.line if position else None,
             column=position.column if position else None,
             json_path=format_json_path(at),
         )
+        self._last_source = (self.document, at, source)
+        return source
 
     def validate(
         self, model: type[ModelT], data: Any, at: PathKey = (), *, case_id: str | None = None
