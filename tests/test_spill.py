@@ -184,3 +184,25 @@ def test_copies_of_a_run_share_its_spilled_records() -> None:
     spilled = run.model_copy(update={"cases": recorded(list(run.cases), 0)})
     copied = spilled.model_copy(deep=True)
     assert copied.cases is spilled.cases and list(copied.cases) == list(run.cases)
+
+
+def test_a_log_told_it_will_spill_spills_from_its_first_record(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run that will hold more records than the limit encodes each as it comes: reaching the limit with every
+    kept record still to encode stalled a 1,000-case run's agents for 11 ms (issue #33)."""
+    import evalward.spill as spill
+
+    cases = list(load_run_json(RUN.read_text(encoding="utf-8")).cases)[:4]
+    encodings: list[str] = []
+    original = spill.encode_record
+    monkeypatch.setattr(spill, "encode_record", lambda record: encodings.append(record.case_id) or original(record))
+    log: RecordLog[CaseResult] = RecordLog(CaseResult, max_in_memory=3, expected=4)
+    for count, case in enumerate(cases, start=1):
+        log.append(case, case.key, case.status)
+        assert log.spilled and len(encodings) == count  # one encoding per append, never a burst
+    assert list(log) == cases
+    # Told it stays under the limit (or told nothing), a log keeps its records as objects until the limit.
+    for expected in (3, None):
+        kept: RecordLog[CaseResult] = RecordLog(CaseResult, max_in_memory=3, expected=expected)
+        for case in cases[:3]:
+            kept.append(case, case.key, case.status)
+        assert not kept.spilled and list(kept) == cases[:3]

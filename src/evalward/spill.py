@@ -207,9 +207,19 @@ class RecordLog(RecordSequence[M], Generic[M]):
     """An append-only sequence of `model` records with their keys and statuses; see the module docstring.
 
     `keys` says how keys are kept: as tuples (`TupleKeys`, the default) or as a run's case ranks
-    (`RankedKeys`). `ordered()` gives a view sorted by key, which is how a run's results are reported."""
+    (`RankedKeys`). `ordered()` gives a view sorted by key, which is how a run's results are reported.
+    `expected`: how many records the log will hold, when known. A log that will spill anyway starts in its
+    file, each record encoded as it comes: spilling when the limit is reached encoded every record kept so far
+    at once, an 11 ms stall of a 1,000-case run's agents, all waiting to start their next case (issue #33)."""
 
-    def __init__(self, model: type[M], *, max_in_memory: int | None = None, keys: KeyStore | None = None) -> None:
+    def __init__(
+        self,
+        model: type[M],
+        *,
+        max_in_memory: int | None = None,
+        keys: KeyStore | None = None,
+        expected: int | None = None,
+    ) -> None:
         self.model = model
         self.max_in_memory = max_records_in_memory() if max_in_memory is None else max_in_memory
         self._objects: list[M] = []
@@ -218,6 +228,8 @@ class RecordLog(RecordSequence[M], Generic[M]):
         self._keys: KeyStore = TupleKeys() if keys is None else keys
         self._statuses = _Statuses()
         self._file: _SpillFile | None = None
+        if expected is not None and expected > self.max_in_memory:
+            self._file = _SpillFile()
         self._offsets = array("q")  # records are written one after another: each ends where the next starts
 
     @property

@@ -237,8 +237,11 @@ async def run_prepared(
     # metric summaries are folded in case by case: memory stays flat however many cases run (evalward.spill).
     # Both logs and the fold know a case by its rank in key order (evalward.case_keys): a few bytes a case.
     cases = items.case_keys(extra=((key[0], key[1]) for key in iter_record_keys(existing)))
-    results = RecordLog(CaseResult, keys=RankedKeys(cases, repetitions=True))
-    case_summaries = RecordLog(CaseSummary, keys=RankedKeys(cases, repetitions=False))
+    total = len(items) + len(existing)
+    results = RecordLog(CaseResult, keys=RankedKeys(cases, repetitions=True), expected=total)
+    case_summaries = RecordLog(
+        CaseSummary, keys=RankedKeys(cases, repetitions=False), expected=total // max(run.repetitions, 1)
+    )
     fold = RunFold(repetitions=run.repetitions, pass_rule=run.pass_rule)
     # A case is folded as soon as its last repetition is in, while other agents are still running, instead
     # of all of them after the last case (that tail is pure waiting for the user).
