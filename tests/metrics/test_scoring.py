@@ -189,3 +189,37 @@ def test_a_not_applicable_result_is_made_once_and_equals_a_fresh_one() -> None:
     assert result is two.metric_results[0]  # shared: results are never changed in place
     assert one.turn_results[0][0] is result  # one turn: the case's result is the turn's
     assert result.explanation == registry.get_metric("trajectory_recall").not_applicable
+
+
+def test_every_turn_metric_sees_the_context_the_public_constructor_makes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scoring loop builds each metric's turn context from fields made once per turn; a metric must see what
+    `TurnContext(...)` gives, every field set, and contexts of one turn must not share a criterion."""
+    seen: list[TurnContext[object]] = []
+
+    class Recorder(Metric):
+        name = "test_context_recorder"
+        scope: ClassVar[Literal["turn", "case"]] = "turn"
+
+        def score_turn(self, ctx: TurnContext[object]) -> Score | None:
+            seen.append(ctx)
+            return Score(1.0, "seen")
+
+    monkeypatch.setitem(registry._REGISTRY, Recorder.name, Recorder)
+    specs = [MetricSpec(name="test_context_recorder"), MetricSpec(name="test_context_recorder", threshold=0.5)]
+    score_case(CASE, specs, OUTPUTS, turn_latencies_s=[0.25, 0.5])
+    assert len(seen) == 2 * len(OUTPUTS)
+    for position, ctx in enumerate(seen):
+        spec, turn = specs[position // len(OUTPUTS)], position % len(OUTPUTS)
+        expected = TurnContext(
+            case=CASE,
+            turn=turn,
+            expected=CASE.turns[turn],
+            actual=OUTPUTS[turn],
+            spec=spec,
+            latency_s=[0.25, 0.5, None][turn],
+            options=None,
+        )
+        assert ctx == expected and ctx.spec is spec
+        assert set(vars(ctx)) == set(vars(expected))
+    with pytest.raises(AttributeError):
+        seen[0].turn = 5  # type: ignore[misc]  # still frozen
