@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 
 import pytest
 from tests.fakes.agents import FakeAgent
@@ -151,6 +152,25 @@ async def test_a_hanging_turn_times_out_and_other_cases_continue() -> None:
     assert error is not None
     assert (error.kind, error.turn, error.attempts) == ("timeout", 0, 1)
     assert error.message == "turn 0 did not finish within 0.05s"
+
+
+async def test_an_answer_that_held_the_loop_past_the_limit_is_a_timeout() -> None:
+    """A sync call run in place (`worker_threads`) cannot be interrupted: answered after the limit, it is a
+    timeout all the same, as it would have been in a thread."""
+
+    async def handler(request: AgentRequest) -> AgentOutput:
+        if request.case_id == "holds":
+            time.sleep(0.08)  # noqa: ASYNC251  # deliberately holds the loop: nothing it could cancel
+        return AgentOutput(response="ok")
+
+    options = ExecutorOptions(concurrency=1, timeout_s=0.05, retry_backoff_s=0)
+    summary = await execute(
+        plan_work([make_set(make_case("holds"), make_case("fine"))], 1), FakeAgent(handler), options
+    )
+    by_case = {r.item.case.case_id: r for r in summary.completed}
+    assert by_case["fine"].error is None
+    error = by_case["holds"].error
+    assert error is not None and (error.kind, error.message) == ("timeout", "turn 0 did not finish within 0.05s")
 
 
 async def test_a_runner_bug_becomes_a_crash_for_that_case() -> None:

@@ -98,6 +98,28 @@ async def test_traced_calls_are_merged_after_the_returned_ones() -> None:
     assert output.trajectory == ["sync_step"]
 
 
+async def test_a_fast_sync_agent_runs_in_place_and_still_traces_its_calls(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once its calls have shown they are fast, a sync agent is called on the loop's thread (worker_threads):
+    what it traces is still its turn's."""
+    from evalward.runners import worker_threads
+    from evalward.runners.worker_threads import FAST_STREAK
+
+    monkeypatch.setattr(worker_threads, "FAST_CALL_S", 1.0)  # however busy the machine
+
+    agent = make_agent("tests.fakes.agents:sync_traced")
+    await agent.start()
+    try:
+        outputs = [await agent.run_turn(request(f"q{i}")) for i in range(FAST_STREAK + 3)]
+        assert isinstance(agent, PythonAgent) and agent._threads is not None
+        policy = agent._threads.policy
+        assert policy is not None and policy.inline
+    finally:
+        await agent.aclose()
+    for i, output in enumerate(outputs):
+        assert [c.name for c in output.tool_calls] == ["returned_tool", "sync_tool"]
+        assert output.tool_calls[1].args == {"query": f"q{i}"}
+
+
 async def test_a_file_target_imports_its_siblings_and_does_not_collide_with_same_named_files(tmp_path: Path) -> None:
     for name in ("one", "two"):
         folder = tmp_path / name

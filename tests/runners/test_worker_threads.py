@@ -126,3 +126,81 @@ def test_a_result_after_the_loop_closed_is_dropped_quietly() -> None:
         threads.close()
         threading.excepthook = previous_hook
     assert errors == []
+
+
+def _where() -> tuple[str, str, bool]:
+    """The thread a call ran on, the case it saw, and whether it saw a running event loop."""
+    try:
+        asyncio.get_running_loop()
+        running = True
+    except RuntimeError:
+        running = False
+    return threading.current_thread().name, CASE.get(), running
+
+
+async def test_proven_fast_calls_run_in_place_as_a_thread_would_run_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    from evalward.runners import worker_threads
+    from evalward.runners.worker_threads import FAST_STREAK
+
+    monkeypatch.setattr(worker_threads, "FAST_CALL_S", 1.0)  # every call counts as fast, however busy the machine
+    threads = WorkerThreads("fast", inline_when_fast=True)
+    CASE.set("case-7")
+    try:
+        early = [await threads.call(_where) for _ in range(FAST_STREAK)]
+        assert all(name.startswith("fast-") for name, _, _ in early)
+        later = [await threads.call(_where) for _ in range(5)]
+        here = threading.current_thread().name
+        # In place now: on the loop's thread, in the caller's context, and with no running loop, as in a thread.
+        assert later == [(here, "case-7", False)] * 5
+        asyncio.get_running_loop()  # the loop's own is back
+        # A function that runs its own event loop still can.
+        assert await threads.call(asyncio.run, asyncio.sleep(0, result="own loop")) == "own loop"
+        with pytest.raises(ValueError, match="in place"):
+            await threads.call(_raise, "in place")
+    finally:
+        threads.close()
+
+
+def _raise(message: str) -> None:
+    raise ValueError(message)
+
+
+async def test_a_slow_call_in_place_sends_every_later_call_back_to_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    from evalward.runners import worker_threads
+    from evalward.runners.worker_threads import FAST_STREAK, SLOW_CALL_S
+
+    monkeypatch.setattr(worker_threads, "FAST_CALL_S", 1.0)
+    threads = WorkerThreads("slow", inline_when_fast=True)
+    try:
+        for _ in range(FAST_STREAK):
+            await threads.call(_where)
+        assert threads.policy is not None and threads.policy.inline
+        await threads.call(time.sleep, SLOW_CALL_S * 2)  # a cache miss that went to the network
+        names = [(await threads.call(_where))[0] for _ in range(2 * FAST_STREAK)]
+        assert all(name.startswith("slow-") for name in names)  # for good, however fast the calls are again
+    finally:
+        threads.close()
+
+
+async def test_a_slow_call_in_a_thread_starts_the_count_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    from evalward.runners import worker_threads
+    from evalward.runners.worker_threads import FAST_STREAK
+
+    fast_call_s = 0.05  # far above what `_where` takes, far below the slow call's sleep
+    monkeypatch.setattr(worker_threads, "FAST_CALL_S", fast_call_s)
+    threads = WorkerThreads("streak", inline_when_fast=True)
+    try:
+        for _ in range(FAST_STREAK - 1):
+            await threads.call(_where)
+        await threads.call(time.sleep, fast_call_s * 2)
+        assert threads.policy is not None and not threads.policy.inline
+        for _ in range(FAST_STREAK - 1):
+            await threads.call(_where)
+        assert not threads.policy.inline
+        await threads.call(_where)
+        assert threads.policy.inline
+        threads.close()
+        with pytest.raises(RuntimeError, match="closed"):
+            await threads.call(_where)
+    finally:
+        threads.close()

@@ -105,7 +105,7 @@ class PythonAgent:
                     result = await function(argument)
                 else:
                     if self._threads is None:
-                        self._threads = WorkerThreads("evalward-agent")
+                        self._threads = WorkerThreads("evalward-agent", inline_when_fast=True)
                     result = await self._threads.call(function, argument)
                     if inspect.isawaitable(result):
                         result = await result

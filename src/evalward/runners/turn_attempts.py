@@ -2,7 +2,8 @@
 
 - each attempt of a turn takes a token from the shared rate limiter, then runs under the per-turn timeout
   (`asyncio.timeout`). A timed-out sync Python agent keeps running in its thread (threads cannot be
-  killed); its late result is discarded;
+  killed); its late result is discarded. An answer that comes back after the limit without the timeout having
+  fired (a sync call run in place, `worker_threads`, cannot be interrupted) is a timeout all the same;
 - a failure that is retryable (the agent said so, HTTP 429/5xx, connection errors) is retried up to
   `max_retries` times after `evalward.backoff.backoff_wait` (base `retry_backoff_s`, doubling, equal
   jitter), or the agent's `Retry-After` hint if longer (capped at two minutes).
@@ -56,7 +57,10 @@ async def run_turn(
         try:
             async with asyncio.timeout(options.timeout_s):
                 output = await agent.run_turn(request)
-            return TurnOutcome(output=output, attempts=attempts, latency_s=time.monotonic() - began)
+            latency_s = time.monotonic() - began
+            if options.timeout_s is not None and latency_s > options.timeout_s:
+                raise TimeoutError  # answered late, without the timeout firing (module docstring)
+            return TurnOutcome(output=output, attempts=attempts, latency_s=latency_s)
         except TimeoutError:
             failure = AgentFailure("timeout", f"turn {request.turn} did not finish within {options.timeout_s:g}s")
         except AgentFailure as exc:
