@@ -1,5 +1,5 @@
 """`python -m evalward` = the `evalward` command."""
 
-from evalward._cli.main import main
+from evalward._cli.entry import main
 
 main()

@@ -350,12 +350,12 @@ def test_a_console_run_refused_for_bad_input_creates_no_database_and_leaves_no_w
 def test_the_writer_is_prestarted_only_for_runs_that_store(
     args: list[str], env: dict[str, str], expected: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from evalward._cli.main import _stores_a_run
+    from evalward._cli.entry import stores_a_run
 
     monkeypatch.delenv("EVALWARD_NO_HISTORY", raising=False)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    assert _stores_a_run(args) is expected
+    assert stores_a_run(args) is expected
 
 
 def test_a_results_columns_read_from_its_json_equal_those_read_from_the_model() -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import gc
 import importlib
-import os
 import sys
 from typing import Any
 
@@ -159,26 +158,15 @@ def cli(ctx: click.Context, config_file: str | None, debug: bool, max_file_size:
     ctx.obj = loaded
 
 
-def _stores_a_run(args: list[str]) -> bool:
-    """`evalward run …` that will write its history: its writer process is worth starting before anything else
-    loads (`store.writer_process.prestart`). A guess from the words alone; the command itself decides."""
-    skip = {"--no-history", "--help", "-h"}
-    no_history = os.environ.get("EVALWARD_NO_HISTORY", "").lower() in {"1", "true", "yes", "on"}
-    return bool(args) and args[0] == "run" and not no_history and not skip.intersection(args)
-
-
-def main(argv: list[str] | None = None) -> Any:
-    """Console-script entry point: maps evalward errors to exit codes without tracebacks, and any other
-    exception to exit 3 with one line (`errors.crash_line`)."""
+def main(argv: list[str] | None = None, *, console: bool = False) -> Any:
+    """The command line (`argv`, else `sys.argv`): maps evalward errors to exit codes without tracebacks, and any
+    other exception to exit 3 with one line (`errors.crash_line`). `console`: called by the console script
+    (`_cli.entry`), which has prepared start-up already."""
     # The report and redaction modules are imported only when there is an error to print: `--help` stays fast.
-    if argv is None:
-        pause_during_start_up()  # the console script: see evalward.gc_tuning
+    if argv is None and not console:
+        pause_during_start_up()  # the console script's own work when called without `_cli.entry`: gc_tuning
 
     args = sys.argv[1:] if argv is None else argv
-    if argv is None and _stores_a_run(args):
-        from evalward.store.writer_process import prestart  # start-up: only a run that stores its history
-
-        prestart()
     resources_closed(reset=True)
     try:
         return cli.main(args=argv, prog_name="evalward", standalone_mode=False)
