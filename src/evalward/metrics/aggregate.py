@@ -184,18 +184,24 @@ def summarize_case(
     repetitions: int,
     pass_rule: PassRule,
     by_name: dict[str, list[MetricResult]] | None = None,
+    parts: dict[str, MetricPart] | None = None,
 ) -> CaseSummary:
     """One case over its repetitions (see the module docstring). `by_name`: the runs' results by metric
-    (`_metric_results`), when the caller has them."""
+    (`_metric_results`), and `parts` their `case_metric_parts`, when the caller has them (a part's case mean is
+    the metric's mean here)."""
     n = len(runs)
     passes = sum(1 for r in runs if r.status == "passed")
     k = max(1, min(repetitions, n))
     if by_name is None:
         by_name = _metric_results(runs)
-    means: dict[str, float | None] = {}
-    for name, results in by_name.items():
-        scores = _scores(results)
-        means[name] = sum(scores) / len(scores) if scores else None
+    means: dict[str, float | None]
+    if parts is not None:
+        means = {name: part.case_mean for name, part in parts.items()}
+    else:
+        means = {}
+        for name, results in by_name.items():
+            scores = _scores(results)
+            means[name] = sum(scores) / len(scores) if scores else None
     return CaseSummary(
         eval_set_id=runs[0].eval_set_id,
         case_id=runs[0].case_id,
@@ -540,13 +546,16 @@ class RunFold:
         """Fold one case's results (all its repetitions, sorted by key); return its summary. `key` orders the
         case among the others (class docstring); by default its (eval set id, case id)."""
         by_name = _metric_results(runs)  # grouped once, for the summary and the parts
-        summary = summarize_case(runs, repetitions=self.repetitions, pass_rule=self.pass_rule, by_name=by_name)
+        parts = case_metric_parts(runs, by_name)
+        summary = summarize_case(
+            runs, repetitions=self.repetitions, pass_rule=self.pass_rule, by_name=by_name, parts=parts
+        )
         key = (runs[0].eval_set_id, runs[0].case_id) if key is None else key
         slot = len(self._case_keys)
         if isinstance(self._case_keys, array) and not isinstance(key, int):
             self._case_keys = list(self._case_keys)
         self._case_keys.append(key)
-        for position, (name, part) in enumerate(case_metric_parts(runs, by_name).items()):
+        for position, (name, part) in enumerate(parts.items()):
             column = self._columns.get(name)
             if column is None:
                 column = self._columns[name] = _MetricColumn()
