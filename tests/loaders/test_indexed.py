@@ -129,6 +129,10 @@ def test_facts_need_no_case_read_back(ten: Path, whole: EvalSet, monkeypatch: py
     assert dict(eval_set.case_hashes()) == dict(whole.case_hashes())
     assert dict(eval_set.case_input_hashes()) == dict(whole.case_input_hashes())
     assert {k: dict(v) for k, v in eval_set.case_sources().items()} == whole.case_sources()
+    # Dumped (a run's first row) without going through a mapping per case: the same JSON as the listed set's.
+    from evalward._pipeline.options import eval_set_info
+
+    assert eval_set_info(eval_set).model_dump_json() == eval_set_info(whole).model_dump_json()
     assert eval_set.content_hash == whole.content_hash
     assert eval_set.turn_count() == 10
     assert eval_set.case_hashes()["order_7"] == whole.cases[7].content_hash

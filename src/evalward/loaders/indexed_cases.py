@@ -73,6 +73,14 @@ class _Origin:
     def path_of(self, row: int) -> PathKey:
         return (*self.prefix, row if self.elements is None else self.elements[row])
 
+    def json_path_of(self, row: int) -> str:
+        """`format_json_path(self.path_of(row))`, the list's own path formatted once."""
+        return f"{self.prefix_text}[{row if self.elements is None else self.elements[row]}]"
+
+    @cached_property
+    def prefix_text(self) -> str:
+        return format_json_path(self.prefix)
+
     def read(self, row: int) -> EvalCase:
         """The case at `row`, mapped afresh from the file (no edits applied)."""
         try:
@@ -192,7 +200,7 @@ class IndexedCases(CaseSequence):
             "path": origin.shown,
             "line": origin.lines[row],
             "column": origin.columns[row],
-            "json_path": format_json_path(origin.path_of(row)),
+            "json_path": origin.json_path_of(row),
         }
 
     def select(self, indexes: Sequence[int]) -> IndexedCases:

@@ -144,9 +144,14 @@ class _FactView(FactsMapping[_T]):
     """{case id: one fact}, answered from a `CaseSequence`'s index (EvalSet.case_hashes() and friends); a
     `FactsMapping`, so `EvalSetInfo` keeps the view instead of copying it into a dict per run."""
 
-    def __init__(self, cases: CaseSequence, fact: Callable[[int], _T]) -> None:
+    def __init__(
+        self, cases: CaseSequence, fact: Callable[[int], _T], dumped: Callable[[int], Any] | None = None
+    ) -> None:
         self._cases = cases
         self._fact = fact
+        self._dumped = dumped
+        """Each fact as it is dumped, when `fact` makes a mapping on demand (a case's source as its dict); None
+        when a fact is dumped as it is (a hash)."""
 
     def __getitem__(self, case_id: str) -> _T:
         index = self._cases.position(case_id)
@@ -164,6 +169,12 @@ class _FactView(FactsMapping[_T]):
         # In order, by position: copying the view (as pydantic does, through `items()`) then needs no lookup
         # of each id.
         return _FactItems(self)
+
+    def plain(self) -> dict[str, Any]:
+        # By position, each fact made as it is dumped: a run's first row dumps every case's three facts, and
+        # making a mapping per source only to copy it was most of that (2,000 cases: 3.8 ms of 5.7).
+        fact = self._dumped or self._fact
+        return dict(zip(self._cases.ids(), map(fact, range(len(self._cases))), strict=True))
 
     def pairs(self) -> Iterator[tuple[str, _T]]:
         fact = self._fact
@@ -217,7 +228,7 @@ def input_hashes(cases: Sequence[EvalCase]) -> Mapping[str, str]:
 def case_sources(cases: Sequence[EvalCase]) -> Mapping[str, Mapping[str, Any]]:
     """{case id: where the case was read from, as a dict}, for the cases that know it."""
     if isinstance(cases, CaseSequence):
-        return _FactView[Mapping[str, Any]](cases, functools.partial(_SourceFacts, cases))
+        return _FactView[Mapping[str, Any]](cases, functools.partial(_SourceFacts, cases), cases.source_fields_at)
     return {case.case_id: case.source.model_dump(mode="json") for case in cases if case.source}
 
 

@@ -264,6 +264,11 @@ class FactsMapping(Mapping[str, V], Generic[V]):
             return dict(self.items()) == dict(other.items())
         return NotImplemented
 
+    def plain(self) -> dict[str, Any]:
+        """The mapping as a dict, as it is dumped: a value that is a mapping made on demand (a case's source) as
+        the dict it stands for. (`items()`: one look at such a mapping; `dict(item)` reads it once per key.)"""
+        return {key: dict(item.items()) if isinstance(item, Mapping) else item for key, item in self.items()}
+
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
@@ -275,11 +280,7 @@ def _keep_facts_mappings(value: Any, validate: ValidatorFunctionWrapHandler) -> 
 
 
 def _dump_facts_mappings(value: Any, serialize: SerializerFunctionWrapHandler) -> Any:
-    if not isinstance(value, FactsMapping):
-        return serialize(value)
-    # Values may be mappings made on demand too (a case's source): dumped as the dicts they stand for.
-    # `items()`: one look at a mapping made on demand (`dict(item)` reads it once per key).
-    return serialize({key: dict(item.items()) if isinstance(item, Mapping) else item for key, item in value.items()})
+    return serialize(value.plain() if isinstance(value, FactsMapping) else value)
 
 
 KeepFactsMapping = (WrapValidator(_keep_facts_mappings), WrapSerializer(_dump_facts_mappings))
