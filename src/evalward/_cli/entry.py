@@ -35,4 +35,4 @@ def main() -> Any:
         prestart()
     from evalward._cli.main import main as run_command_line  # start-up: after the writer has started
 
-    return run_command_line(console=True)
+    return run_command_line()

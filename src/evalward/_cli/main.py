@@ -158,13 +158,12 @@ def cli(ctx: click.Context, config_file: str | None, debug: bool, max_file_size:
     ctx.obj = loaded
 
 
-def main(argv: list[str] | None = None, *, console: bool = False) -> Any:
-    """The command line (`argv`, else `sys.argv`): maps evalward errors to exit codes without tracebacks, and any
-    other exception to exit 3 with one line (`errors.crash_line`). `console`: called by the console script
-    (`_cli.entry`), which has prepared start-up already."""
+def main(argv: list[str] | None = None) -> Any:
+    """The command line (`argv`, else `sys.argv`, as the console script `_cli.entry` calls it): maps evalward errors
+    to exit codes without tracebacks, and any other exception to exit 3 with one line (`errors.crash_line`)."""
     # The report and redaction modules are imported only when there is an error to print: `--help` stays fast.
-    if argv is None and not console:
-        pause_during_start_up()  # the console script's own work when called without `_cli.entry`: gc_tuning
+    if argv is None:
+        pause_during_start_up()  # the console script: see evalward.gc_tuning (already paused by `_cli.entry`)
 
     args = sys.argv[1:] if argv is None else argv
     resources_closed(reset=True)

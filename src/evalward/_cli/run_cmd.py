@@ -65,7 +65,7 @@ def execute_run(
     values = RunValues.from_values(run_values)
     if not values.paths:
         raise UsageError("no eval files given: pass files or directories (or set EVALWARD_PATHS)")
-    # The history writer process (started by `_cli.main` for a console run, else now) imports and opens the
+    # The history writer process (started by `_cli.entry` for a console run, else now) imports and opens the
     # database while the eval files load (`store.writer_process`).
     if no_history:
         writer_process.discard_prestarted()

@@ -345,7 +345,7 @@ _prestarted: HistoryProcess | None = None
 def prestart() -> None:
     """Start the writer process at once, before the `run` command's own modules load: the writer's start-up
     (an interpreter, SQLAlchemy, the schema: ~0.2 s) then overlaps all of the run's, and a 1-case run ends
-    when its own work does (`_cli.main`, for `evalward run` started from a console). `take` hands it to the
+    when its own work does (`_cli.entry`, for `evalward run` started from a console). `take` hands it to the
     run; one never taken (a usage error, `--no-history` from a settings file) is closed at exit."""
     global _prestarted
     if _prestarted is None:
