@@ -460,3 +460,146 @@ def test_the_writer_reads_whole_frames_and_knows_when_another_is_waiting() -> No
     assert requests.waiting()  # the end of the input is at hand too
     assert requests.frame() is None
     os.close(read_end)
+
+
+def _frames_of_a_run(url: str, run_id: str, cases: int) -> list[tuple[bytes, bytes]]:
+    """The frames a run of `cases` one-case batches sends its writer after OPEN (recorded from a real one storing
+    at `url`)."""
+    sent: list[tuple[bytes, bytes]] = []
+    run = _run(run_id)
+    results = [_case(f"c{i}") for i in range(cases)]
+    history = _recording(HistoryProcess().open(url), sent)
+    try:
+        history.begin_run(run, [("s", case.case_id, 0) for case, _ in results])
+        for case, text in results:
+            history.record_cases(run_id, [case], [text], fresh=True)
+        history.finish_run(run.model_copy(update={"status": "complete", "cases": [case for case, _ in results]}))
+    finally:
+        history.close()
+    return sent
+
+
+class _ServedInThread:
+    """`writer_child.serve` in a thread of this process, fed through a pipe: a test decides when each frame
+    arrives, and sees what the writer did in between (its transactions, its checkpoints)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        import threading
+
+        from evalward.store import writer_child
+
+        self.stored_batches: list[int] = []
+        self.checkpoints: list[int] = []  # the bytes each checkpoint copied
+        store_cases, checkpoint = writer_child._store_cases, writer_child.WalCheckpoints.checkpoint
+
+        def noted_store(engine: Any, run_id: str, parts: list[bytes]) -> None:
+            self.stored_batches.append(len(parts))
+            store_cases(engine, run_id, parts)
+
+        def noted_checkpoint(checkpoints: writer_child.WalCheckpoints) -> None:
+            self.checkpoints.append(checkpoints.pending)
+            checkpoint(checkpoints)
+
+        monkeypatch.setattr(writer_child, "_store_cases", noted_store)
+        monkeypatch.setattr(writer_child.WalCheckpoints, "checkpoint", noted_checkpoint)
+        read_end, write_end = os.pipe()
+        replies_read, replies_write = os.pipe()
+        self.sending = os.fdopen(write_end, "wb")
+        self._replies = os.fdopen(replies_read, "rb")
+        self._replies_sink = os.fdopen(replies_write, "wb")
+        self.code: int | None = None
+
+        def serve() -> None:
+            self.code = writer_child.serve(writer_child.Requests(read_end), self._replies_sink)
+            self._replies_sink.close()
+            os.close(read_end)
+
+        self._thread = threading.Thread(target=serve, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def send(self, frames: list[tuple[bytes, bytes]]) -> None:
+        from evalward.store.writer_process import write_frame
+
+        for kind, payload in frames:
+            write_frame(self.sending, kind, payload)
+
+    def finish(self) -> list[bytes]:
+        """End the input, wait for the writer; the kinds of the frames it answered with."""
+        from evalward.store.writer_process import read_frame
+
+        self.sending.close()
+        self._thread.join(timeout=60)
+        kinds = []
+        while (frame := read_frame(self._replies)) is not None:
+            kinds.append(frame[0])
+        self._replies.close()
+        return kinds
+
+
+def test_results_waiting_for_the_writer_are_stored_in_one_transaction(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run's last wave sends its results as they finish, a few a frame: the frames that are already waiting when
+    the writer comes to them share one transaction (a commit each left the writer behind the run at its end), and
+    nothing is checkpointed while more is waiting. Another run's frame, or the run's end, is not taken in."""
+    frames = _frames_of_a_run(f"sqlite:///{tmp_path}/recorded.db", "r5", 30)
+    url = f"sqlite:///{tmp_path}/h.db"
+    kinds = [kind for kind, _ in frames]
+    assert kinds == [b"B", *[b"C"] * 30, b"Z"]
+    begin_other, cases_of_other, _ = _frames_of_a_run(f"sqlite:///{tmp_path}/other.db", "r6", 1)
+    served = _ServedInThread(monkeypatch)
+    # Everything is in the pipe before the writer reads a frame: 30 frames of r5 with one of r6 among them, r5's end.
+    served.send([(b"O", url.encode()), begin_other, *frames[:16], cases_of_other, *frames[16:]])
+    served.start()
+    assert served.finish() == [b"R", b"D"] and served.code == 0
+    assert served.stored_batches == [15, 1, 15]  # r5's first frame and the 14 behind it; r6's; the rest of r5's
+    assert served.checkpoints == []  # the run's end was always waiting
+    with open_store(url) as store:
+        stored = store.load_run("r5")
+        assert stored.status == "complete" and [c.case_id for c in stored.cases] == [f"c{i}" for i in range(30)]
+        assert [c.case_id for c in store.load_run("r6").cases] == ["c0"]
+
+
+def test_an_idle_writer_checkpoints_what_it_stored_before_the_run_ends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While the run's agents work and nothing is waiting to be stored, the writer copies its log into the file, so
+    that the run's end (the last connection's close) finds a short log; then the run ends as before."""
+    frames = _frames_of_a_run(f"sqlite:///{tmp_path}/recorded.db", "r7", 20)
+    db = tmp_path / "h.db"
+    served = _ServedInThread(monkeypatch)
+    served.send([(b"O", f"sqlite:///{db}".encode()), *frames[:-1]])
+    served.start()
+    deadline = time.monotonic() + 30
+    while not served.checkpoints and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert served.checkpoints and served.checkpoints[0] > 0  # done while the run's end had not come
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        assert conn.execute("SELECT count(*) FROM case_results").fetchone() == (20,)
+    served.send(frames[-1:])
+    assert served.finish() == [b"R", b"D"] and served.code == 0
+    with open_store(f"sqlite:///{db}") as store:
+        stored = store.load_run("r7")
+    assert stored.status == "complete" and len(stored.cases) == 20
+
+
+def test_the_results_joining_a_transaction_stop_at_its_limit_and_at_a_frame_cut_short() -> None:
+    from evalward.store.writer_child import Requests
+    from evalward.store.writer_process import write_frame
+
+    read_end, write_end = os.pipe()
+    sending = os.fdopen(write_end, "wb")
+    requests = Requests(read_end)
+    for batch in ([b"a", b"b"], [b"c"], [b"d", b"e"]):
+        write_frame(sending, b"C", pack_parts([b"r", *batch]))
+    assert requests.more_cases(b"r", 2) == [b"a", b"b"]  # enough: the next frame stays for the next transaction
+    assert requests.more_cases(b"r", 1000) == [b"c", b"d", b"e"]
+    assert requests.more_cases(b"r", 1000) == []  # nothing waiting: nothing waited for
+    write_frame(sending, b"C", pack_parts([b"r", b"f"]))
+    sending.write(b"C\x00\x00\x00\x09half")  # a run killed while it sent a frame
+    sending.close()
+    assert requests.more_cases(b"r", 1000) == [b"f"]
+    assert requests.frame() is None
+    os.close(read_end)

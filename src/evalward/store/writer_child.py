@@ -55,9 +55,13 @@ class Requests:
     def __init__(self, fd: int) -> None:
         self._fd = fd
         self._buffer = bytearray()
+        self._held: tuple[bytes, bytes] | None = None
 
     def frame(self) -> tuple[bytes, bytes] | None:
         """The next frame, or None at the end of the input (a frame cut short by a killed run included)."""
+        if self._held is not None:
+            held, self._held = self._held, None
+            return held
         if not self._fill(FRAME_HEADER.size):
             return None
         kind, length = FRAME_HEADER.unpack_from(self._buffer)
@@ -67,9 +71,33 @@ class Requests:
         del self._buffer[: FRAME_HEADER.size + length]
         return kind, payload
 
-    def waiting(self) -> bool:
-        """True when input is at hand: buffered, or readable at once (the end of the input counts)."""
-        return bool(self._buffer) or bool(select.select([self._fd], [], [], 0)[0])
+    def waiting(self, within: float = 0.0) -> bool:
+        """True when input is at hand, or comes within `within` seconds: buffered, or readable (the end of the
+        input counts)."""
+        return self._held is not None or bool(self._buffer) or bool(select.select([self._fd], [], [], within)[0])
+
+    def unread(self, frame: tuple[bytes, bytes]) -> None:
+        """Give `frame` back: the next `frame()` returns it."""
+        assert self._held is None, "one frame at most is given back"
+        self._held = frame
+
+    def more_cases(self, run_id: bytes, limit: int) -> list[bytes]:
+        """The results of the CASES frames of run `run_id` already waiting, up to about `limit` of them, without
+        waiting for any; the first other frame is given back."""
+        parts: list[bytes] = []
+        while len(parts) < limit and self.waiting():
+            following = self.frame()
+            if following is None:  # the end of the input: the next `frame()` says so again
+                break
+            kind, payload = following
+            if kind == CASES:
+                following_run, *results = unpack_parts(payload)
+                if following_run == run_id:
+                    parts.extend(results)
+                    continue
+            self.unread(following)
+            break
+        return parts
 
     def _fill(self, size: int) -> bool:
         while len(self._buffer) < size:
@@ -81,6 +109,9 @@ class Requests:
 
 
 READ_CHUNK = 1 << 16
+CASES_PER_TRANSACTION = 1000
+"""Most results one transaction stores when CASES frames queue up (each holds up to
+`_pipeline.run.WRITE_BATCH_MAX`)."""
 
 
 def serve(requests: Requests, replies: IO[bytes]) -> int:
@@ -101,7 +132,11 @@ def serve(requests: Requests, replies: IO[bytes]) -> int:
     begun_eval_sets: dict[str, str] = {}
     """A run's eval sets as its beginning stored them (JSON text), for its end to splice back in."""
     try:
-        while (frame := requests.frame()) is not None:
+        while True:
+            if checkpoints.pending and not requests.waiting(within=IDLE_CHECKPOINT_WAIT_S):
+                checkpoints.checkpoint()  # the run has nothing for this process now: its end finds a short log
+            if (frame := requests.frame()) is None:
+                break
             kind, payload = frame
             if kind == FIND:
                 request = json.loads(payload)
@@ -117,8 +152,11 @@ def serve(requests: Requests, replies: IO[bytes]) -> int:
                 # Read now, while the run's agents work: its end then splices the text in (`_finish`).
                 begun_eval_sets[run_id] = _compact(json.loads(run_json)["eval_sets"])
             elif kind == CASES:
+                # Results already waiting join this transaction: a run's last wave sends them as they finish, a
+                # few a frame, and a commit each (~1.5 ms) left this process behind the run, which waits for it.
+                parts.extend(requests.more_cases(run_id_bytes, CASES_PER_TRANSACTION - len(parts)))
                 _store_cases(engine, run_id, parts)
-                checkpoints.wrote(len(payload), idle=not requests.waiting())
+                checkpoints.wrote(sum(map(len, parts)), idle=not requests.waiting())
             elif kind == FINISH:
                 columns, order, run_json = revived(json.loads(parts[0])), parts[1].decode("utf-8"), parts[2]
                 keep_sets = parts[3:] == [KEEP_EVAL_SETS]
@@ -150,8 +188,14 @@ CHECKPOINT_BYTES = 4 << 20
 """Case JSON stored between two checkpoints of a SQLite history's write-ahead log (`WalCheckpoints`): about as
 often as SQLite's own (every 1,000 pages), at a moment the run does not wait for."""
 IDLE_CHECKPOINT_BYTES = 1 << 20
-"""Case JSON stored since the last checkpoint that makes one worth its syncs when the writer is idle. A lower
-mark checkpointed after nearly every batch of a fast run: ten times the syncs (283 against 25 for 2,000 cases)."""
+"""Case JSON stored since the last checkpoint that makes one worth its syncs when nothing else is waiting to be
+stored. A lower mark checkpointed after nearly every batch of a fast run, whose next batch is on its way: ten times
+the syncs (283 against 25 for 2,000 cases)."""
+IDLE_CHECKPOINT_WAIT_S = 0.002
+"""How long the writer waits for the run's next frame before it checkpoints whatever the log holds: a run whose
+agents take their time sends a batch every `_pipeline.run.WRITE_WINDOW_S` or so, and the last connection's close
+copies what the log still holds into the file while the run waits (~11 ms a megabyte here). A fast run's batches
+come sooner than this, and checkpoint by size."""
 
 
 class WalCheckpoints:
@@ -178,9 +222,18 @@ class WalCheckpoints:
             return
         self._pending += size
         if self._pending >= CHECKPOINT_BYTES or (idle and self._pending >= IDLE_CHECKPOINT_BYTES):
-            self._pending = 0
-            # PASSIVE: copies what no reader still needs, without waiting for readers (the run's own reader).
-            self._raw(lambda connection: connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall())
+            self.checkpoint()
+
+    @property
+    def pending(self) -> int:
+        """Bytes committed since the last checkpoint (0 for PostgreSQL)."""
+        return self._pending
+
+    def checkpoint(self) -> None:
+        """Copy the log into the database file now."""
+        self._pending = 0
+        # PASSIVE: copies what no reader still needs, without waiting for readers (the run's own reader).
+        self._raw(lambda connection: connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall())
 
     def _raw(self, use: Callable[[Any], object]) -> None:
         # The driver's connection, outside SQLAlchemy's transaction: a checkpoint cannot run inside one.
