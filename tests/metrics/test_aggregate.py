@@ -200,20 +200,28 @@ def test_intervals_of_counts_never_go_below_zero_and_are_not_capped_at_one() -> 
     assert low_signed is not None and low_signed < 0
 
 
-def _random_results(rng: random.Random) -> list[CaseResult]:
+def _random_results(rng: random.Random, *, uniform: bool = False) -> list[CaseResult]:
     """Cases × repetitions with mixed metrics (some missing per case, thresholds that vary, informational
-    and lower-is-better ones, errors, unscored), in sorted order."""
+    and lower-is-better ones, errors, unscored), in sorted order. `uniform`: each metric either has a threshold
+    in every result (one of two, by case) or in none, as a run's criteria give them."""
     names = ["b_metric", "a_metric", "latency", "judge"]
     repetitions = rng.randint(1, 3)
+    gated = {name: rng.random() < 0.6 for name in names}
     results: list[CaseResult] = []
     for set_id in ("s1", "s0"):
         for number in range(rng.randint(0, 12)):
+            case_threshold = rng.choice([0.5, 0.7])
             for rep in range(repetitions):
                 metrics = []
                 for name in rng.sample(names, rng.randint(0, len(names))):
-                    status = rng.choice(["passed", "failed", "error", "not_applicable", "informational"])
+                    if uniform:
+                        statuses = ["passed", "failed", "error", "not_applicable"] if gated[name] else ["informational"]
+                        status = rng.choice(statuses)
+                        threshold = case_threshold if gated[name] else None
+                    else:
+                        status = rng.choice(["passed", "failed", "error", "not_applicable", "informational"])
+                        threshold = None if status == "informational" else rng.choice([None, 0.5, 0.7])
                     score = None if status in ("error", "not_applicable") else rng.random()
-                    threshold = None if status == "informational" else rng.choice([None, 0.5, 0.7])
                     metrics.append(metric(score, status, name=name, threshold=threshold, higher=name != "latency"))
                 status = rng.choice(["passed", "failed", "error"])
                 results.append(
@@ -232,9 +240,13 @@ def _random_results(rng: random.Random) -> list[CaseResult]:
 
 @pytest.mark.parametrize("seed", range(60))
 @pytest.mark.parametrize("pass_rule", ["per_run", "mean_over_runs"])
-def test_folding_cases_in_any_order_equals_summarizing_the_run(seed: int, pass_rule: PassRule) -> None:
+@pytest.mark.parametrize("uniform", [False, True], ids=["mixed-thresholds", "uniform-thresholds"])
+def test_folding_cases_in_any_order_equals_summarizing_the_run(seed: int, pass_rule: PassRule, uniform: bool) -> None:
+    """Equal, exactly, however the cases arrive: with uniform thresholds the fold summarises each metric without
+    sorting its cases (`summary_in_any_order`); with mixed ones a case may take the threshold of the case before
+    it, and the fold sorts them."""
     rng = random.Random(seed)
-    results = _random_results(rng)
+    results = _random_results(rng, uniform=uniform)
     repetitions = max((c.repetition for c in results), default=0) + 1
     expected = summarize_run(results, repetitions=repetitions, pass_rule=pass_rule)
 
@@ -248,7 +260,10 @@ def test_folding_cases_in_any_order_equals_summarizing_the_run(seed: int, pass_r
 
     got = fold.metric_summaries()
     assert list(got) == list(expected.summary)  # the same metrics, in the same order
-    assert got == expected.summary  # exactly: the same case means combined in the same order
+    assert got == expected.summary  # exactly: exactly rounded sums, the same in any order
+    if uniform:
+        for column in fold._columns.values():
+            assert column.summary_in_any_order(pass_rule, max)[0], "uniform thresholds need no case order"
     assert [summaries[(s.eval_set_id, s.case_id)] for s in expected.case_summaries] == expected.case_summaries
     assert fold.passed == expected.passed
 
