@@ -326,4 +326,6 @@ if __name__ == "__main__":
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     code = serve(Requests(sys.stdin.fileno()), sys.stdout.buffer)
     sys.stdout.flush()
+    # The run waits for the end of this output (the database is closed by now), not for this process's exit.
+    os.close(sys.stdout.fileno())
     os._exit(code)

@@ -166,6 +166,7 @@ class HistoryProcess:
         self._queueing = threading.Lock()  # a FIND and its place among the pending answers, in one step
         self._ready = threading.Event()
         self._done = threading.Event()
+        self._output_ended = threading.Event()
         self._finished = False
         self._pending: list[Future[str | None]] = []  # FIND requests not answered yet, oldest first
         self._pending_lock = threading.Lock()
@@ -257,14 +258,13 @@ class HistoryProcess:
         return self.reader().judge_replies()
 
     def close(self) -> None:
-        """End the child's input and wait for it (it stores what it was sent first)."""
+        """End the child's input and wait for it to store what it was sent and close the database: the end of its
+        output, which it closes then (`writer_child`), not its exit (an interpreter freeing its memory, ~5 ms), which
+        the listener reaps."""
         self._outbox.put(None)
         self._sender.join()
-        self._child.wait()
+        self._output_ended.wait()
         cpu_placement.restore(self._placement)
-        self._listener.join(timeout=5)
-        if self._child.stdout is not None:
-            self._child.stdout.close()
         if self._reader_store is not None:
             self._reader_store.close()
 
@@ -302,7 +302,7 @@ class HistoryProcess:
                 requests.close()
 
     def _stopped(self) -> bool:
-        return self._error is not None or not self._listener.is_alive() or not self._sender.is_alive()
+        return self._error is not None or self._output_ended.is_set() or not self._sender.is_alive()
 
     def _failure(self) -> EvalwardError:
         if self._error is not None:
@@ -311,26 +311,31 @@ class HistoryProcess:
         return InfrastructureError(f"the history database's writer process stopped (exit code {code})")
 
     def _listen(self, replies: IO[bytes]) -> None:
-        while (frame := read_frame(replies)) is not None:
-            kind, payload = frame
-            if kind == READY:
-                self._ready.set()
-            elif kind == ANSWER:
-                with self._pending_lock:
-                    answer = self._pending.pop(0)
-                found = json.loads(payload)
-                answer.set_result(None if found is None else str(found))
-            elif kind == DONE:
-                self._finished = True
-                self._done.set()
-            elif kind == ERROR:
-                reported = json.loads(payload)
-                self._error = ERRORS.get(reported["kind"], InfrastructureError)(reported["message"])
-        self._done.set()  # nothing more will come: a run waiting for its end learns why (`finish_run`)
-        with self._pending_lock:
-            unanswered, self._pending = self._pending, []
-        for answer in unanswered:
-            _fail(answer, self._failure())
+        try:
+            while (frame := read_frame(replies)) is not None:
+                kind, payload = frame
+                if kind == READY:
+                    self._ready.set()
+                elif kind == ANSWER:
+                    with self._pending_lock:
+                        answer = self._pending.pop(0)
+                    found = json.loads(payload)
+                    answer.set_result(None if found is None else str(found))
+                elif kind == DONE:
+                    self._finished = True
+                    self._done.set()
+                elif kind == ERROR:
+                    reported = json.loads(payload)
+                    self._error = ERRORS.get(reported["kind"], InfrastructureError)(reported["message"])
+        finally:
+            self._done.set()  # nothing more will come: a run waiting for its end learns why (`finish_run`)
+            with self._pending_lock:
+                unanswered, self._pending = self._pending, []
+            for answer in unanswered:
+                _fail(answer, self._failure())
+            self._output_ended.set()
+        self._child.wait()  # its exit, which `close` does not wait for
+        replies.close()
 
 
 def _fail(answer: Future[str | None], failure: EvalwardError) -> None:
