@@ -10,8 +10,6 @@ import pytest
 from evalward.metrics.aggregate import (
     MetricPart,
     PassRule,
-    RunFold,
-    _MetricColumn,
     case_metric_parts,
     mean_interval,
     pass_at_k,
@@ -20,6 +18,7 @@ from evalward.metrics.aggregate import (
     t_quantile,
     t_two_sided_probability,
 )
+from evalward.metrics.run_fold import RunFold, _MetricColumn
 from evalward.model import CaseResult, MetricResult, MetricStatus
 
 

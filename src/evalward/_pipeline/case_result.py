@@ -14,9 +14,9 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from evalward.loaders.load import ADK_FORMATS
-from evalward.metrics.aggregate import RunFold
 from evalward.metrics.evaluation import score_case_run
 from evalward.metrics.rouge import stem
+from evalward.metrics.run_fold import RunFold
 from evalward.metrics.scoring_context import ScoringContext
 from evalward.model import (
     AgentOutput,

@@ -32,7 +32,7 @@ from evalward._pipeline.options import (
 from evalward.errors import InfrastructureError, UsageError
 from evalward.gc_tuning import end_start_up
 from evalward.judging.judge_config import FALLBACK_CACHE_URL, JudgeConfig
-from evalward.metrics.aggregate import RunFold
+from evalward.metrics.run_fold import RunFold
 from evalward.model import CaseResult, CaseSummary, EvalSet, RunResult
 from evalward.model.records import iter_record_keys
 from evalward.redact import redact_encoded_model

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from evalward.errors import GateInputError
-from evalward.metrics.aggregate import RunFold
+from evalward.metrics.run_fold import RunFold
 from evalward.model import CaseResult, CaseSummary, RunResult
 from evalward.model.records import in_key_order, iter_record_keys, record_keys
 from evalward.model.verdict import RecordedVerdict, Verdict
