@@ -81,6 +81,15 @@ def test_mean_interval() -> None:
     assert mean_interval([0.4]) == (0.4, None, None)
 
 
+def test_mean_interval_does_not_depend_on_order_and_survives_infinities() -> None:
+    values = [0.1, 0.2, 0.3]  # summed left to right 0.6000000000000001, right to left 0.6
+    assert mean_interval(values) == mean_interval(list(reversed(values))) == mean_interval(sorted(values))
+    assert mean_interval([0.1, 0.2, 0.3])[0] == 0.6 / 3  # exactly rounded: not 0.6000000000000001 / 3
+    mean, _, _ = mean_interval([math.inf, -math.inf, 1.0])  # fsum refuses; the plain sum gives NaN
+    assert math.isnan(mean)
+    assert mean_interval([1e308, 1e308])[0] == math.inf  # past the largest float: fsum refuses too
+
+
 def test_case_summary_over_repetitions() -> None:
     runs = [
         case("a", 0, "passed", metric(1.0, "passed")),

@@ -123,12 +123,12 @@ def mean_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[fl
     that range, so bounds outside it would only mislead a reader.
     """
     count = len(values)
-    # Exactly rounded sums (`math.fsum`): the same mean and interval whatever order the values come in, so a run's
-    # end need not sort its cases first (`run_fold.RunFold.metric_summaries`).
-    mean = math.fsum(values) / count
+    # Exactly rounded sums: the same mean and interval whatever order the values come in, so a run's end need not
+    # sort its cases first (`run_fold.RunFold.metric_summaries`).
+    mean = _order_free_sum(values) / count
     if count < 2:
         return mean, None, None
-    variance = math.fsum((v - mean) ** 2 for v in values) / (count - 1)
+    variance = _order_free_sum([(v - mean) ** 2 for v in values]) / (count - 1)
     half = t_quantile((1.0 + confidence) / 2.0, count - 1) * math.sqrt(variance / count)
     low, high = mean - half, mean + half
     if all(v >= 0.0 for v in values):
@@ -136,6 +136,15 @@ def mean_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[fl
         if all(v <= 1.0 for v in values):
             high = min(1.0, high)
     return mean, low, high
+
+
+def _order_free_sum(values: Sequence[float]) -> float:
+    """`math.fsum`: exactly rounded, so the same in any order. Where it refuses (an infinity of each sign, or partial
+    sums past the largest float), the plain sum: NaN or an infinity, as before fsum."""
+    try:
+        return math.fsum(values)
+    except (ValueError, OverflowError):
+        return sum(values)
 
 
 def meets_threshold(value: float, threshold: float, higher_is_better: bool) -> bool:
