@@ -82,8 +82,9 @@ class Requests:
         self._held = frame
 
     def more_cases(self, run_id: bytes, limit: int) -> list[bytes]:
-        """The results of the CASES frames of run `run_id` already waiting, up to about `limit` of them, without
-        waiting for any; the first other frame is given back."""
+        """The results of the CASES frames of run `run_id` already arriving, up to about `limit` of them: a frame
+        only partly in the pipe is read to its end, none not yet sent is waited for; the first other frame is given
+        back."""
         parts: list[bytes] = []
         while len(parts) < limit and self.waiting():
             following = self.frame()
