@@ -14,6 +14,10 @@ Both settings run in this process, after a warm-up run of each (no latency, not 
 and the history database imported and used once, so no import or first-use compile falls inside a timing),
 then in turns, round by round; the load average is printed at the start and the end of the timed rounds.
 
+For scale, it also times asyncio's own timers on the same schedule (`concurrency` tasks each sleeping
+`cases / concurrency` × `latency`, nothing else), on asyncio's stock loop and on the loop evalward runs agents on
+(`runners.event_loop`, whose timers fire when due instead of up to 1 ms late): the floor no executor can go under.
+
 Goals (issue #33): ratio ≤ 1.03 without history, ≤ 1.05 with it. Run: `python benchmarks/overhead.py [--cases N] [--latency S] [-j N]`.
 """
 
@@ -30,6 +34,7 @@ from pathlib import Path
 
 from evalward._pipeline import RunOptions, prepare, run_blocking
 from evalward.model import AgentOutput, AgentRequest, AgentTarget
+from evalward.runners.event_loop import run_on_time
 from evalward.store.writer_process import HistoryProcess
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -85,6 +90,21 @@ def write_eval_set(folder: Path, cases: int) -> Path:
 LOAD_TIMES: list[float] = []
 
 
+def timers_alone(*, cases: int, latency: float, concurrency: int, timely: bool) -> float:
+    """Wall time of the same schedule with nothing but sleeps, on asyncio's stock loop or evalward's."""
+
+    async def sleeper() -> None:
+        for _ in range(cases // concurrency):
+            await asyncio.sleep(latency)
+
+    async def schedule() -> float:
+        started = time.perf_counter()
+        await asyncio.gather(*(sleeper() for _ in range(concurrency)))
+        return time.perf_counter() - started
+
+    return run_on_time(schedule()) if timely else asyncio.run(schedule())
+
+
 def measure(path: Path, *, latency: float, concurrency: int, db_url: str | None) -> float:
     history = None if db_url is None else HistoryProcess()
     loading = time.perf_counter()
@@ -117,9 +137,14 @@ def main() -> None:
         load_at_start = load_average()
         plain: list[float] = []
         stored: list[float] = []
+        stock_timers: list[float] = []
+        timely_timers: list[float] = []
+        schedule = {"cases": args.cases, "latency": args.latency, "concurrency": args.concurrency}
         for _ in range(args.rounds):  # in turns, so a noisy neighbour slows both settings alike
             plain.append(measure(path, latency=args.latency, concurrency=args.concurrency, db_url=None))
             stored.append(measure(path, latency=args.latency, concurrency=args.concurrency, db_url=db_url))
+            stock_timers.append(timers_alone(**schedule, timely=False))
+            timely_timers.append(timers_alone(**schedule, timely=True))
         load_at_end = load_average()
     print(
         f"cases={args.cases} latency={args.latency}s concurrency={args.concurrency} ideal={ideal:.3f}s, {args.rounds} rounds"
@@ -132,6 +157,10 @@ def main() -> None:
             f"(min {min(walls) / ideal:.3f}, max {max(walls) / ideal:.3f})"
             + (" (goal <= 1.03)" if label == "without history" else " (goal <= 1.05)")
         )
+    print(
+        f"asyncio's timers alone on this schedule: {statistics.median(stock_timers) / ideal:.3f} on its stock loop, "
+        f"{statistics.median(timely_timers) / ideal:.3f} on the loop evalward runs agents on (medians)"
+    )
     print(f"loading the eval file before each run (not in the ratio): median {statistics.median(LOAD_TIMES):.3f}s")
 
 

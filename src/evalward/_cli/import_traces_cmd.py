@@ -8,7 +8,6 @@ warnings naming the case, printed before the verdict; a changed query also makes
 
 from __future__ import annotations
 
-import asyncio
 import bisect
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -20,7 +19,7 @@ from evalward._cli.common import echo_warnings
 from evalward._cli.run_cmd import open_history, write_reports
 from evalward._options.families import LocalRunValues, RecordingValues, ReportFileValues
 from evalward._options.run_values import RunValues
-from evalward._pipeline import RunOptions, prepare, run_prepared
+from evalward._pipeline import RunOptions, prepare, run_blocking
 from evalward.context import detect_context
 from evalward.errors import EvalwardError, UsageError, printable
 from evalward.model.cases import keep_ids
@@ -148,7 +147,7 @@ def execute_import(
         agent = CheckedReplay(replay, recordings, fail_on_mismatch=query_mismatch == "error")
         store = open_history(db_url)
         try:
-            run = asyncio.run(run_prepared(prepared, store=store, agent=agent))
+            run = run_blocking(prepared, store=store, agent=agent)
         finally:
             store.close()
     finally:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import click
@@ -11,7 +10,7 @@ from evalward._cli.click_builder import click_parameter
 from evalward._cli.click_options import options_from
 from evalward._options.option import option_field
 from evalward._options.run_values import RunValues
-from evalward._pipeline import PreparedRun, RunOptions, run_prepared
+from evalward._pipeline import PreparedRun, RunOptions, run_blocking
 from evalward.convert import convert_eval_set
 from evalward.convert.record import read_inputs, recorded_set
 from evalward.errors import EXIT_FAILED
@@ -68,7 +67,7 @@ def record_command(
         paths=[inputs_path], agent=agent, concurrency=concurrency, timeout_s=timeout_s or None, max_retries=2
     )
     runner = make_agent(agent)
-    run = asyncio.run(run_prepared(PreparedRun(options=options, sets=[inputs], warnings=[]), agent=runner))
+    run = run_blocking(PreparedRun(options=options, sets=[inputs], warnings=[]), agent=runner)
     recorded = recorded_set(inputs, run, target="adk" if fmt == "adk" else "native", agent_label=runner.target.target)
     conversion = convert_eval_set(
         recorded.eval_set, "adk" if fmt == "adk" else "native", syntax="json" if out.endswith(".json") else "yaml"

@@ -38,6 +38,7 @@ from evalward.model.records import iter_record_keys
 from evalward.redact import redact_encoded_model
 from evalward.runners import make_agent
 from evalward.runners.agent_contract import AgentStartError
+from evalward.runners.event_loop import run_on_time
 from evalward.runners.executor import ExecutorOptions, RateLimiter, execute, plan_work
 from evalward.spill import RankedKeys, RecordLog, encode_record
 from evalward.store.writer_process import HistoryProcess
@@ -488,7 +489,8 @@ def run_pair(
 
 
 def _run_frozen(main: Callable[[], Any]) -> None:
-    """`asyncio.run(main())` with the run's garbage-collection settings.
+    """`asyncio.run(main())` on the agents' event loop (`runners.event_loop`), with the run's garbage-collection
+    settings.
 
     Everything loaded so far (modules, eval sets, the agent) lives for the whole run: freezing it keeps the
     cyclic GC from re-scanning it on every full collection, which otherwise stalls the event loop for tens
@@ -500,7 +502,7 @@ def _run_frozen(main: Callable[[], Any]) -> None:
     gc.freeze()
     gc.set_threshold(RUN_GC_THRESHOLD, *thresholds[1:])
     try:
-        asyncio.run(main())
+        run_on_time(main())
     finally:
         gc.set_threshold(*thresholds)
         gc.unfreeze()

@@ -35,6 +35,7 @@ from evalward.loaders.load import apply_initial_session, read_initial_session
 from evalward.model import CaseResult, EvalSet, MetricSpec, RunResult
 from evalward.runners import make_agent
 from evalward.runners.agent_contract import Agent
+from evalward.runners.event_loop import run_on_time
 from evalward.runners.python import PythonAgent
 from evalward.testing import _session
 
@@ -211,7 +212,7 @@ def evaluate(
             "evaluate() was called inside a running event loop (an async test): use "
             "`await evalward.testing.evaluate_async(...)` there"
         )
-    return asyncio.run(
+    return run_on_time(
         evaluate_async(
             agent,
             eval_set,
