@@ -603,3 +603,19 @@ def test_the_results_joining_a_transaction_stop_at_its_limit_and_at_a_frame_cut_
     assert requests.more_cases(b"r", 1000) == [b"f"]
     assert requests.frame() is None
     os.close(read_end)
+
+
+def test_a_run_that_ends_after_its_beginning_keeps_the_beginnings_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The writer rehearses the run's end right after its beginning (its statements compiled while the agents
+    work) and rolls it back: a run killed then leaves the row its beginning stored, nothing of an end."""
+    begin, *_ = _frames_of_a_run(f"sqlite:///{tmp_path}/recorded.db", "r8", 3)
+    db = tmp_path / "h.db"
+    served = _ServedInThread(monkeypatch)
+    served.send([(b"O", f"sqlite:///{db}".encode()), begin])
+    served.start()
+    assert served.finish() == [b"R"] and served.code == 0  # the input ended: the run was killed
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        row = conn.execute("SELECT status, case_order, passed, finished_at, planned_count FROM runs").fetchall()
+    assert row == [("running", "null", None, None, 3)]  # JSON null: no case order yet

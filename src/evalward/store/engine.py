@@ -193,6 +193,19 @@ def write_transaction(engine: Engine) -> Iterator[Connection]:
 
 
 @contextmanager
+def rehearsal_transaction(engine: Engine) -> Iterator[Connection]:
+    """A write transaction that is always rolled back: statements executed in it store nothing, and SQLAlchemy
+    keeps them compiled for their real use (it compiles a statement on its first use in a process)."""
+    with engine.connect() as connection:
+        connection = connection.execution_options(**{_WRITE_OPTION: True})
+        transaction = connection.begin()
+        try:
+            yield connection
+        finally:
+            transaction.rollback()
+
+
+@contextmanager
 def read_transaction(engine: Engine) -> Iterator[Connection]:
     """A connection inside one read transaction (a consistent snapshot in WAL mode)."""
     with engine.connect() as connection, connection.begin():

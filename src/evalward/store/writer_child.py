@@ -22,7 +22,7 @@ from sqlalchemy import event
 
 from evalward.errors import EvalwardError, InfrastructureError
 from evalward.store import writes
-from evalward.store.engine import JSONText, read_transaction, write_transaction
+from evalward.store.engine import JSONText, read_transaction, rehearsal_transaction, write_transaction
 from evalward.store.opening import open_engine
 from evalward.store.row_shapes import CaseRows, case_columns, case_rows, now, unique_keys
 from evalward.store.writer_process import (
@@ -150,6 +150,7 @@ def serve(requests: Requests, replies: IO[bytes]) -> int:
                 columns["run_json"] = JSONText(run_json.decode("utf-8"))
                 with write_transaction(engine) as conn:
                     writes.begin_run(conn, run_id, columns, unique_keys(plan))
+                _rehearse_finish(engine, run_id, columns)
                 # Read now, while the run's agents work: its end then splices the text in (`_finish`).
                 begun_eval_sets[run_id] = _compact(json.loads(run_json)["eval_sets"])
             elif kind == CASES:
@@ -308,6 +309,15 @@ def _finish(
         missing = len(keys) - writes.stored_count(conn, run_id)
         if missing > 0:
             raise InfrastructureError(f"run {run_id}: {missing} case results were not stored")
+
+
+def _rehearse_finish(engine: Engine, run_id: str, columns: dict[str, Any]) -> None:
+    """Run the statements of the run's end (`_finish`) on its beginning's row, and roll them back: SQLAlchemy
+    compiles each statement on its first use in a process (~1.7 ms for these three here, of a 1,000-case run's
+    ~4 ms end), and the run waits for its end, not for this moment, while its agents work."""
+    with rehearsal_transaction(engine) as conn:
+        writes.finish_run(conn, run_id, columns, [], case_order=JSONText("[]"))
+        writes.stored_count(conn, run_id)
 
 
 def _report(replies: IO[bytes], exc: Exception) -> None:
