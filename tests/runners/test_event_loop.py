@@ -13,10 +13,11 @@ from collections.abc import Iterator
 
 import pytest
 
+if sys.platform != "linux":
+    pytest.skip("epoll is Linux's: elsewhere asyncio's own loop runs the agents", allow_module_level=True)
+
 from evalward.runners import event_loop
 from evalward.runners.event_loop import TimelyEpollSelector, run_on_time
-
-pytestmark = pytest.mark.skipif(not hasattr(selectors, "EpollSelector"), reason="epoll is Linux's")
 
 
 @pytest.fixture
@@ -116,7 +117,6 @@ def test_input_and_a_closed_peer_end_a_long_wait_at_once(
     assert key.fd == left.fileno()
 
 
-@pytest.mark.skipif(sys.platform != "linux", reason="the timely loop replaces epoll's")
 def test_runs_go_on_the_timely_loop_and_timers_never_fire_early() -> None:
     async def main() -> tuple[bool, bool, float]:
         loop = asyncio.get_running_loop()
@@ -150,4 +150,13 @@ def test_a_loop_policy_the_user_chose_is_kept() -> None:
     finally:
         asyncio.set_event_loop_policy(before)
     assert made == [loop]
+    assert not isinstance(loop._selector, TimelyEpollSelector)  # type: ignore[attr-defined]
+
+
+def test_elsewhere_than_linux_asyncio_runs_its_own_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def main() -> asyncio.AbstractEventLoop:
+        return asyncio.get_running_loop()
+
+    monkeypatch.setattr(event_loop.sys, "platform", "darwin")
+    loop = run_on_time(main())
     assert not isinstance(loop._selector, TimelyEpollSelector)  # type: ignore[attr-defined]
