@@ -150,9 +150,9 @@ def serve(requests: Requests, replies: IO[bytes]) -> int:
                 columns["run_json"] = JSONText(run_json.decode("utf-8"))
                 with write_transaction(engine) as conn:
                     writes.begin_run(conn, run_id, columns, unique_keys(plan))
-                _rehearse_finish(engine, run_id, columns)
                 # Read now, while the run's agents work: its end then splices the text in (`_finish`).
                 begun_eval_sets[run_id] = _compact(json.loads(run_json)["eval_sets"])
+                _rehearse_finish(engine, run_id, columns)
             elif kind == CASES:
                 # Results already waiting join this transaction: a run's last wave sends them as they finish, a
                 # few a frame, and a commit each (~1.5 ms) left this process behind the run, which waits for it.
